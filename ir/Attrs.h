@@ -1,0 +1,84 @@
+// Typed op attributes.
+//
+// Every op with attributes declares a struct deriving from AttrsOf<Self> and lists its fields
+// once in `fields(f)`; printing, equality (for CSE) and hashing are derived from that list:
+//
+//   struct ConvAttrs : AttrsOf<ConvAttrs> {
+//     std::vector<int64_t> kernel, strides, pads, dilations;
+//     int64_t group = 1;
+//     template <class F> void fields(F&& f) const {
+//       f("kernel", kernel); f("strides", strides); f("pads", pads);
+//       f("dilations", dilations); f("group", group);
+//     }
+//   };
+//
+// Field types: bool, int64_t, float, std::string, std::vector<int64_t>, std::vector<float>,
+// Tensor, and enums with a `toString(E)` overload found by ADL.
+#pragma once
+
+#include "ir/Tensor.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace triad::ir {
+
+class Attrs {
+public:
+  virtual ~Attrs() = default;
+  /// (name, printed value) pairs in declaration order.
+  virtual std::vector<std::pair<std::string, std::string>> printed() const = 0;
+  virtual bool equals(const Attrs& other) const = 0;
+};
+
+/// Ops without attributes share this.
+struct NoAttrs final : Attrs {
+  std::vector<std::pair<std::string, std::string>> printed() const override { return {}; }
+  bool equals(const Attrs& o) const override { return dynamic_cast<const NoAttrs*>(&o); }
+};
+
+namespace detail {
+std::string printTensorAttr(const Tensor& t);
+inline std::string printFloat(float v) { return fmt::format("{}", v); }
+
+template <typename T> std::string printAttrValue(const T& v) {
+  if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+  else if constexpr (std::is_same_v<T, float>) return printFloat(v);
+  else if constexpr (std::is_same_v<T, std::string>) return fmt::format("\"{}\"", v);
+  else if constexpr (std::is_same_v<T, Tensor>) return printTensorAttr(v);
+  else if constexpr (std::is_enum_v<T>) return std::string(toString(v));
+  else if constexpr (std::is_same_v<T, std::vector<float>>) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + printFloat(v[i]);
+    return s + "]";
+  } else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
+    return fmt::format("[{}]", fmt::join(v, ","));
+  else if constexpr (std::is_same_v<T, std::optional<float>>) return v ? printFloat(*v) : "none";
+  else if constexpr (std::is_same_v<T, std::optional<int64_t>>)
+    return v ? fmt::format("{}", *v) : "none";
+  else return fmt::format("{}", v);
+}
+} // namespace detail
+
+template <typename Derived> struct AttrsOf : Attrs {
+  std::vector<std::pair<std::string, std::string>> printed() const override {
+    std::vector<std::pair<std::string, std::string>> out;
+    static_cast<const Derived&>(*this).fields([&](const char* name, const auto& value) {
+      out.emplace_back(name, detail::printAttrValue(value));
+    });
+    return out;
+  }
+  bool equals(const Attrs& other) const override {
+    auto* o = dynamic_cast<const Derived*>(&other);
+    if (!o) return false;
+    // Field lists are identical for the same type, so comparing printed forms in order is
+    // exact for integers and strings and exact-enough (shortest round-trip) for floats.
+    return printed() == o->printed();
+  }
+};
+
+} // namespace triad::ir

@@ -1,0 +1,80 @@
+#include "ir/Graph.h"
+
+#include <algorithm>
+
+namespace triad::ir {
+
+Value* Graph::newValue(std::string name, TensorType type) {
+  auto v = std::make_unique<Value>();
+  v->id_ = int(values_.size());
+  v->name_ = std::move(name);
+  v->type_ = std::move(type);
+  Value* raw = v.get();
+  values_.push_back(std::move(v));
+  if (!raw->name_.empty()) byName_[raw->name_] = raw;
+  return raw;
+}
+
+Value* Graph::addInput(std::string name, TensorType type) {
+  Value* v = newValue(std::move(name), std::move(type));
+  inputs_.push_back(v);
+  return v;
+}
+
+Value* Graph::addConstant(std::string name, Tensor value) {
+  Value* v = newValue(std::move(name), value.type());
+  v->constant_ = std::make_shared<const Tensor>(std::move(value));
+  return v;
+}
+
+Node* Graph::addNode(OpKind kind, std::string name, std::vector<Value*> inputs,
+                     std::shared_ptr<const Attrs> attrs, std::vector<std::string> outputNames,
+                     std::vector<TensorType> outputTypes) {
+  TRIAD_ASSERT(outputNames.size() == outputTypes.size(), "output names/types mismatch");
+  auto n = std::make_unique<Node>();
+  n->id_ = nextNodeId_++;
+  n->kind_ = kind;
+  n->name_ = std::move(name);
+  n->inputs_ = std::move(inputs);
+  n->attrs_ = attrs ? std::move(attrs) : std::make_shared<NoAttrs>();
+  for (size_t i = 0; i < outputNames.size(); ++i) {
+    Value* v = newValue(std::move(outputNames[i]), std::move(outputTypes[i]));
+    v->producer_ = n.get();
+    v->producerOutput_ = int(i);
+    n->outputs_.push_back(v);
+  }
+  Node* raw = n.get();
+  nodes_.push_back(std::move(n));
+  return raw;
+}
+
+void Graph::removeNodes(const std::function<bool(const Node&)>& dead) {
+  std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) {
+    if (!dead(*n)) return false;
+    for (Value* v : n->outputs_) v->producer_ = nullptr;
+    return true;
+  });
+}
+
+std::vector<Value*> Graph::constants() const {
+  std::vector<Value*> out;
+  for (const auto& v : values_)
+    if (v->isConstant()) out.push_back(v.get());
+  return out;
+}
+
+Value* Graph::findValue(const std::string& name) const {
+  auto it = byName_.find(name);
+  return it == byName_.end() ? nullptr : it->second;
+}
+
+std::vector<int> Graph::useCounts() const {
+  std::vector<int> uses(values_.size(), 0);
+  for (const auto& n : nodes_)
+    for (Value* v : n->inputs())
+      if (v) ++uses[size_t(v->id())];
+  for (Value* v : outputs_) ++uses[size_t(v->id())];
+  return uses;
+}
+
+} // namespace triad::ir

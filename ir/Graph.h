@@ -1,0 +1,119 @@
+// The graph IR: values in SSA form (each produced once, by one node output, a graph input or a
+// constant), nodes kept in topological order, static shapes everywhere.
+#pragma once
+
+#include "ir/Attrs.h"
+#include "ir/OpDef.h"
+#include "ir/Tensor.h"
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace triad::ir {
+
+class Node;
+
+class Value {
+public:
+  int id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const TensorType& type() const { return type_; }
+  void setType(TensorType t) { type_ = std::move(t); }
+
+  /// The node producing this value; null for graph inputs and constants.
+  Node* producer() const { return producer_; }
+  int producerOutput() const { return producerOutput_; }
+
+  bool isConstant() const { return constant_ != nullptr; }
+  const Tensor& constant() const { return *constant_; }
+  const std::shared_ptr<const Tensor>& constantPtr() const { return constant_; }
+
+private:
+  friend class Graph;
+  int id_ = 0;
+  std::string name_;
+  TensorType type_;
+  Node* producer_ = nullptr;
+  int producerOutput_ = -1;
+  std::shared_ptr<const Tensor> constant_;
+};
+
+class Node {
+public:
+  int id() const { return id_; }
+  OpKind kind() const { return kind_; }
+  const OpDef& def() const { return opDef(kind_); }
+  /// The ONNX node name (may be empty in the source model; the importer then makes one up).
+  const std::string& name() const { return name_; }
+  /// IR inputs: the ONNX inputs minus shape operands; nullptr marks an absent optional input.
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  Value* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
+  Value* output(size_t i) const { return outputs_[i]; }
+  const Attrs& attrs() const { return *attrs_; }
+  const std::shared_ptr<const Attrs>& attrsPtr() const { return attrs_; }
+  template <typename A> const A& attrs() const {
+    auto* a = dynamic_cast<const A*>(attrs_.get());
+    TRIAD_ASSERT(a, "node {} has other attributes", name_);
+    return *a;
+  }
+  void setInput(size_t i, Value* v) { inputs_[i] = v; }
+
+private:
+  friend class Graph;
+  int id_ = 0;
+  OpKind kind_{};
+  std::string name_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> outputs_;
+  std::shared_ptr<const Attrs> attrs_;
+};
+
+class Graph {
+public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  Graph(Graph&&) = default;
+  Graph& operator=(Graph&&) = default;
+
+  std::string name;
+  int opset = 0; // default-domain opset of the source model (informational after import)
+
+  Value* addInput(std::string name, TensorType type);
+  Value* addConstant(std::string name, Tensor value);
+  /// Appends a node; outputs are created with the given names and types. Inputs must already
+  /// exist (topological order is kept by construction; the verifier checks it anyway).
+  Node* addNode(OpKind kind, std::string name, std::vector<Value*> inputs,
+                std::shared_ptr<const Attrs> attrs, std::vector<std::string> outputNames,
+                std::vector<TensorType> outputTypes);
+  void addOutput(Value* v) { outputs_.push_back(v); }
+  void setOutput(size_t i, Value* v) { outputs_[i] = v; }
+
+  /// Removes nodes for which `dead` is true. Values they produced stay owned by the graph but
+  /// lose their producer; the verifier reports any that are still used.
+  void removeNodes(const std::function<bool(const Node&)>& dead);
+
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+  std::vector<Value*> constants() const;
+
+  Value* findValue(const std::string& name) const;
+  /// Number of uses of each value id (node inputs and graph outputs).
+  std::vector<int> useCounts() const;
+
+private:
+  Value* newValue(std::string name, TensorType type);
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> outputs_;
+  std::unordered_map<std::string, Value*> byName_;
+  int nextNodeId_ = 0;
+};
+
+} // namespace triad::ir

@@ -1,0 +1,146 @@
+#include "ir/Tensor.h"
+
+#include <bit>
+#include <cmath>
+
+namespace triad::ir {
+
+// Round-to-nearest-even float -> binary16 conversion, handling subnormals, inf and NaN.
+uint16_t Half::floatToHalfBits(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t absx = x & 0x7fffffffu;
+  if (absx >= 0x7f800000u) // inf or NaN
+    return uint16_t(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));
+  if (absx >= 0x477ff000u) // rounds to a value >= 65520: overflow to inf
+    return uint16_t(sign | 0x7c00u);
+  if (absx < 0x38800000u) { // below the smallest normal half: subnormal or zero
+    // Scale so that the half subnormal unit (2^-24) is 1 and round to nearest even.
+    float a = std::bit_cast<float>(absx) * 16777216.0f; // 2^24
+    float r = std::nearbyint(a);
+    return uint16_t(sign | uint32_t(r));
+  }
+  uint32_t mant = absx & 0x7fffffu;
+  uint32_t exp = (absx >> 23) - 127 + 15;
+  uint32_t h = (exp << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h; // carry may bump the exponent
+  return uint16_t(sign | h);
+}
+
+float Half::halfBitsToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {
+    float v = std::ldexp(float(mant), -24);
+    return sign ? -v : v;
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+}
+
+Tensor::Tensor(TensorType type) : type_(std::move(type)) {
+  for (int64_t d : type_.shape)
+    TRIAD_ASSERT(d >= 0, "negative dimension in {}", typeToString(type_));
+  bytes_.assign(size_t(type_.numElements()) * dtypeSize(type_.dtype), 0);
+}
+
+double Tensor::getDouble(int64_t i) const {
+  return visitDType(dtype(), [&](auto tag) -> double {
+    using T = decltype(tag);
+    return static_cast<double>(static_cast<T>(data<T>()[i]));
+  });
+}
+
+int64_t Tensor::getInt(int64_t i) const {
+  return visitDType(dtype(), [&](auto tag) -> int64_t {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, Half>) return int64_t(float(data<T>()[i]));
+    else return static_cast<int64_t>(data<T>()[i]);
+  });
+}
+
+void Tensor::setDouble(int64_t i, double v) {
+  visitDType(dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, Half>) data<T>()[i] = Half(float(v));
+    else data<T>()[i] = static_cast<T>(v);
+  });
+}
+
+std::vector<int64_t> Tensor::toInt64Vector() const {
+  std::vector<int64_t> v(static_cast<size_t>(numElements()));
+  for (int64_t i = 0; i < numElements(); ++i) v[size_t(i)] = getInt(i);
+  return v;
+}
+
+std::vector<double> Tensor::toDoubleVector() const {
+  std::vector<double> v(static_cast<size_t>(numElements()));
+  for (int64_t i = 0; i < numElements(); ++i) v[size_t(i)] = getDouble(i);
+  return v;
+}
+
+namespace {
+// Converts one element with ONNX Cast semantics: float->int truncates toward zero, NaN/inf to
+// int is undefined in ONNX and becomes 0 here, anything nonzero becomes true.
+template <typename To, typename From> To convertElement(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (std::is_same_v<From, Half>) return float(v) != 0.0f;
+    else return v != From(0);
+  } else if constexpr (std::is_same_v<To, Half>) {
+    if constexpr (std::is_same_v<From, Half>) return v;
+    else return Half(static_cast<float>(v));
+  } else if constexpr (std::is_floating_point_v<To>) {
+    if constexpr (std::is_same_v<From, Half>) return static_cast<To>(float(v));
+    else return static_cast<To>(v);
+  } else {
+    // integer destination
+    double d;
+    if constexpr (std::is_same_v<From, Half>) d = float(v);
+    else if constexpr (std::is_integral_v<From>) return static_cast<To>(v);
+    else d = static_cast<double>(v);
+    if (!std::isfinite(d)) return To(0);
+    double t = std::trunc(d);
+    if constexpr (std::is_signed_v<To>) {
+      if (t < double(std::numeric_limits<To>::min()) || t >= -double(std::numeric_limits<To>::min()))
+        return static_cast<To>(static_cast<int64_t>(std::fmod(t, 18446744073709551616.0)));
+    } else {
+      if (t < 0) return static_cast<To>(static_cast<int64_t>(t));
+    }
+    return static_cast<To>(t);
+  }
+}
+} // namespace
+
+Tensor Tensor::castTo(DType to) const {
+  TRIAD_ASSERT(to != DType::Fixed && dtype() != DType::Fixed,
+               "fixed-point casts go through the quantizer");
+  Tensor out(to, shape());
+  visitDType(dtype(), [&](auto fromTag) {
+    using From = decltype(fromTag);
+    visitDType(to, [&](auto toTag) {
+      using To = decltype(toTag);
+      const From* src = data<From>();
+      To* dst = out.data<To>();
+      for (int64_t i = 0; i < numElements(); ++i) dst[i] = convertElement<To>(src[i]);
+    });
+  });
+  return out;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  TRIAD_ASSERT(ir::numElements(shape) == numElements(), "reshape {} to {}",
+               shapeToString(this->shape()), shapeToString(shape));
+  Tensor t = *this;
+  t.type_.shape = std::move(shape);
+  return t;
+}
+
+std::vector<int64_t> stridesOf(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int64_t i = int64_t(s.size()) - 2; i >= 0; --i) st[size_t(i)] = st[size_t(i) + 1] * s[size_t(i) + 1];
+  return st;
+}
+
+} // namespace triad::ir

@@ -1,0 +1,63 @@
+#include "ir/Types.h"
+#include "ir/Diagnostics.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace triad::ir {
+
+namespace {
+struct DTypeInfo {
+  DType type;
+  std::string_view name;
+  size_t size;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::F32, "f32", 4},  {DType::F16, "f16", 2},  {DType::F64, "f64", 8},
+    {DType::I64, "i64", 8},  {DType::I32, "i32", 4},  {DType::I16, "i16", 2},
+    {DType::I8, "i8", 1},    {DType::U64, "u64", 8},  {DType::U32, "u32", 4},
+    {DType::U16, "u16", 2},  {DType::U8, "u8", 1},    {DType::Bool, "bool", 1},
+    {DType::Fixed, "fixed", 8},
+};
+const DTypeInfo& info(DType t) {
+  for (const auto& i : kDTypes)
+    if (i.type == t) return i;
+  TRIAD_ASSERT(false, "unknown dtype {}", int(t));
+  return kDTypes[0];
+}
+} // namespace
+
+std::string_view dtypeName(DType t) { return info(t).name; }
+size_t dtypeSize(DType t) { return info(t).size; }
+
+std::optional<DType> dtypeFromName(std::string_view name) {
+  for (const auto& i : kDTypes)
+    if (i.name == name) return i.type;
+  return std::nullopt;
+}
+
+bool isFloat(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::F64; }
+bool isSignedInteger(DType t) {
+  return t == DType::I64 || t == DType::I32 || t == DType::I16 || t == DType::I8;
+}
+bool isInteger(DType t) {
+  return isSignedInteger(t) || t == DType::U64 || t == DType::U32 || t == DType::U16 ||
+         t == DType::U8;
+}
+
+int64_t numElements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shapeToString(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
+
+std::string typeToString(const TensorType& t) {
+  if (t.dtype == DType::Fixed && t.fixed)
+    return fmt::format("{}fixed<{},{}>{}", t.fixed->isSigned ? "" : "u", t.fixed->width,
+                       t.fixed->intBits, shapeToString(t.shape));
+  return fmt::format("{}{}", dtypeName(t.dtype), shapeToString(t.shape));
+}
+
+} // namespace triad::ir

@@ -1,0 +1,8 @@
+// Conv ops (see ir/Ops.def for the list this family defines).
+#include "ir/ops/OpUtil.h"
+
+namespace triad::ir {
+
+void registerConvOps(OpTable& table) { (void)table; }
+
+} // namespace triad::ir

@@ -1,0 +1,8 @@
+// Elementwise ops (see ir/Ops.def for the list this family defines).
+#include "ir/ops/OpUtil.h"
+
+namespace triad::ir {
+
+void registerElementwiseOps(OpTable& table) { (void)table; }
+
+} // namespace triad::ir

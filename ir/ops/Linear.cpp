@@ -1,0 +1,168 @@
+// Dense products: Gemm and MatMul.
+#include "ir/ops/Linear.h"
+#include "ir/ops/OpUtil.h"
+
+namespace triad::ir {
+using namespace ops;
+
+namespace {
+
+// Y = alpha * op(A) * op(B) + beta * C, op = optional transpose, C unidirectionally broadcast.
+std::shared_ptr<const Attrs> parseGemm(const ParseContext& ctx) {
+  auto a = std::make_shared<GemmAttrs>();
+  a->alpha = ctx.attrs.getFloat("alpha", 1.0f);
+  a->beta = ctx.attrs.getFloat("beta", 1.0f);
+  a->transA = ctx.attrs.getInt("transA", 0) != 0;
+  a->transB = ctx.attrs.getInt("transB", 0) != 0;
+  return a;
+}
+
+std::vector<TensorType> inferGemm(const InferContext& ctx) {
+  const auto& a = ctx.as<GemmAttrs>();
+  const TensorType& A = ctx.in(0);
+  const TensorType& B = ctx.in(1);
+  requireRank(A, 2, "input A");
+  requireRank(B, 2, "input B");
+  requireSameDType(A, B, "inputs A and B");
+  if (!isFloat(A.dtype) && !dtypeIn(A.dtype, {DType::I32, DType::I64, DType::U32, DType::U64}))
+    unsupported("Gemm on {} is not supported", dtypeName(A.dtype));
+  int64_t M = a.transA ? A.shape[1] : A.shape[0];
+  int64_t K = a.transA ? A.shape[0] : A.shape[1];
+  int64_t Kb = a.transB ? B.shape[1] : B.shape[0];
+  int64_t N = a.transB ? B.shape[0] : B.shape[1];
+  if (K != Kb)
+    invalid("inner dimensions differ: A{} (transA={}) and B{} (transB={})",
+            shapeToString(A.shape), a.transA, shapeToString(B.shape), a.transB);
+  Shape out{M, N};
+  if (ctx.has(2)) {
+    requireSameDType(A, ctx.in(2), "inputs A and C");
+    if (broadcastShapes(ctx.in(2).shape, out) != out)
+      invalid("bias C{} does not broadcast to the output {}", shapeToString(ctx.in(2).shape),
+              shapeToString(out));
+  }
+  return {TensorType{A.dtype, out, {}}};
+}
+
+template <typename T> void gemmKernel(const EvalContext& ctx) {
+  const auto& a = ctx.as<GemmAttrs>();
+  const Tensor& A = ctx.in(0);
+  const Tensor& B = ctx.in(1);
+  Tensor& Y = ctx.out(0);
+  int64_t M = Y.shape()[0], N = Y.shape()[1];
+  int64_t K = a.transA ? A.shape()[0] : A.shape()[1];
+  const T* pa = A.data<T>();
+  const T* pb = B.data<T>();
+  T* py = Y.data<T>();
+  using Acc = std::conditional_t<std::is_floating_point_v<T> || std::is_same_v<T, Half>, double, T>;
+  std::vector<int64_t> cmap;
+  if (ctx.has(2)) cmap = broadcastIndexMap(ctx.in(2).shape(), Y.shape());
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      Acc acc = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        Acc av = Acc(pa[a.transA ? k * M + m : m * K + k]);
+        Acc bv = Acc(pb[a.transB ? n * K + k : k * N + n]);
+        acc += av * bv;
+      }
+      Acc y = Acc(a.alpha) * acc;
+      if (ctx.has(2) && a.beta != 0.0f)
+        y += Acc(a.beta) * Acc(ctx.in(2).data<T>()[cmap[size_t(m * N + n)]]);
+      py[m * N + n] = T(y);
+    }
+}
+
+void evalGemm(const EvalContext& ctx) {
+  visitDType(ctx.in(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) TRIAD_ASSERT(false, "Gemm on bool");
+    else gemmKernel<T>(ctx);
+  });
+}
+
+// MatMul: numpy matmul semantics. 1-D operands are promoted (A: [K] -> [1,K], B: [K] -> [K,1])
+// and the promoted dimension removed from the result; batch dimensions broadcast.
+struct MatMulShapes {
+  Shape batch;       // broadcast batch dims
+  int64_t M, K, N;
+  Shape aBatch, bBatch; // each operand's batch dims (for index maps)
+  Shape out;
+};
+
+MatMulShapes matmulShapes(const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty()) invalid("MatMul operands must have rank >= 1");
+  Shape A = a.size() == 1 ? Shape{1, a[0]} : a;
+  Shape B = b.size() == 1 ? Shape{b[0], 1} : b;
+  MatMulShapes s;
+  s.M = A[A.size() - 2];
+  s.K = A[A.size() - 1];
+  s.N = B[B.size() - 1];
+  if (B[B.size() - 2] != s.K)
+    invalid("inner dimensions differ: {} x {}", shapeToString(a), shapeToString(b));
+  s.aBatch.assign(A.begin(), A.end() - 2);
+  s.bBatch.assign(B.begin(), B.end() - 2);
+  s.batch = broadcastShapes(s.aBatch, s.bBatch);
+  s.out = s.batch;
+  if (a.size() > 1) s.out.push_back(s.M);
+  if (b.size() > 1) s.out.push_back(s.N);
+  return s;
+}
+
+std::vector<TensorType> inferMatMul(const InferContext& ctx) {
+  const TensorType& A = ctx.in(0);
+  const TensorType& B = ctx.in(1);
+  requireSameDType(A, B, "inputs A and B");
+  if (A.dtype == DType::Bool || A.dtype == DType::Fixed)
+    unsupported("MatMul on {} is not supported", dtypeName(A.dtype));
+  return {TensorType{A.dtype, matmulShapes(A.shape, B.shape).out, {}}};
+}
+
+void evalMatMul(const EvalContext& ctx) {
+  const Tensor& A = ctx.in(0);
+  const Tensor& B = ctx.in(1);
+  Tensor& Y = ctx.out(0);
+  MatMulShapes s = matmulShapes(A.shape(), B.shape());
+  std::vector<int64_t> amap = broadcastIndexMap(s.aBatch, s.batch);
+  std::vector<int64_t> bmap = broadcastIndexMap(s.bBatch, s.batch);
+  int64_t nb = numElements(s.batch);
+  visitDType(A.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      TRIAD_ASSERT(false, "MatMul on bool");
+    } else {
+      using Acc =
+          std::conditional_t<std::is_floating_point_v<T> || std::is_same_v<T, Half>, double, T>;
+      const T* pa = A.data<T>();
+      const T* pb = B.data<T>();
+      T* py = Y.data<T>();
+      for (int64_t b = 0; b < nb; ++b) {
+        const T* a0 = pa + amap[size_t(b)] * s.M * s.K;
+        const T* b0 = pb + bmap[size_t(b)] * s.K * s.N;
+        T* y0 = py + b * s.M * s.N;
+        for (int64_t m = 0; m < s.M; ++m)
+          for (int64_t n = 0; n < s.N; ++n) {
+            Acc acc = 0;
+            for (int64_t k = 0; k < s.K; ++k) acc += Acc(a0[m * s.K + k]) * Acc(b0[k * s.N + n]);
+            y0[m * s.N + n] = T(acc);
+          }
+      }
+    }
+  });
+}
+
+} // namespace
+
+void registerLinearOps(OpTable& table) {
+  table.add({.kind = OpKind::Gemm,
+             .minInputs = 2,
+             .maxInputs = 3,
+             .parse = parseGemm,
+             .infer = inferGemm,
+             .eval = evalGemm});
+  table.add({.kind = OpKind::MatMul,
+             .minInputs = 2,
+             .maxInputs = 2,
+             .infer = inferMatMul,
+             .eval = evalMatMul});
+}
+
+} // namespace triad::ir

@@ -1,0 +1,8 @@
+// Movement ops (see ir/Ops.def for the list this family defines).
+#include "ir/ops/OpUtil.h"
+
+namespace triad::ir {
+
+void registerMovementOps(OpTable& table) { (void)table; }
+
+} // namespace triad::ir

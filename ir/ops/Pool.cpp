@@ -1,0 +1,8 @@
+// Pool ops (see ir/Ops.def for the list this family defines).
+#include "ir/ops/OpUtil.h"
+
+namespace triad::ir {
+
+void registerPoolOps(OpTable& table) { (void)table; }
+
+} // namespace triad::ir
