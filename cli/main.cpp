@@ -1,1 +1,58 @@
-int main(){}
+// triad: compile ONNX models for CPU, GPU and FPGA from one graph IR.
+#include "cli/Commands.h"
+#include "ir/Diagnostics.h"
+
+#include <fmt/format.h>
+
+namespace {
+
+constexpr const char* kExitCodes = R"(Exit codes:
+  0   success
+  2   usage error (bad flag or value)
+  3   i/o error (a file cannot be read or written)
+  4   invalid model (malformed ONNX: truncated, cycles, dangling inputs, wrong types)
+  5   unsupported (valid ONNX that Triad does not handle: op, attribute, opset, dtype)
+  6   run-time error (inputs that do not fit the model)
+  70  internal error (a bug in Triad: please report it))";
+
+} // namespace
+
+int main(int argc, char** argv) {
+  using namespace triad;
+  CLI::App app{"triad: compile ONNX models for CPU, GPU and FPGA from one graph IR"};
+  app.set_version_flag("--version", "triad 0.1.0");
+  app.footer(kExitCodes);
+  app.require_subcommand(1);
+
+  ir::TargetRegistry targets;
+  targets.add(ir::makeInterpreterTarget());
+
+  std::map<CLI::App*, cli::Action> actions;
+  auto add = [&](cli::Action (*f)(CLI::App&, const ir::TargetRegistry&)) {
+    size_t before = app.get_subcommands({}).size();
+    cli::Action a = f(app, targets);
+    CLI::App* sub = app.get_subcommands({})[before];
+    sub->footer(kExitCodes);
+    actions[sub] = std::move(a);
+  };
+  add(cli::addInspect);
+  add(cli::addRun);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : exitCodeFor(ErrorKind::Usage);
+  }
+  try {
+    for (auto& [sub, action] : actions)
+      if (sub->parsed()) return action();
+  } catch (const Error& e) {
+    fmt::print(stderr, "triad: {}: {}\n", errorKindName(e.kind()), e.what());
+    return exitCodeFor(e.kind());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "triad: internal error: {}\n", e.what());
+    return exitCodeFor(ErrorKind::Internal);
+  }
+  return 0;
+}

@@ -66,6 +66,8 @@ struct ParseContext {
   std::span<const Tensor* const> constInputs;
   /// Per ONNX input: its type, or nullopt for an absent optional input.
   std::span<const std::optional<TensorType>> inputTypes;
+  /// Number of outputs the ONNX node declares (Split without sizes divides by it).
+  int numOutputs = 1;
 
   const Tensor* constInput(size_t i) const {
     return i < constInputs.size() ? constInputs[i] : nullptr;
@@ -99,9 +101,13 @@ struct EvalContext {
   template <typename A> const A& as() const { return static_cast<const A&>(attrs); }
 };
 
+/// Shape rules return the types of all outputs the op defines for the given attributes; a node
+/// keeps the first N (the outputs its ONNX node declared).
 using ParseFn = std::function<std::shared_ptr<const Attrs>(const ParseContext&)>;
 using InferFn = std::function<std::vector<TensorType>(const InferContext&)>;
 using EvalFn = std::function<void(const EvalContext&)>;
+/// Multiply-accumulates of one node given its input and output types (0 when not defined).
+using MacsFn = std::function<int64_t(const InferContext&, std::span<const TensorType> outputs)>;
 
 struct OpDef {
   OpKind kind{};
@@ -114,9 +120,12 @@ struct OpDef {
   std::vector<int> shapeOperands{};
   /// Lowest default-domain opset whose semantics `parse` maps (older models are refused).
   int sinceOpset = 1;
-  ParseFn parse{}; // null: op takes no attributes (NoAttrs)
+  /// Null: the op takes no attributes (NoAttrs). The frontend refuses any ONNX attribute that
+  /// `parse` did not read, so an attribute Triad ignores can never silently change results.
+  ParseFn parse{};
   InferFn infer{};
   EvalFn eval{};
+  MacsFn macs{}; // for cost models and `triad inspect`; null: the op does no MACs
 
   bool isShapeOperand(int i) const;
 };

@@ -36,6 +36,41 @@ std::optional<DType> dtypeFromName(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+struct OnnxCode {
+  int32_t code;
+  std::string_view name;
+  std::optional<DType> type;
+};
+constexpr OnnxCode kOnnxCodes[] = {
+    {0, "UNDEFINED", std::nullopt}, {1, "FLOAT", DType::F32},     {2, "UINT8", DType::U8},
+    {3, "INT8", DType::I8},          {4, "UINT16", DType::U16},    {5, "INT16", DType::I16},
+    {6, "INT32", DType::I32},        {7, "INT64", DType::I64},     {8, "STRING", std::nullopt},
+    {9, "BOOL", DType::Bool},        {10, "FLOAT16", DType::F16},  {11, "DOUBLE", DType::F64},
+    {12, "UINT32", DType::U32},      {13, "UINT64", DType::U64},   {14, "COMPLEX64", std::nullopt},
+    {15, "COMPLEX128", std::nullopt}, {16, "BFLOAT16", std::nullopt},
+};
+} // namespace
+
+std::optional<DType> dtypeFromOnnx(int32_t code) {
+  for (const auto& c : kOnnxCodes)
+    if (c.code == code) return c.type;
+  return std::nullopt;
+}
+
+int32_t dtypeToOnnx(DType t) {
+  for (const auto& c : kOnnxCodes)
+    if (c.type == t) return c.code;
+  TRIAD_ASSERT(false, "{} has no ONNX element type", dtypeName(t));
+  return 0;
+}
+
+std::string_view onnxElemTypeName(int32_t code) {
+  for (const auto& c : kOnnxCodes)
+    if (c.code == code) return c.name;
+  return "UNKNOWN";
+}
+
 bool isFloat(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::F64; }
 bool isSignedInteger(DType t) {
   return t == DType::I64 || t == DType::I32 || t == DType::I16 || t == DType::I8;

@@ -63,11 +63,11 @@ std::vector<std::string> verify(const Graph& g) {
     }
     try {
       std::vector<TensorType> types = inferNodeTypes(*n);
-      if (types.size() != n->outputs().size()) {
+      if (types.size() < n->outputs().size()) {
         problems.push_back(fmt::format("{}: shape rule gives {} outputs, node has {}", where(*n),
                                        types.size(), n->outputs().size()));
       } else {
-        for (size_t i = 0; i < types.size(); ++i)
+        for (size_t i = 0; i < n->outputs().size(); ++i)
           if (!(types[i] == n->outputs()[i]->type()))
             problems.push_back(fmt::format("{}: output '{}' has type {}, the shape rule says {}",
                                            where(*n), n->outputs()[i]->name(),

@@ -149,6 +149,17 @@ void evalMatMul(const EvalContext& ctx) {
   });
 }
 
+int64_t macsGemm(const InferContext& ctx, std::span<const TensorType> outs) {
+  const auto& a = ctx.as<GemmAttrs>();
+  int64_t K = a.transA ? ctx.in(0).shape[0] : ctx.in(0).shape[1];
+  return outs[0].numElements() * K;
+}
+
+int64_t macsMatMul(const InferContext& ctx, std::span<const TensorType> outs) {
+  const Shape& a = ctx.in(0).shape;
+  return outs[0].numElements() * a.back();
+}
+
 } // namespace
 
 void registerLinearOps(OpTable& table) {
@@ -157,12 +168,14 @@ void registerLinearOps(OpTable& table) {
              .maxInputs = 3,
              .parse = parseGemm,
              .infer = inferGemm,
-             .eval = evalGemm});
+             .eval = evalGemm,
+             .macs = macsGemm});
   table.add({.kind = OpKind::MatMul,
              .minInputs = 2,
              .maxInputs = 2,
              .infer = inferMatMul,
-             .eval = evalMatMul});
+             .eval = evalMatMul,
+             .macs = macsMatMul});
 }
 
 } // namespace triad::ir

@@ -1,0 +1,28 @@
+// The `triad` command's subcommands. Each registers its options on the app and returns the
+// function that runs it; errors are triad::Error, mapped to exit codes in main.cpp.
+#pragma once
+
+#include "frontend/OnnxImporter.h"
+#include "ir/Target.h"
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <map>
+#include <string>
+
+namespace triad::cli {
+
+/// Options every command that loads a model shares.
+struct ModelOptions {
+  std::string model;
+  int64_t batch = 1;
+  std::vector<std::string> dims; // "name=value"
+  void add(CLI::App& cmd);
+  frontend::ImportResult load() const;
+};
+
+using Action = std::function<int()>;
+Action addInspect(CLI::App& app, const ir::TargetRegistry& targets);
+Action addRun(CLI::App& app, const ir::TargetRegistry& targets);
+
+} // namespace triad::cli

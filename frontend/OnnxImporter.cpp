@@ -1,0 +1,469 @@
+#include "frontend/OnnxImporter.h"
+#include "frontend/OnnxTensor.h"
+#include "frontend/TensorIO.h"
+#include "ir/Interpreter.h"
+#include "ir/Verifier.h"
+
+#include <fmt/ranges.h>
+#include <map>
+#include <onnx/shape_inference/implementation.h>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace triad::frontend {
+
+namespace fs = std::filesystem;
+using ir::DType;
+using ir::Tensor;
+using ir::TensorType;
+
+namespace {
+
+std::string describeNode(const onnx::NodeProto& n) {
+  std::string domain = n.domain().empty() ? "" : fmt::format(", domain '{}'", n.domain());
+  return fmt::format("node '{}' ({}{})", n.name(), n.op_type(), domain);
+}
+
+/// Re-throws a triad::Error with `prefix: ` in front, keeping its kind.
+template <typename F> auto withContext(const std::string& prefix, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error(e.kind(), fmt::format("{}: {}", prefix, e.what()));
+  }
+}
+
+// AttrReader over one NodeProto that records which attributes the op's parser read, so that
+// attributes Triad does not understand are refused instead of silently ignored.
+class OnnxAttrReader final : public ir::AttrReader {
+public:
+  OnnxAttrReader(const onnx::NodeProto& node, fs::path baseDir)
+      : baseDir_(std::move(baseDir)) {
+    for (const auto& a : node.attribute()) {
+      if (!a.ref_attr_name().empty())
+        fail(ErrorKind::Unsupported, "attribute '{}' refers to a function attribute", a.name());
+      attrs_[a.name()] = &a;
+    }
+  }
+
+  bool has(std::string_view name) const override { return find(name) != nullptr; }
+
+  std::optional<int64_t> getInt(std::string_view name) const override {
+    auto* a = get(name, onnx::AttributeProto::INT, "an integer (INT)");
+    return a ? std::optional<int64_t>(a->i()) : std::nullopt;
+  }
+  std::optional<float> getFloat(std::string_view name) const override {
+    auto* a = get(name, onnx::AttributeProto::FLOAT, "a float (FLOAT)");
+    return a ? std::optional<float>(a->f()) : std::nullopt;
+  }
+  std::optional<std::string> getString(std::string_view name) const override {
+    auto* a = get(name, onnx::AttributeProto::STRING, "a string (STRING)");
+    return a ? std::optional<std::string>(a->s()) : std::nullopt;
+  }
+  std::optional<std::vector<int64_t>> getInts(std::string_view name) const override {
+    auto* a = get(name, onnx::AttributeProto::INTS, "a list of integers (INTS)");
+    if (!a) return std::nullopt;
+    return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+  std::optional<std::vector<float>> getFloats(std::string_view name) const override {
+    auto* a = get(name, onnx::AttributeProto::FLOATS, "a list of floats (FLOATS)");
+    if (!a) return std::nullopt;
+    return std::vector<float>(a->floats().begin(), a->floats().end());
+  }
+  std::optional<Tensor> getTensor(std::string_view name) const override {
+    auto* a = get(name, onnx::AttributeProto::TENSOR, "a tensor (TENSOR)");
+    if (!a) return std::nullopt;
+    return tensorFromProto(a->t(), baseDir_, fmt::format("attribute '{}'", name));
+  }
+  std::vector<std::string> names() const override {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : attrs_) out.push_back(k);
+    return out;
+  }
+  std::vector<std::string> unread() const {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : attrs_)
+      if (!read_.count(k)) out.push_back(k);
+    return out;
+  }
+
+private:
+  const onnx::AttributeProto* find(std::string_view name) const {
+    auto it = attrs_.find(std::string(name));
+    if (it == attrs_.end()) return nullptr;
+    read_.insert(it->first);
+    return it->second;
+  }
+  const onnx::AttributeProto* get(std::string_view name, onnx::AttributeProto::AttributeType type,
+                                  std::string_view what) const {
+    const onnx::AttributeProto* a = find(name);
+    if (a && a->type() != type)
+      fail(ErrorKind::InvalidModel, "attribute '{}' must be {}, is {}", name, what,
+           onnx::AttributeProto::AttributeType_Name(a->type()));
+    return a;
+  }
+
+  fs::path baseDir_;
+  std::map<std::string, const onnx::AttributeProto*> attrs_;
+  mutable std::set<std::string> read_;
+};
+
+class Importer {
+public:
+  Importer(onnx::ModelProto& model, fs::path baseDir, std::string label,
+           const ImportOptions& options)
+      : model_(model), baseDir_(std::move(baseDir)), label_(std::move(label)), opts_(options) {}
+
+  ImportResult run() {
+    result_.irVersion = model_.ir_version();
+    result_.producer = fmt::format("{} {}", model_.producer_name(), model_.producer_version());
+    if (!model_.has_graph()) fail(ErrorKind::InvalidModel, "the model has no graph");
+    graph().name = model_.graph().name().empty() ? "model" : model_.graph().name();
+    checkOpset();
+    runOnnxShapeInference();
+    const onnx::GraphProto& g = model_.graph();
+    if (g.sparse_initializer_size() > 0)
+      fail(ErrorKind::Unsupported, "sparse initializers ('{}') are not supported",
+           g.sparse_initializer(0).values().name());
+    // Unnamed nodes get "<OpType>_<index>" so that every message can name them.
+    for (int i = 0; i < g.node_size(); ++i)
+      if (g.node(i).name().empty())
+        model_.mutable_graph()->mutable_node(i)->set_name(fmt::format("{}_{}", g.node(i).op_type(), i));
+    importInitializers(g);
+    importInputs(g);
+    std::vector<const onnx::NodeProto*> order = topologicalOrder(g);
+    rejectUnknownOps(order);
+    for (const onnx::NodeProto* n : order) importNode(*n);
+    importOutputs(g);
+    crossCheckOnnxShapes(g);
+    ir::verifyOrThrow(graph(), ErrorKind::Internal);
+    return std::move(result_);
+  }
+
+private:
+  ir::Graph& graph() { return result_.graph; }
+
+  void checkOpset() {
+    int64_t opset = -1;
+    for (const auto& o : model_.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+    if (opset < 0)
+      fail(ErrorKind::InvalidModel, "the model does not import the default ONNX domain (opset_import)");
+    if (opset < kMinOpset || opset > kMaxOpset)
+      fail(ErrorKind::Unsupported, "the model uses ONNX opset {}; Triad supports opsets {} to {}",
+           opset, kMinOpset, kMaxOpset);
+    opset_ = int(opset);
+    graph().opset = opset_;
+  }
+
+  // ONNX's own shape inference (libonnx) annotates value_info; Triad's op table computes every
+  // shape itself (libonnx may predate the model's opset), and uses ONNX's result only as a
+  // cross-check, reported as warnings.
+  void runOnnxShapeInference() {
+    try {
+      onnx::shape_inference::InferShapes(model_);
+    } catch (const std::exception& e) {
+      result_.warnings.push_back(fmt::format("ONNX shape inference failed: {}", e.what()));
+    }
+  }
+
+  void crossCheckOnnxShapes(const onnx::GraphProto& g) {
+    for (const auto& vi : g.value_info()) {
+      ir::Value* v = graph().findValue(vi.name());
+      if (!v || !vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
+      const auto& shape = vi.type().tensor_type().shape();
+      ir::Shape s;
+      bool isStatic = true;
+      for (const auto& d : shape.dim()) {
+        if (!d.has_dim_value()) isStatic = false;
+        s.push_back(d.dim_value());
+      }
+      if (isStatic && s != v->type().shape)
+        result_.warnings.push_back(fmt::format("value '{}': ONNX shape inference says {}, Triad {}",
+                                               vi.name(), ir::shapeToString(s),
+                                               ir::shapeToString(v->type().shape)));
+    }
+  }
+
+  void importInitializers(const onnx::GraphProto& g) {
+    for (const auto& init : g.initializer()) {
+      std::string what = fmt::format("initializer '{}'", init.name());
+      if (init.name().empty()) fail(ErrorKind::InvalidModel, "an initializer has no name");
+      if (values_.count(init.name()))
+        fail(ErrorKind::InvalidModel, "{} is defined twice", what);
+      values_[init.name()] = graph().addConstant(init.name(), tensorFromProto(init, baseDir_, what));
+    }
+  }
+
+  TensorType inputType(const onnx::ValueInfoProto& vi) {
+    std::string what = fmt::format("graph input '{}'", vi.name());
+    if (!vi.type().has_tensor_type())
+      fail(ErrorKind::Unsupported, "{} is not a tensor (sequence, map and optional inputs are not supported)", what);
+    const auto& tt = vi.type().tensor_type();
+    auto dtype = ir::dtypeFromOnnx(tt.elem_type());
+    if (!dtype)
+      fail(ErrorKind::Unsupported, "{} has element type {}, which is not supported", what,
+           ir::onnxElemTypeName(tt.elem_type()));
+    if (!tt.has_shape())
+      fail(ErrorKind::Unsupported, "{} has no shape (unknown rank); Triad needs static shapes", what);
+    TensorType t{*dtype, {}, {}};
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto& d = tt.shape().dim(i);
+      if (d.has_dim_value() && d.dim_value() >= 0) {
+        t.shape.push_back(d.dim_value());
+        continue;
+      }
+      std::string param = d.has_dim_param() ? d.dim_param() : "";
+      auto it = opts_.dims.find(param);
+      if (!param.empty() && it != opts_.dims.end()) t.shape.push_back(it->second);
+      else if (i == 0) t.shape.push_back(opts_.batch);
+      else
+        fail(ErrorKind::Unsupported,
+             "{} dimension {} ({}) is dynamic; Triad compiles static shapes: give it a value "
+             "with --dim {}=N or re-export the model with a fixed size",
+             what, i, param.empty() ? "unnamed" : fmt::format("'{}'", param),
+             param.empty() ? "NAME" : param);
+    }
+    return t;
+  }
+
+  void importInputs(const onnx::GraphProto& g) {
+    // Graph inputs that feed shape operands may be bound to values (see ImportOptions).
+    std::set<std::string> shapeFeeders;
+    for (const auto& n : g.node()) {
+      const ir::OpDef* def = ir::findOnnxOp(n.domain(), n.op_type());
+      if (!def) continue;
+      for (int i : def->shapeOperands)
+        if (i < n.input_size() && !n.input(i).empty()) shapeFeeders.insert(n.input(i));
+    }
+    for (const auto& vi : g.input()) {
+      if (values_.count(vi.name())) continue; // an initializer listed as input (IR < 4)
+      TensorType t = inputType(vi);
+      if (shapeFeeders.count(vi.name()) && opts_.bindInput) {
+        if (const Tensor* bound = opts_.bindInput(vi.name())) {
+          if (bound->dtype() != t.dtype || bound->shape() != t.shape)
+            fail(ErrorKind::Runtime, "value bound to graph input '{}' is {}, the input is {}",
+                 vi.name(), ir::typeToString(bound->type()), ir::typeToString(t));
+          values_[vi.name()] = graph().addConstant(vi.name(), *bound);
+          result_.boundInputs.push_back(vi.name());
+          continue;
+        }
+      }
+      values_[vi.name()] = graph().addInput(vi.name(), t);
+    }
+  }
+
+  // Kahn's algorithm, stable with respect to the file's order. Reports dangling inputs,
+  // values produced twice and cycles, naming the nodes involved.
+  std::vector<const onnx::NodeProto*> topologicalOrder(const onnx::GraphProto& g) {
+    int n = g.node_size();
+    std::unordered_map<std::string, int> producer;
+    for (int i = 0; i < n; ++i) {
+      for (const auto& out : g.node(i).output()) {
+        if (out.empty()) continue;
+        if (values_.count(out))
+          fail(ErrorKind::InvalidModel, "{}: output '{}' is also a graph input or initializer",
+               describeNode(g.node(i)), out);
+        auto [it, fresh] = producer.emplace(out, i);
+        if (!fresh)
+          fail(ErrorKind::InvalidModel, "value '{}' is produced twice, by {} and {} (not SSA)",
+               out, describeNode(g.node(it->second)), describeNode(g.node(i)));
+      }
+    }
+    std::vector<std::vector<int>> users(static_cast<size_t>(n));
+    std::vector<int> pending(static_cast<size_t>(n), 0);
+    for (int i = 0; i < n; ++i) {
+      std::set<int> deps;
+      for (const auto& in : g.node(i).input()) {
+        if (in.empty() || values_.count(in)) continue;
+        auto it = producer.find(in);
+        if (it == producer.end())
+          fail(ErrorKind::InvalidModel,
+               "{}: input '{}' is not produced by any node, graph input or initializer",
+               describeNode(g.node(i)), in);
+        deps.insert(it->second);
+      }
+      pending[size_t(i)] = int(deps.size());
+      for (int d : deps) users[size_t(d)].push_back(i);
+    }
+    std::vector<const onnx::NodeProto*> order;
+    std::set<int> ready;
+    for (int i = 0; i < n; ++i)
+      if (pending[size_t(i)] == 0) ready.insert(i);
+    while (!ready.empty()) {
+      int i = *ready.begin();
+      ready.erase(ready.begin());
+      order.push_back(&g.node(i));
+      for (int u : users[size_t(i)])
+        if (--pending[size_t(u)] == 0) ready.insert(u);
+    }
+    if (int(order.size()) != n) {
+      std::vector<std::string> cyc;
+      for (int i = 0; i < n; ++i)
+        if (pending[size_t(i)] > 0) cyc.push_back(fmt::format("'{}'", g.node(i).name()));
+      fail(ErrorKind::InvalidModel, "the graph has a cycle through nodes {}", fmt::join(cyc, ", "));
+    }
+    return order;
+  }
+
+  void rejectUnknownOps(const std::vector<const onnx::NodeProto*>& nodes) {
+    std::map<std::string, std::vector<std::string>> unknown; // "Op (domain)" -> node names
+    for (const auto* n : nodes) {
+      if (ir::findOnnxOp(n->domain(), n->op_type())) continue;
+      std::string key = n->domain().empty() ? n->op_type()
+                                            : fmt::format("{} (domain '{}')", n->op_type(), n->domain());
+      unknown[key].push_back(fmt::format("'{}'", n->name()));
+    }
+    if (unknown.empty()) return;
+    std::string msg = fmt::format("{} op type{} not supported by Triad:", unknown.size(),
+                                  unknown.size() == 1 ? " is" : "s are");
+    for (auto& [op, names] : unknown) {
+      size_t shown = std::min<size_t>(names.size(), 8);
+      msg += fmt::format("\n  {}: {} node{} ({}{})", op, names.size(), names.size() == 1 ? "" : "s",
+                         fmt::join(names.begin(), names.begin() + long(shown), ", "),
+                         names.size() > shown ? ", ..." : "");
+    }
+    throw Error(ErrorKind::Unsupported, msg);
+  }
+
+  void importNode(const onnx::NodeProto& n) {
+    std::string where = describeNode(n);
+    withContext(where, [&] { importNodeUnchecked(n); });
+  }
+
+  void importNodeUnchecked(const onnx::NodeProto& n) {
+    const ir::OpDef& def = *ir::findOnnxOp(n.domain(), n.op_type());
+    if (opset_ < def.sinceOpset)
+      fail(ErrorKind::Unsupported, "opset {} semantics of {} are not supported (from opset {})",
+           opset_, n.op_type(), def.sinceOpset);
+    int numIn = n.input_size();
+    while (numIn > 0 && n.input(numIn - 1).empty()) --numIn; // trailing absent optionals
+    if (numIn < def.minInputs || (def.maxInputs >= 0 && numIn > def.maxInputs))
+      fail(ErrorKind::InvalidModel, "has {} inputs; {} takes {}", numIn, n.op_type(),
+           arity(def.minInputs, def.maxInputs));
+    if (n.output_size() < def.minOutputs || (def.maxOutputs >= 0 && n.output_size() > def.maxOutputs))
+      fail(ErrorKind::InvalidModel, "has {} outputs; {} produces {}", n.output_size(), n.op_type(),
+           arity(def.minOutputs, def.maxOutputs));
+
+    std::vector<ir::Value*> onnxInputs;
+    std::vector<std::optional<TensorType>> onnxTypes;
+    std::vector<const Tensor*> onnxConsts;
+    for (int i = 0; i < numIn; ++i) {
+      const std::string& name = n.input(i);
+      ir::Value* v = name.empty() ? nullptr : values_.at(name);
+      if (v && def.isShapeOperand(i) && !v->isConstant())
+        fail(ErrorKind::Unsupported,
+             "input {} ('{}') must be a constant: it determines the output shape and Triad "
+             "compiles static shapes, but it is {}",
+             i, name,
+             v->producer() ? fmt::format("computed at run time by node '{}' ({})",
+                                         v->producer()->name(),
+                                         ir::opKindName(v->producer()->kind()))
+                           : "a graph input");
+      onnxInputs.push_back(v);
+      onnxTypes.push_back(v ? std::optional<TensorType>(v->type()) : std::nullopt);
+      onnxConsts.push_back(v && v->isConstant() ? &v->constant() : nullptr);
+    }
+
+    OnnxAttrReader reader(n, baseDir_);
+    ir::ParseContext pctx{reader, opset_, onnxConsts, onnxTypes, n.output_size()};
+    std::shared_ptr<const ir::Attrs> attrs;
+    if (def.parse) attrs = def.parse(pctx);
+    else attrs = std::make_shared<ir::NoAttrs>();
+    std::vector<std::string> unread = reader.unread();
+    if (!unread.empty())
+      fail(ErrorKind::Unsupported, "attribute{} {} {} not supported by Triad's {}",
+           unread.size() == 1 ? "" : "s", fmt::format("'{}'", fmt::join(unread, "', '")),
+           unread.size() == 1 ? "is" : "are", n.op_type());
+
+    // IR inputs: the ONNX inputs without shape operands, trailing absent ones dropped.
+    std::vector<ir::Value*> irInputs;
+    for (int i = 0; i < numIn; ++i)
+      if (!def.isShapeOperand(i)) irInputs.push_back(onnxInputs[size_t(i)]);
+    while (!irInputs.empty() && !irInputs.back()) irInputs.pop_back();
+
+    std::vector<std::optional<TensorType>> irTypes;
+    std::vector<const Tensor*> irConsts;
+    bool allConstant = true;
+    for (ir::Value* v : irInputs) {
+      irTypes.push_back(v ? std::optional<TensorType>(v->type()) : std::nullopt);
+      irConsts.push_back(v && v->isConstant() ? &v->constant() : nullptr);
+      if (v && !v->isConstant()) allConstant = false;
+    }
+    std::vector<TensorType> types = def.infer(ir::InferContext{*attrs, irTypes, irConsts});
+    if (types.size() < size_t(n.output_size()))
+      fail(ErrorKind::Unsupported, "declares {} outputs; Triad's {} computes only {}",
+           n.output_size(), n.op_type(), types.size());
+    types.resize(size_t(n.output_size()));
+
+    std::vector<std::string> outNames;
+    for (int i = 0; i < n.output_size(); ++i)
+      outNames.push_back(n.output(i).empty() ? fmt::format("{}:unused{}", n.name(), i) : n.output(i));
+
+    if (opts_.foldConstants && allConstant) {
+      std::vector<Tensor> outs;
+      for (const TensorType& t : types) outs.emplace_back(t);
+      def.eval(ir::EvalContext{*attrs, irConsts, outs});
+      for (size_t i = 0; i < outs.size(); ++i) values_[outNames[i]] = graph().addConstant(outNames[i], std::move(outs[i]));
+      return;
+    }
+    ir::Node* node = graph().addNode(def.kind, n.name(), irInputs, attrs, outNames, types);
+    for (size_t i = 0; i < outNames.size(); ++i) values_[outNames[i]] = node->output(i);
+  }
+
+  static std::string arity(int lo, int hi) {
+    if (hi < 0) return fmt::format("{} or more", lo);
+    if (lo == hi) return fmt::format("{}", lo);
+    return fmt::format("{} to {}", lo, hi);
+  }
+
+  void importOutputs(const onnx::GraphProto& g) {
+    if (g.output_size() == 0) fail(ErrorKind::InvalidModel, "the graph has no outputs");
+    for (const auto& vi : g.output()) {
+      auto it = values_.find(vi.name());
+      if (it == values_.end())
+        fail(ErrorKind::InvalidModel, "graph output '{}' is not produced by any node", vi.name());
+      ir::Value* v = it->second;
+      if (vi.type().has_tensor_type() && vi.type().tensor_type().elem_type() != 0) {
+        auto declared = ir::dtypeFromOnnx(vi.type().tensor_type().elem_type());
+        if (declared && *declared != v->type().dtype)
+          fail(ErrorKind::InvalidModel, "graph output '{}' is declared {} but computed as {}",
+               vi.name(), ir::dtypeName(*declared), ir::dtypeName(v->type().dtype));
+      }
+      graph().addOutput(v);
+    }
+  }
+
+  onnx::ModelProto& model_;
+  fs::path baseDir_;
+  std::string label_;
+  const ImportOptions& opts_;
+  int opset_ = 0;
+  ImportResult result_;
+  std::unordered_map<std::string, ir::Value*> values_;
+};
+
+} // namespace
+
+ImportResult importOnnxBytes(const std::string& bytes, const fs::path& baseDir,
+                             const std::string& label, const ImportOptions& options) {
+  return withContext(label, [&] {
+    onnx::ModelProto model;
+    if (bytes.empty()) fail(ErrorKind::InvalidModel, "the file is empty");
+    if (!model.ParseFromString(bytes))
+      fail(ErrorKind::InvalidModel,
+           "cannot parse as an ONNX model (the file is truncated, corrupt or not ONNX)");
+    if (!model.has_graph() || model.ir_version() == 0)
+      fail(ErrorKind::InvalidModel,
+           "not an ONNX model: no graph or ir_version (the file may be truncated)");
+    return Importer(model, baseDir, label, options).run();
+  });
+}
+
+ImportResult importOnnxFile(const fs::path& path, const ImportOptions& options) {
+  std::string bytes = readFile(path);
+  return importOnnxBytes(bytes, path.parent_path(), path.string(), options);
+}
+
+} // namespace triad::frontend

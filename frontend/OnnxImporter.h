@@ -1,0 +1,54 @@
+// ONNX model -> ir::Graph.
+//
+// The importer reads the model (with external-data tensors next to it), checks the opset,
+// runs ONNX shape inference as a cross-check, fixes the symbolic batch dimension, sorts nodes
+// topologically, maps every node through the op registry (typed attributes, shape rules), folds
+// nodes whose inputs are all constant (which resolves PyTorch's Shape/Gather/Concat chains into
+// static shapes) and verifies the result. Every error names the file and the element at fault.
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace triad::frontend {
+
+/// Default-domain opsets the importer maps (ONNX 1.13's range, from 7).
+constexpr int kMinOpset = 7;
+constexpr int kMaxOpset = 18;
+
+struct ImportOptions {
+  /// Value for a symbolic (dim_param or missing) first dimension of graph inputs.
+  int64_t batch = 1;
+  /// Values for other symbolic dimensions, by dim_param name (e.g. {"sequence", 128}).
+  std::map<std::string, int64_t> dims;
+  /// Graph inputs that feed shape operands (Reshape's shape, Slice's starts, ...) can be bound
+  /// to values here; they then become constants and leave the graph's inputs. Test harnesses
+  /// use it for ONNX node tests that pass such operands as inputs. Return nullptr to decline.
+  std::function<const ir::Tensor*(const std::string& inputName)> bindInput;
+  /// Fold nodes whose inputs are all constant at import (on by default; needed for static shapes).
+  bool foldConstants = true;
+};
+
+struct ImportResult {
+  ir::Graph graph;
+  std::vector<std::string> boundInputs; // graph inputs turned into constants via bindInput
+  std::vector<std::string> warnings;    // e.g. ONNX shape inference disagreements
+  std::string producer;                 // producer_name + version from the model
+  int64_t irVersion = 0;
+};
+
+/// Imports a model file; throws triad::Error (Io, InvalidModel or Unsupported) naming the file
+/// and the node, attribute or tensor at fault.
+ImportResult importOnnxFile(const std::filesystem::path& path, const ImportOptions& options = {});
+
+/// Imports serialized model bytes; `baseDir` resolves external data, `label` names the model
+/// in errors.
+ImportResult importOnnxBytes(const std::string& bytes, const std::filesystem::path& baseDir,
+                             const std::string& label, const ImportOptions& options = {});
+
+} // namespace triad::frontend

@@ -1,0 +1,52 @@
+// How targets plug in. A Target says, per node, whether it can run it (derived from its own
+// lowering table: no entry = unsupported, with the reason) and compiles a graph into an
+// Executable. The interpreter is the reference target every other one is tested against; the
+// cpu/, gpu/ and fpga/ libraries add theirs to the registry the CLI builds.
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace triad::ir {
+
+struct Support {
+  bool ok = true;
+  std::string reason; // why not, when !ok
+};
+
+class Executable {
+public:
+  virtual ~Executable() = default;
+  /// Inputs in graph-input order; outputs in graph-output order.
+  virtual std::vector<Tensor> run(std::span<const Tensor> inputs) = 0;
+};
+
+class Target {
+public:
+  virtual ~Target() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;
+  virtual Support supports(const Node& n) const = 0;
+  virtual std::unique_ptr<Executable> compile(const Graph& g) const = 0;
+};
+
+class TargetRegistry {
+public:
+  void add(std::unique_ptr<Target> t) { targets_.push_back(std::move(t)); }
+  const Target* find(std::string_view name) const;
+  std::vector<const Target*> all() const;
+  std::string names() const; // "interp, cpu"
+
+private:
+  std::vector<std::unique_ptr<Target>> targets_;
+};
+
+/// The reference interpreter as a target: supports every registered op.
+std::unique_ptr<Target> makeInterpreterTarget();
+
+} // namespace triad::ir

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs everything Triad needs on a Debian 12 machine, idempotently:
+#   - system packages (compiler, CMake, ONNX/protobuf, fmt, CLI11, nlohmann-json, GoogleTest,
+#     Python), installed with apt-get when missing (needs root, as on CI);
+#   - the project's Python environment .venv/ with pinned packages (requirements.txt), rebuilt
+#     only when requirements.txt changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake g++ pkg-config git ca-certificates
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
+  python3 python3-venv python3-pip
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing system packages: ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Python environment: Debian's python3 (3.11) unless TRIAD_PYTHON names another.
+PY=${TRIAD_PYTHON:-python3}
+stamp=.venv/.requirements.sha256
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [[ ! -x .venv/bin/python || ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+  echo "setup: creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r requirements.txt
+  echo "$want" > "$stamp"
+fi
+echo "setup: ok ($(.venv/bin/python -c 'import onnx; print("onnx", onnx.__version__)'))"

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test command: sets up the machine, builds, and runs every test (unit tests, frontend
+# error tests, ONNX node-test conformance) through CTest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+cd build
+ctest --output-on-failure -j "${TRIAD_JOBS:-$(nproc)}" "$@"
