@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# End-to-end tests of the `triad` command: help, inspect and run on a shipped PyTorch-exported
+# CNN, and must-fail cases that check the documented exit code and that stderr names the culprit.
+# Usage: cli_test.sh TRIAD_BINARY SOURCE_DIR
+set -u
+TRIAD=$1
+SRC=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+failn=0
+
+check() { # name expected_rc expected_stderr_regex -- command...
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  local rc=$?
+  if [[ $rc -ne $want ]]; then
+    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  stderr: /' "$TMP/err" | head -5
+    failn=$((failn + 1)); return
+  fi
+  if [[ -n $pattern ]] && ! grep -Eq "$pattern" "$TMP/err" "$TMP/out"; then
+    echo "FAIL $name: output does not match /$pattern/"; sed 's/^/  stderr: /' "$TMP/err" | head -5
+    failn=$((failn + 1)); return
+  fi
+  echo "ok   $name"
+  pass=$((pass + 1))
+}
+
+CNN=$SRC/models/digits_cnn.onnx
+X=$SRC/models/digits_test_x.npy
+
+check help 0 "inspect" -- "$TRIAD" --help
+check inspect-help 0 "--batch" -- "$TRIAD" inspect --help
+check run-help 0 "--input" -- "$TRIAD" run --help
+check inspect-cnn 0 "MaxPool" -- "$TRIAD" inspect "$CNN" --json "$TMP/inspect.json" --dot "$TMP/g.dot" --ir
+grep -q '"macs"' "$TMP/inspect.json" && grep -q "digraph" "$TMP/g.dot" && echo "ok   inspect-json-dot" && pass=$((pass + 1)) || { echo "FAIL inspect-json-dot"; failn=$((failn + 1)); }
+check run-cnn-batch 0 "probs" -- "$TRIAD" run "$CNN" --batch 360 --input "$X" --output "$TMP/probs.npy"
+[[ -s $TMP/probs.npy ]] && echo "ok   run-wrote-output" && pass=$((pass + 1)) || { echo "FAIL run-wrote-output"; failn=$((failn + 1)); }
+check run-by-name 0 "" -- "$TRIAD" run "$CNN" --batch 360 --input "input=$X" --output "probs=$TMP/probs2.pb"
+
+# Must-fail cases: exit code and a message naming the culprit.
+check no-subcommand 2 "" -- "$TRIAD"
+check unknown-flag 2 "--frobnicate" -- "$TRIAD" inspect "$CNN" --frobnicate
+check missing-model 3 "nope.onnx.*does not exist" -- "$TRIAD" inspect "$TMP/nope.onnx"
+head -c 3000 "$CNN" >"$TMP/truncated.onnx"
+check truncated-model 4 "truncated.onnx" -- "$TRIAD" inspect "$TMP/truncated.onnx"
+echo "not a model" >"$TMP/text.onnx"
+check text-model 4 "text.onnx" -- "$TRIAD" inspect "$TMP/text.onnx"
+check wrong-batch-input 6 "input 'input' expects f32\[1,1,8,8\]" -- "$TRIAD" run "$CNN" --input "$X" --output "$TMP/o.npy"
+[[ ! -e $TMP/o.npy ]] && echo "ok   no-output-on-failure" && pass=$((pass + 1)) || { echo "FAIL no-output-on-failure"; failn=$((failn + 1)); }
+check missing-input 2 "no --input for model input 'input'" -- "$TRIAD" run "$CNN"
+check bad-input-name 2 "no input named 'bogus'" -- "$TRIAD" run "$CNN" --input "bogus=$X"
+check bad-target 2 "--target 'fpga' is not available" -- "$TRIAD" run "$CNN" --target fpga --input "$X"
+check bad-dim 2 "--dim 'batch'" -- "$TRIAD" inspect "$CNN" --dim batch
+check bad-output-ext 2 "unknown extension" -- "$TRIAD" run "$CNN" --batch 360 --input "$X" --output "$TMP/o.txt"
+check output-dir-missing 3 "does not exist" -- "$TRIAD" run "$CNN" --batch 360 --input "$X" --output "$TMP/nodir/o.npy"
+
+echo "$pass passed, $failn failed"
+[[ $failn -eq 0 ]]
