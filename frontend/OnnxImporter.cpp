@@ -148,8 +148,15 @@ private:
     int64_t opset = -1;
     for (const auto& o : model_.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
-    if (opset < 0)
-      fail(ErrorKind::InvalidModel, "the model does not import the default ONNX domain (opset_import)");
+    if (opset < 0) {
+      for (const auto& n : model_.graph().node())
+        if (n.domain().empty() || n.domain() == "ai.onnx")
+          fail(ErrorKind::InvalidModel,
+               "node '{}' ({}) is in the default ONNX domain, which the model does not import "
+               "(opset_import)",
+               n.name(), n.op_type());
+      opset = kMaxOpset; // no default-domain node: unknown ops of other domains are reported
+    }
     if (opset < kMinOpset || opset > kMaxOpset)
       fail(ErrorKind::Unsupported, "the model uses ONNX opset {}; Triad supports opsets {} to {}",
            opset, kMinOpset, kMaxOpset);
@@ -229,13 +236,29 @@ private:
   }
 
   void importInputs(const onnx::GraphProto& g) {
-    // Graph inputs that feed shape operands may be bound to values (see ImportOptions).
+    // Graph inputs from which a shape operand is computed (directly or through other nodes,
+    // e.g. Cast -> Range) may be bound to values (see ImportOptions).
     std::set<std::string> shapeFeeders;
-    for (const auto& n : g.node()) {
-      const ir::OpDef* def = ir::findOnnxOp(n.domain(), n.op_type());
-      if (!def) continue;
-      for (int i : def->shapeOperands)
-        if (i < n.input_size() && !n.input(i).empty()) shapeFeeders.insert(n.input(i));
+    if (opts_.bindInput) {
+      std::unordered_map<std::string, const onnx::NodeProto*> producerOf;
+      for (const auto& n : g.node())
+        for (const auto& o : n.output()) producerOf[o] = &n;
+      std::vector<std::string> work;
+      for (const auto& n : g.node()) {
+        const ir::OpDef* def = ir::findOnnxOp(n.domain(), n.op_type());
+        if (!def) continue;
+        for (int i : def->shapeOperands)
+          if (i < n.input_size() && !n.input(i).empty()) work.push_back(n.input(i));
+      }
+      while (!work.empty()) {
+        std::string v = std::move(work.back());
+        work.pop_back();
+        if (!shapeFeeders.insert(v).second) continue;
+        auto it = producerOf.find(v);
+        if (it != producerOf.end())
+          for (const auto& in : it->second->input())
+            if (!in.empty()) work.push_back(in);
+      }
     }
     for (const auto& vi : g.input()) {
       if (values_.count(vi.name())) continue; // an initializer listed as input (IR < 4)
@@ -386,8 +409,15 @@ private:
     std::vector<std::optional<TensorType>> irTypes;
     std::vector<const Tensor*> irConsts;
     bool allConstant = true;
+    std::vector<Tensor> placeholders; // zero tensors standing in for values a fold ignores
+    placeholders.reserve(irInputs.size());
     for (ir::Value* v : irInputs) {
       irTypes.push_back(v ? std::optional<TensorType>(v->type()) : std::nullopt);
+      if (v && !v->isConstant() && def.valueIndependent) {
+        placeholders.emplace_back(v->type());
+        irConsts.push_back(&placeholders.back());
+        continue;
+      }
       irConsts.push_back(v && v->isConstant() ? &v->constant() : nullptr);
       if (v && !v->isConstant()) allConstant = false;
     }

@@ -17,8 +17,9 @@
 
 namespace triad::frontend {
 
-/// Default-domain opsets the importer maps (ONNX 1.13's range, from 7).
-constexpr int kMinOpset = 7;
+/// Default-domain opsets the importer maps (ONNX 1.13's range). Opset differences are resolved
+/// by each op's parser; an attribute of an old opset that a parser does not know is refused.
+constexpr int kMinOpset = 1;
 constexpr int kMaxOpset = 18;
 
 struct ImportOptions {

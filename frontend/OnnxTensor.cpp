@@ -67,39 +67,59 @@ Tensor tensorFromProto(const onnx::TensorProto& p, const fs::path& baseDir,
          ir::onnxElemTypeName(p.data_type()));
   if (p.has_segment()) fail(ErrorKind::Unsupported, "{}: segmented tensors are not supported", what);
   ir::Shape shape(p.dims().begin(), p.dims().end());
-  for (int64_t d : shape)
+  // Validate the element count against the data present before allocating anything, so that a
+  // corrupt or mistyped file gives a message instead of a huge allocation.
+  int64_t n = 1;
+  for (int64_t d : shape) {
     if (d < 0) fail(ErrorKind::InvalidModel, "{}: negative dimension {}", what, d);
-  Tensor t(*dtype, shape);
-  int64_t n = t.numElements();
-  size_t bytes = t.byteSize();
-
+    if (d > 0 && n > (int64_t(1) << 40) / d)
+      fail(ErrorKind::InvalidModel, "{}: shape {} is implausibly large", what, ir::shapeToString(shape));
+    n *= d;
+  }
+  size_t bytes = size_t(n) * ir::dtypeSize(*dtype);
+  std::string typeStr = ir::typeToString(ir::TensorType{*dtype, shape, {}});
+  auto check = [&](int64_t count, const char* field) {
+    if (count != n)
+      fail(ErrorKind::InvalidModel, "{}: {} has {} values, {} expected for {}", what, field,
+           count, n, typeStr);
+  };
+  if (p.data_location() != onnx::TensorProto::EXTERNAL) {
+    if (p.has_raw_data()) {
+      if (p.raw_data().size() != bytes)
+        fail(ErrorKind::InvalidModel, "{}: raw_data has {} bytes, {} expected for {}", what,
+             p.raw_data().size(), bytes, typeStr);
+    } else {
+      switch (*dtype) {
+      case DType::F32: check(p.float_data_size(), "float_data"); break;
+      case DType::F64: check(p.double_data_size(), "double_data"); break;
+      case DType::I64: check(p.int64_data_size(), "int64_data"); break;
+      case DType::U32:
+      case DType::U64: check(p.uint64_data_size(), "uint64_data"); break;
+      default: check(p.int32_data_size(), "int32_data"); break;
+      }
+    }
+  }
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string raw = readExternalData(p, baseDir, what, bytes);
     if (raw.size() != bytes)
       fail(ErrorKind::InvalidModel, "{}: external data has {} bytes, {} expected for {}", what,
-           raw.size(), bytes, ir::typeToString(t.type()));
+           raw.size(), bytes, typeStr);
+    Tensor t(*dtype, shape);
     std::memcpy(t.raw(), raw.data(), bytes);
     return t;
   }
+  Tensor t(*dtype, shape);
   if (p.has_raw_data()) {
-    if (p.raw_data().size() != bytes)
-      fail(ErrorKind::InvalidModel, "{}: raw_data has {} bytes, {} expected for {}", what,
-           p.raw_data().size(), bytes, ir::typeToString(t.type()));
     std::memcpy(t.raw(), p.raw_data().data(), bytes);
     return t;
   }
-  auto check = [&](int count, const char* field) {
-    if (count != n)
-      fail(ErrorKind::InvalidModel, "{}: {} has {} values, {} expected for {}", what, field,
-           count, n, ir::typeToString(t.type()));
-  };
   switch (*dtype) {
-  case DType::F32: check(p.float_data_size(), "float_data"); fillFrom(t, p.float_data()); break;
-  case DType::F64: check(p.double_data_size(), "double_data"); fillFrom(t, p.double_data()); break;
-  case DType::I64: check(p.int64_data_size(), "int64_data"); fillFrom(t, p.int64_data()); break;
+  case DType::F32: fillFrom(t, p.float_data()); break;
+  case DType::F64: fillFrom(t, p.double_data()); break;
+  case DType::I64: fillFrom(t, p.int64_data()); break;
   case DType::U32:
-  case DType::U64: check(p.uint64_data_size(), "uint64_data"); fillFrom(t, p.uint64_data()); break;
-  default: check(p.int32_data_size(), "int32_data"); fillFrom(t, p.int32_data()); break;
+  case DType::U64: fillFrom(t, p.uint64_data()); break;
+  default: fillFrom(t, p.int32_data()); break;
   }
   return t;
 }

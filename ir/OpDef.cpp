@@ -29,6 +29,11 @@ struct Registry {
     TRIAD_FAMILY(Normalization)
     TRIAD_FAMILY(Reduce)
     TRIAD_FAMILY(Movement)
+    TRIAD_FAMILY(Loss)
+    TRIAD_FAMILY(Quantize)
+    TRIAD_FAMILY(Scatter)
+    TRIAD_FAMILY(Signal)
+    TRIAD_FAMILY(Vision)
 #undef TRIAD_FAMILY
     defs = std::move(table.defs);
     for (const OpDef& d : defs) {

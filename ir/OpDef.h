@@ -118,6 +118,9 @@ struct OpDef {
   /// be constant at import, are read by `parse` into attributes, and are dropped from the IR
   /// node, so every IR node has static shapes and backends never see shape operands.
   std::vector<int> shapeOperands{};
+  /// The outputs depend only on the input types, never on their values (Shape, Size,
+  /// EyeLike): the importer folds such nodes to constants whenever shapes are static.
+  bool valueIndependent = false;
   /// Lowest default-domain opset whose semantics `parse` maps (older models are refused).
   int sinceOpset = 1;
   /// Null: the op takes no attributes (NoAttrs). The frontend refuses any ONNX attribute that
@@ -151,6 +154,11 @@ TRIAD_FAMILY(Pool)
 TRIAD_FAMILY(Normalization)
 TRIAD_FAMILY(Reduce)
 TRIAD_FAMILY(Movement)
+TRIAD_FAMILY(Loss)
+TRIAD_FAMILY(Quantize)
+TRIAD_FAMILY(Scatter)
+TRIAD_FAMILY(Signal)
+TRIAD_FAMILY(Vision)
 #undef TRIAD_FAMILY
 
 } // namespace triad::ir

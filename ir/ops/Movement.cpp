@@ -766,8 +766,12 @@ void registerMovementOps(OpTable& table) {
              .parse = parseRange,
              .infer = inferRange,
              .eval = evalRange});
-  table.add({.kind = OpKind::Shape, .parse = parseShape, .infer = inferShape, .eval = evalShape});
-  table.add({.kind = OpKind::Size, .infer = inferSize, .eval = evalSize});
+  table.add({.kind = OpKind::Shape,
+             .valueIndependent = true,
+             .parse = parseShape,
+             .infer = inferShape,
+             .eval = evalShape});
+  table.add({.kind = OpKind::Size, .valueIndependent = true, .infer = inferSize, .eval = evalSize});
   table.add({.kind = OpKind::Reshape,
              .minInputs = 2,
              .maxInputs = 2,

@@ -522,6 +522,7 @@ void registerIndexingOps(OpTable& table) {
              .infer = inferTrilu,
              .eval = evalTrilu});
   table.add({.kind = OpKind::EyeLike,
+             .valueIndependent = true,
              .sinceOpset = 9,
              .parse = parseEyeLike,
              .infer = inferEyeLike,
