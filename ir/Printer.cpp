@@ -38,7 +38,8 @@ std::string constantBody(const Tensor& t) {
     std::vector<std::string> vals;
     for (int64_t i = 0; i < t.numElements(); ++i) {
       if (t.dtype() == DType::Bool) vals.push_back(t.getInt(i) ? "true" : "false");
-      else if (isFloat(t.dtype())) vals.push_back(fmt::format("{}", t.getDouble(i)));
+      else if (t.dtype() == DType::F64) vals.push_back(fmt::format("{}", t.getDouble(i)));
+      else if (isFloat(t.dtype())) vals.push_back(fmt::format("{}", float(t.getDouble(i))));
       else vals.push_back(fmt::format("{}", t.getInt(i)));
     }
     return fmt::format("[{}]", fmt::join(vals, ", "));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <sstream>
 #include <onnx/onnx_pb.h>
 
 using namespace triad;
@@ -314,4 +315,23 @@ TEST(TensorIO, BadNpyIsRefused) {
   std::string bytes = frontend::readFile(p);
   frontend::writeFileAtomic(p, bytes.substr(0, bytes.size() - 3)); // truncated data
   expectError([&] { frontend::readNpy(p); }, ErrorKind::Io, {"data bytes"});
+}
+
+TEST(Frontend, PyTorchExportedCnnGolden) {
+  // The shipped PyTorch export (symbolic batch) imports to this IR; the golden file pins the
+  // typed attributes, resolved shapes and the folded constants' hashes.
+  frontend::ImportOptions o;
+  o.batch = 2;
+  auto r = frontend::importOnnxFile(std::string(TRIAD_SOURCE_DIR) + "/models/digits_cnn.onnx", o);
+  std::string text = ir::printGraph(r.graph);
+  std::string path = std::string(TRIAD_SOURCE_DIR) + "/tests/golden/digits_cnn.ir";
+  if (std::getenv("TRIAD_UPDATE_GOLDEN")) {
+    std::ofstream(path) << text;
+    return;
+  }
+  std::ifstream in(path);
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(text, want.str()) << "TRIAD_UPDATE_GOLDEN=1 regenerates " << path;
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
 }

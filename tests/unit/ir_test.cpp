@@ -5,7 +5,11 @@
 #include "ir/Verifier.h"
 #include "ir/ops/Linear.h"
 
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <gtest/gtest.h>
+#include <sstream>
 
 using namespace triad;
 using namespace triad::ir;
@@ -16,4 +20,155 @@ TEST(Types, NamesRoundTrip) {
   TensorType fx{DType::Fixed, {64}, FixedSpec{16, 6, true}};
   EXPECT_EQ(typeToString(fx), "fixed<16,6>[64]");
   EXPECT_EQ(fx.fixed->fracBits(), 10);
+}
+
+namespace {
+
+// x[2,3] -> Gemm(W[4,3], b[4], transB) -> Relu -> y[2,4]
+Graph tinyMlp() {
+  Graph g;
+  g.name = "tiny_mlp";
+  g.opset = 17;
+  Value* x = g.addInput("x", TensorType{DType::F32, {2, 3}, {}});
+  std::vector<float> w(12);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(i) * 0.5f - 2.0f;
+  Value* W = g.addConstant("fc.weight", Tensor::fromVector<float>({4, 3}, w));
+  Value* b = g.addConstant("fc.bias", Tensor::fromVector<float>({4}, {0.5f, -0.5f, 1, 0}));
+  auto attrs = std::make_shared<GemmAttrs>();
+  attrs->transB = true;
+  Node* gemm = g.addNode(OpKind::Gemm, "/fc/Gemm", {x, W, b}, attrs, {"h"},
+                         {TensorType{DType::F32, {2, 4}, {}}});
+  Node* relu = g.addNode(OpKind::Relu, "/relu/Relu", {gemm->output(0)}, nullptr, {"y"},
+                         {TensorType{DType::F32, {2, 4}, {}}});
+  g.addOutput(relu->output(0));
+  return g;
+}
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Compares `text` with a golden file under tests/golden/; TRIAD_UPDATE_GOLDEN=1 rewrites it.
+void expectGolden(const std::string& text, const std::string& name) {
+  std::string path = std::string(TRIAD_SOURCE_DIR) + "/tests/golden/" + name;
+  if (std::getenv("TRIAD_UPDATE_GOLDEN")) {
+    std::ofstream(path) << text;
+    return;
+  }
+  EXPECT_EQ(text, readText(path)) << "golden file " << path
+                                  << " differs (TRIAD_UPDATE_GOLDEN=1 regenerates it)";
+}
+
+} // namespace
+
+TEST(Verifier, AcceptsWellFormedGraph) { EXPECT_TRUE(verify(tinyMlp()).empty()); }
+
+TEST(Verifier, ReportsWrongOutputType) {
+  Graph g = tinyMlp();
+  g.nodes()[1]->output(0)->setType(TensorType{DType::F32, {2, 5}, {}});
+  auto problems = verify(g);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("node '/relu/Relu' (Relu): output 'y' has type f32[2,5], the shape "
+                             "rule says f32[2,4]"),
+            std::string::npos)
+      << problems[0];
+}
+
+TEST(Verifier, ReportsDanglingValueAfterRemovingItsProducer) {
+  Graph g = tinyMlp();
+  g.removeNodes([](const Node& n) { return n.kind() == OpKind::Gemm; });
+  auto problems = verify(g);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].find("'h' is used before it is defined (dangling: no producer)"),
+            std::string::npos)
+      << problems[0];
+  EXPECT_THROW(verifyOrThrow(g), Error);
+}
+
+TEST(Verifier, ReportsBadAttributes) {
+  Graph g;
+  g.name = "bad";
+  Value* a = g.addInput("a", TensorType{DType::F32, {2, 3}, {}});
+  Value* b = g.addInput("b", TensorType{DType::F32, {2, 3}, {}});
+  // Gemm of [2,3] x [2,3] without transB: inner dimensions differ.
+  Node* n = g.addNode(OpKind::Gemm, "g", {a, b}, std::make_shared<GemmAttrs>(), {"c"},
+                      {TensorType{DType::F32, {2, 3}, {}}});
+  g.addOutput(n->output(0));
+  auto problems = verify(g);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("inner dimensions differ"), std::string::npos) << problems[0];
+}
+
+TEST(Printer, GoldenTextForm) { expectGolden(printGraph(tinyMlp()), "tiny_mlp.ir"); }
+
+TEST(Printer, DotNamesLayersAndShapes) {
+  std::string dot = toDot(tinyMlp());
+  EXPECT_NE(dot.find("digraph \"tiny_mlp\""), std::string::npos);
+  EXPECT_NE(dot.find("Gemm\\n/fc/Gemm\\n16 params"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("[label=\"f32[2,4]\"]"), std::string::npos) << dot;
+}
+
+TEST(Interpreter, RunsAndChecksInputs) {
+  Graph g = tinyMlp();
+  Interpreter interp(g);
+  Tensor x = Tensor::fromVector<float>({2, 3}, {1, 0, 0, 0, 1, 1});
+  auto out = interp.run(std::vector<Tensor>{x});
+  ASSERT_EQ(out.size(), 1u);
+  // Row 0: W[:,0] + b = (-2+0.5, -0.5-0.5, 1+1, 2.5+0) -> relu -> (0, 0, 2, 2.5)
+  EXPECT_FLOAT_EQ(out[0].data<float>()[0], 0.0f);
+  EXPECT_FLOAT_EQ(out[0].data<float>()[2], 2.0f);
+  EXPECT_FLOAT_EQ(out[0].data<float>()[3], 2.5f);
+  auto all = interp.runAll(std::vector<Tensor>{x});
+  EXPECT_FLOAT_EQ(all[size_t(g.findValue("h")->id())].data<float>()[0], -1.5f);
+
+  Tensor wrong = Tensor::fromVector<float>({3, 2}, {1, 2, 3, 4, 5, 6});
+  try {
+    interp.run(std::vector<Tensor>{wrong});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Runtime);
+    EXPECT_NE(std::string(e.what()).find("input 'x' expects f32[2,3], got f32[3,2]"),
+              std::string::npos);
+  }
+}
+
+TEST(Tensor, HalfConversions) {
+  EXPECT_EQ(Half(1.0f).bits, 0x3c00);
+  EXPECT_EQ(Half(-2.0f).bits, 0xc000);
+  EXPECT_EQ(Half(65504.0f).bits, 0x7bff);
+  EXPECT_EQ(Half(65520.0f).bits, 0x7c00); // rounds up to infinity
+  EXPECT_EQ(Half(5.9604645e-08f).bits, 0x0001); // smallest subnormal
+  EXPECT_EQ(Half(1.0f + 1.0f / 2048).bits, 0x3c00); // tie rounds to even
+  EXPECT_EQ(Half(1.0f + 3.0f / 2048).bits, 0x3c02);
+  EXPECT_TRUE(std::isnan(float(Half(std::nanf("")))));
+  for (uint32_t b = 0; b < 0x7c00; b += 7) { // every finite positive half round-trips
+    Half h;
+    h.bits = uint16_t(b);
+    EXPECT_EQ(Half(float(h)).bits, b);
+  }
+}
+
+TEST(Tensor, CastSemantics) {
+  Tensor f = Tensor::fromVector<float>({4}, {-1.7f, 2.5f, 0.0f, 3.9f});
+  Tensor i = f.castTo(DType::I32);
+  EXPECT_EQ(std::vector<int32_t>(i.values<int32_t>().begin(), i.values<int32_t>().end()),
+            (std::vector<int32_t>{-1, 2, 0, 3})); // truncation toward zero
+  Tensor b = f.castTo(DType::Bool);
+  EXPECT_EQ(b.getInt(0), 1);
+  EXPECT_EQ(b.getInt(2), 0);
+  EXPECT_EQ(f.reshaped({2, 2}).shape(), (Shape{2, 2}));
+}
+
+TEST(OpTable, EveryListedOpIsRegisteredWithItsOnnxName) {
+  // Every op kind in ir/Ops.def has a definition, found under its ONNX name.
+  for (size_t k = 0; k < kNumOpKinds; ++k) {
+    const OpDef* d = findOp(OpKind(k));
+    ASSERT_NE(d, nullptr) << opKindName(OpKind(k)) << " is listed in Ops.def but not registered";
+    EXPECT_EQ(findOnnxOp("", d->onnxName), d);
+    EXPECT_EQ(findOnnxOp("ai.onnx", d->onnxName), d);
+  }
+  EXPECT_EQ(findOnnxOp("com.example", "Relu"), nullptr);
 }
