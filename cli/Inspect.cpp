@@ -38,7 +38,8 @@ int64_t nodeMacs(const ir::Node& n) {
     consts.push_back(v && v->isConstant() ? &v->constant() : nullptr);
   }
   std::vector<ir::TensorType> outs;
-  for (ir::Value* v : n.outputs()) outs.push_back(v->type());
+  for (ir::Value* v : n.outputs())
+    outs.push_back(v->type());
   return n.def().macs(ir::InferContext{n.attrs(), in, consts}, outs);
 }
 
@@ -51,7 +52,8 @@ struct InspectOptions {
 int runInspect(const InspectOptions& o, const ir::TargetRegistry& targets) {
   frontend::ImportResult r = o.model.load();
   const ir::Graph& g = r.graph;
-  for (const auto& w : r.warnings) fmt::print(stderr, "triad: warning: {}\n", w);
+  for (const auto& w : r.warnings)
+    fmt::print(stderr, "triad: warning: {}\n", w);
 
   std::vector<Layer> layers;
   int64_t totalParams = 0, totalMacs = 0, paramBytes = 0;
@@ -71,18 +73,21 @@ int runInspect(const InspectOptions& o, const ir::TargetRegistry& targets) {
     }
 
   fmt::print("model    {}\n", o.model.model);
-  fmt::print("graph    {}: opset {}, IR version {}, producer '{}'\n", g.name, g.opset,
-             r.irVersion, r.producer);
+  fmt::print("graph    {}: opset {}, IR version {}, producer '{}'\n", g.name, g.opset, r.irVersion,
+             r.producer);
   fmt::print("inputs\n");
-  for (ir::Value* v : g.inputs()) fmt::print("  {:<32} {}\n", v->name(), typeToString(v->type()));
+  for (ir::Value* v : g.inputs())
+    fmt::print("  {:<32} {}\n", v->name(), typeToString(v->type()));
   fmt::print("outputs\n");
-  for (ir::Value* v : g.outputs()) fmt::print("  {:<32} {}\n", v->name(), typeToString(v->type()));
+  for (ir::Value* v : g.outputs())
+    fmt::print("  {:<32} {}\n", v->name(), typeToString(v->type()));
 
   size_t nameW = 5;
-  for (const auto& l : layers) nameW = std::max(nameW, l.node->name().size());
+  for (const auto& l : layers)
+    nameW = std::max(nameW, l.node->name().size());
   nameW = std::min<size_t>(nameW, 48);
-  fmt::print("\n{:>4}  {:<{}}  {:<20} {:<24} {:>12} {:>14}\n", "#", "layer", nameW, "op",
-             "output", "params", "MACs");
+  fmt::print("\n{:>4}  {:<{}}  {:<20} {:<24} {:>12} {:>14}\n", "#", "layer", nameW, "op", "output",
+             "params", "MACs");
   for (size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
     fmt::print("{:>4}  {:<{}}  {:<20} {:<24} {:>12} {:>14}\n", i, l.node->name(), nameW,
@@ -102,8 +107,10 @@ int runInspect(const InspectOptions& o, const ir::TargetRegistry& targets) {
     std::map<std::string, std::string> missing; // op -> reason
     for (const auto& l : layers) {
       ir::Support s = t->supports(*l.node);
-      if (s.ok) ++ok;
-      else missing.emplace(std::string(ir::opKindName(l.node->kind())), s.reason);
+      if (s.ok)
+        ++ok;
+      else
+        missing.emplace(std::string(ir::opKindName(l.node->kind())), s.reason);
     }
     fmt::print("  {:<8} {}/{} layers{}\n", t->name(), ok, layers.size(),
                missing.empty() ? "" : fmt::format("; not supported: {}", fmt::join(missing, ", ")));
@@ -120,7 +127,8 @@ int runInspect(const InspectOptions& o, const ir::TargetRegistry& targets) {
     auto io = [](const std::vector<ir::Value*>& vs) {
       nlohmann::json a = nlohmann::json::array();
       for (ir::Value* v : vs)
-        a.push_back({{"name", v->name()}, {"dtype", ir::dtypeName(v->type().dtype)},
+        a.push_back({{"name", v->name()},
+                     {"dtype", ir::dtypeName(v->type().dtype)},
                      {"shape", v->type().shape}});
       return a;
     };
@@ -129,12 +137,18 @@ int runInspect(const InspectOptions& o, const ir::TargetRegistry& targets) {
     nlohmann::json ls = nlohmann::json::array();
     for (const auto& l : layers) {
       nlohmann::json outs = nlohmann::json::array();
-      for (ir::Value* v : l.node->outputs()) outs.push_back(typeToString(v->type()));
-      ls.push_back({{"name", l.node->name()}, {"op", ir::opKindName(l.node->kind())},
-                    {"outputs", outs}, {"params", l.params}, {"macs", l.macs}});
+      for (ir::Value* v : l.node->outputs())
+        outs.push_back(typeToString(v->type()));
+      ls.push_back({{"name", l.node->name()},
+                    {"op", ir::opKindName(l.node->kind())},
+                    {"outputs", outs},
+                    {"params", l.params},
+                    {"macs", l.macs}});
     }
     j["layers"] = ls;
-    j["totals"] = {{"layers", layers.size()}, {"params", totalParams}, {"param_bytes", paramBytes},
+    j["totals"] = {{"layers", layers.size()},
+                   {"params", totalParams},
+                   {"param_bytes", paramBytes},
                    {"macs", totalMacs}};
     j["targets"] = support;
     j["warnings"] = r.warnings;
@@ -148,7 +162,8 @@ int runInspect(const InspectOptions& o, const ir::TargetRegistry& targets) {
 Action addInspect(CLI::App& app, const ir::TargetRegistry& targets) {
   auto o = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "inspect", "Show a model's inputs, outputs, layers (shapes, parameters, MACs) and target support");
+      "inspect",
+      "Show a model's inputs, outputs, layers (shapes, parameters, MACs) and target support");
   o->model.add(*cmd);
   cmd->add_option("--json", o->json, "Also write the report as JSON to this file");
   cmd->add_option("--dot", o->dot, "Write the graph in Graphviz DOT form to this file");

@@ -25,7 +25,8 @@ std::pair<std::string, std::string> splitBinding(const std::string& s) {
 int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
   const ir::Target* target = targets.find(o.target);
   if (!target)
-    fail(ErrorKind::Usage, "--target '{}' is not available (available: {})", o.target, targets.names());
+    fail(ErrorKind::Usage, "--target '{}' is not available (available: {})", o.target,
+         targets.names());
   frontend::ImportResult r = o.model.load();
   const ir::Graph& g = r.graph;
 
@@ -65,7 +66,8 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
   auto exe = target->compile(g);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<ir::Tensor> outs = exe->run(inputs);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
   for (size_t i = 0; i < outs.size(); ++i) {
     const ir::Tensor& t = outs[i];
@@ -105,8 +107,9 @@ Action addRun(CLI::App& app, const ir::TargetRegistry& targets) {
   o->model.add(*cmd);
   cmd->add_option("--target", o->target, "Where to run: interp (reference interpreter)")
       ->capture_default_str();
-  cmd->add_option("-i,--input", o->inputs,
-                  "Input tensor file (.npy or ONNX TensorProto .pb), in input order or as NAME=FILE");
+  cmd->add_option(
+      "-i,--input", o->inputs,
+      "Input tensor file (.npy or ONNX TensorProto .pb), in input order or as NAME=FILE");
   cmd->add_option("-o,--output", o->outputs,
                   "Where to write an output (.npy or .pb), in output order or as NAME=FILE");
   return [o, &targets] { return runRun(*o, targets); };

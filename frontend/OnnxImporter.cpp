@@ -38,8 +38,7 @@ template <typename F> auto withContext(const std::string& prefix, F&& f) -> decl
 // attributes Triad does not understand are refused instead of silently ignored.
 class OnnxAttrReader final : public ir::AttrReader {
 public:
-  OnnxAttrReader(const onnx::NodeProto& node, fs::path baseDir)
-      : baseDir_(std::move(baseDir)) {
+  OnnxAttrReader(const onnx::NodeProto& node, fs::path baseDir) : baseDir_(std::move(baseDir)) {
     for (const auto& a : node.attribute()) {
       if (!a.ref_attr_name().empty())
         fail(ErrorKind::Unsupported, "attribute '{}' refers to a function attribute", a.name());
@@ -78,7 +77,8 @@ public:
   }
   std::vector<std::string> names() const override {
     std::vector<std::string> out;
-    for (const auto& [k, v] : attrs_) out.push_back(k);
+    for (const auto& [k, v] : attrs_)
+      out.push_back(k);
     return out;
   }
   std::vector<std::string> unread() const {
@@ -129,12 +129,14 @@ public:
     // Unnamed nodes get "<OpType>_<index>" so that every message can name them.
     for (int i = 0; i < g.node_size(); ++i)
       if (g.node(i).name().empty())
-        model_.mutable_graph()->mutable_node(i)->set_name(fmt::format("{}_{}", g.node(i).op_type(), i));
+        model_.mutable_graph()->mutable_node(i)->set_name(
+            fmt::format("{}_{}", g.node(i).op_type(), i));
     importInitializers(g);
     importInputs(g);
     std::vector<const onnx::NodeProto*> order = topologicalOrder(g);
     rejectUnknownOps(order);
-    for (const onnx::NodeProto* n : order) importNode(*n);
+    for (const onnx::NodeProto* n : order)
+      importNode(*n);
     importOutputs(g);
     crossCheckOnnxShapes(g);
     ir::verifyOrThrow(graph(), ErrorKind::Internal);
@@ -197,23 +199,25 @@ private:
     for (const auto& init : g.initializer()) {
       std::string what = fmt::format("initializer '{}'", init.name());
       if (init.name().empty()) fail(ErrorKind::InvalidModel, "an initializer has no name");
-      if (values_.count(init.name()))
-        fail(ErrorKind::InvalidModel, "{} is defined twice", what);
-      values_[init.name()] = graph().addConstant(init.name(), tensorFromProto(init, baseDir_, what));
+      if (values_.count(init.name())) fail(ErrorKind::InvalidModel, "{} is defined twice", what);
+      values_[init.name()] =
+          graph().addConstant(init.name(), tensorFromProto(init, baseDir_, what));
     }
   }
 
   TensorType inputType(const onnx::ValueInfoProto& vi) {
     std::string what = fmt::format("graph input '{}'", vi.name());
     if (!vi.type().has_tensor_type())
-      fail(ErrorKind::Unsupported, "{} is not a tensor (sequence, map and optional inputs are not supported)", what);
+      fail(ErrorKind::Unsupported,
+           "{} is not a tensor (sequence, map and optional inputs are not supported)", what);
     const auto& tt = vi.type().tensor_type();
     auto dtype = ir::dtypeFromOnnx(tt.elem_type());
     if (!dtype)
       fail(ErrorKind::Unsupported, "{} has element type {}, which is not supported", what,
            ir::onnxElemTypeName(tt.elem_type()));
     if (!tt.has_shape())
-      fail(ErrorKind::Unsupported, "{} has no shape (unknown rank); Triad needs static shapes", what);
+      fail(ErrorKind::Unsupported, "{} has no shape (unknown rank); Triad needs static shapes",
+           what);
     TensorType t{*dtype, {}, {}};
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
       const auto& d = tt.shape().dim(i);
@@ -223,8 +227,10 @@ private:
       }
       std::string param = d.has_dim_param() ? d.dim_param() : "";
       auto it = opts_.dims.find(param);
-      if (!param.empty() && it != opts_.dims.end()) t.shape.push_back(it->second);
-      else if (i == 0) t.shape.push_back(opts_.batch);
+      if (!param.empty() && it != opts_.dims.end())
+        t.shape.push_back(it->second);
+      else if (i == 0)
+        t.shape.push_back(opts_.batch);
       else
         fail(ErrorKind::Unsupported,
              "{} dimension {} ({}) is dynamic; Triad compiles static shapes: give it a value "
@@ -242,7 +248,8 @@ private:
     if (opts_.bindInput) {
       std::unordered_map<std::string, const onnx::NodeProto*> producerOf;
       for (const auto& n : g.node())
-        for (const auto& o : n.output()) producerOf[o] = &n;
+        for (const auto& o : n.output())
+          producerOf[o] = &n;
       std::vector<std::string> work;
       for (const auto& n : g.node()) {
         const ir::OpDef* def = ir::findOnnxOp(n.domain(), n.op_type());
@@ -290,8 +297,8 @@ private:
                describeNode(g.node(i)), out);
         auto [it, fresh] = producer.emplace(out, i);
         if (!fresh)
-          fail(ErrorKind::InvalidModel, "value '{}' is produced twice, by {} and {} (not SSA)",
-               out, describeNode(g.node(it->second)), describeNode(g.node(i)));
+          fail(ErrorKind::InvalidModel, "value '{}' is produced twice, by {} and {} (not SSA)", out,
+               describeNode(g.node(it->second)), describeNode(g.node(i)));
       }
     }
     std::vector<std::vector<int>> users(static_cast<size_t>(n));
@@ -308,7 +315,8 @@ private:
         deps.insert(it->second);
       }
       pending[size_t(i)] = int(deps.size());
-      for (int d : deps) users[size_t(d)].push_back(i);
+      for (int d : deps)
+        users[size_t(d)].push_back(i);
     }
     std::vector<const onnx::NodeProto*> order;
     std::set<int> ready;
@@ -334,8 +342,9 @@ private:
     std::map<std::string, std::vector<std::string>> unknown; // "Op (domain)" -> node names
     for (const auto* n : nodes) {
       if (ir::findOnnxOp(n->domain(), n->op_type())) continue;
-      std::string key = n->domain().empty() ? n->op_type()
-                                            : fmt::format("{} (domain '{}')", n->op_type(), n->domain());
+      std::string key = n->domain().empty()
+                            ? n->op_type()
+                            : fmt::format("{} (domain '{}')", n->op_type(), n->domain());
       unknown[key].push_back(fmt::format("'{}'", n->name()));
     }
     if (unknown.empty()) return;
@@ -361,11 +370,13 @@ private:
       fail(ErrorKind::Unsupported, "opset {} semantics of {} are not supported (from opset {})",
            opset_, n.op_type(), def.sinceOpset);
     int numIn = n.input_size();
-    while (numIn > 0 && n.input(numIn - 1).empty()) --numIn; // trailing absent optionals
+    while (numIn > 0 && n.input(numIn - 1).empty())
+      --numIn; // trailing absent optionals
     if (numIn < def.minInputs || (def.maxInputs >= 0 && numIn > def.maxInputs))
       fail(ErrorKind::InvalidModel, "has {} inputs; {} takes {}", numIn, n.op_type(),
            arity(def.minInputs, def.maxInputs));
-    if (n.output_size() < def.minOutputs || (def.maxOutputs >= 0 && n.output_size() > def.maxOutputs))
+    if (n.output_size() < def.minOutputs ||
+        (def.maxOutputs >= 0 && n.output_size() > def.maxOutputs))
       fail(ErrorKind::InvalidModel, "has {} outputs; {} produces {}", n.output_size(), n.op_type(),
            arity(def.minOutputs, def.maxOutputs));
 
@@ -380,10 +391,10 @@ private:
              "input {} ('{}') must be a constant: it determines the output shape and Triad "
              "compiles static shapes, but it is {}",
              i, name,
-             v->producer() ? fmt::format("computed at run time by node '{}' ({})",
-                                         v->producer()->name(),
-                                         ir::opKindName(v->producer()->kind()))
-                           : "a graph input");
+             v->producer()
+                 ? fmt::format("computed at run time by node '{}' ({})", v->producer()->name(),
+                               ir::opKindName(v->producer()->kind()))
+                 : "a graph input");
       onnxInputs.push_back(v);
       onnxTypes.push_back(v ? std::optional<TensorType>(v->type()) : std::nullopt);
       onnxConsts.push_back(v && v->isConstant() ? &v->constant() : nullptr);
@@ -392,8 +403,10 @@ private:
     OnnxAttrReader reader(n, baseDir_);
     ir::ParseContext pctx{reader, opset_, onnxConsts, onnxTypes, n.output_size()};
     std::shared_ptr<const ir::Attrs> attrs;
-    if (def.parse) attrs = def.parse(pctx);
-    else attrs = std::make_shared<ir::NoAttrs>();
+    if (def.parse)
+      attrs = def.parse(pctx);
+    else
+      attrs = std::make_shared<ir::NoAttrs>();
     std::vector<std::string> unread = reader.unread();
     if (!unread.empty())
       fail(ErrorKind::Unsupported, "attribute{} {} {} not supported by Triad's {}",
@@ -404,7 +417,8 @@ private:
     std::vector<ir::Value*> irInputs;
     for (int i = 0; i < numIn; ++i)
       if (!def.isShapeOperand(i)) irInputs.push_back(onnxInputs[size_t(i)]);
-    while (!irInputs.empty() && !irInputs.back()) irInputs.pop_back();
+    while (!irInputs.empty() && !irInputs.back())
+      irInputs.pop_back();
 
     std::vector<std::optional<TensorType>> irTypes;
     std::vector<const Tensor*> irConsts;
@@ -429,17 +443,21 @@ private:
 
     std::vector<std::string> outNames;
     for (int i = 0; i < n.output_size(); ++i)
-      outNames.push_back(n.output(i).empty() ? fmt::format("{}:unused{}", n.name(), i) : n.output(i));
+      outNames.push_back(n.output(i).empty() ? fmt::format("{}:unused{}", n.name(), i)
+                                             : n.output(i));
 
     if (opts_.foldConstants && allConstant) {
       std::vector<Tensor> outs;
-      for (const TensorType& t : types) outs.emplace_back(t);
+      for (const TensorType& t : types)
+        outs.emplace_back(t);
       def.eval(ir::EvalContext{*attrs, irConsts, outs});
-      for (size_t i = 0; i < outs.size(); ++i) values_[outNames[i]] = graph().addConstant(outNames[i], std::move(outs[i]));
+      for (size_t i = 0; i < outs.size(); ++i)
+        values_[outNames[i]] = graph().addConstant(outNames[i], std::move(outs[i]));
       return;
     }
     ir::Node* node = graph().addNode(def.kind, n.name(), irInputs, attrs, outNames, types);
-    for (size_t i = 0; i < outNames.size(); ++i) values_[outNames[i]] = node->output(i);
+    for (size_t i = 0; i < outNames.size(); ++i)
+      values_[outNames[i]] = node->output(i);
   }
 
   static std::string arity(int lo, int hi) {

@@ -16,7 +16,8 @@ using ir::Tensor;
 std::string readFile(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(ErrorKind::Io, "file '{}' does not exist", path.string());
-  if (fs::is_directory(path, ec)) fail(ErrorKind::Io, "'{}' is a directory, not a file", path.string());
+  if (fs::is_directory(path, ec))
+    fail(ErrorKind::Io, "'{}' is a directory, not a file", path.string());
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(ErrorKind::Io, "cannot open '{}' for reading", path.string());
   std::ostringstream ss;
@@ -77,7 +78,8 @@ Tensor readNpy(const fs::path& path) {
   } else if (major == 2 || major == 3) {
     if (data.size() < 12) return bad("truncated header");
     headerLen = 0;
-    for (int i = 0; i < 4; ++i) headerLen |= size_t(uint8_t(data[8 + i])) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      headerLen |= size_t(uint8_t(data[8 + i])) << (8 * i);
     headerStart = 12;
   } else {
     return bad(fmt::format("format version {} is unknown", major));
@@ -100,7 +102,8 @@ Tensor readNpy(const fs::path& path) {
   ir::Shape shape;
   std::string dims = m[1];
   std::regex num(R"(\d+)");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator();
+       ++it)
     shape.push_back(std::stoll(it->str()));
   Tensor t(*dtype, shape);
   size_t offset = headerStart + headerLen;
@@ -115,12 +118,13 @@ void writeNpy(const fs::path& path, const Tensor& t) {
   std::string_view code;
   for (const auto& c : kNpyCodes)
     if (c.type == t.dtype()) code = c.descr;
-  if (code.empty()) fail(ErrorKind::Unsupported, "cannot write {} tensors to .npy", ir::dtypeName(t.dtype()));
+  if (code.empty())
+    fail(ErrorKind::Unsupported, "cannot write {} tensors to .npy", ir::dtypeName(t.dtype()));
   std::string shape = fmt::format("{}", fmt::join(t.shape(), ", "));
   if (t.rank() == 1) shape += ","; // numpy writes one-element tuples as "(5,)"
   char order = t.dtype() == DType::Bool || dtypeSize(t.dtype()) == 1 ? '|' : '<';
   std::string header = fmt::format("{{'descr': '{}{}', 'fortran_order': False, 'shape': ({}), }}",
-                                    order, code, shape);
+                                   order, code, shape);
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
@@ -139,7 +143,8 @@ NamedTensor readTensorProtoFile(const fs::path& path) {
   onnx::TensorProto p;
   if (!p.ParseFromString(data))
     fail(ErrorKind::Io, "'{}' is not a readable ONNX TensorProto (.pb) file", path.string());
-  return {p.name(), tensorFromProto(p, path.parent_path(), fmt::format("tensor file '{}'", path.string()))};
+  return {p.name(),
+          tensorFromProto(p, path.parent_path(), fmt::format("tensor file '{}'", path.string()))};
 }
 
 void writeTensorProtoFile(const fs::path& path, const Tensor& t, const std::string& name) {

@@ -43,24 +43,34 @@ struct NoAttrs final : Attrs {
 
 namespace detail {
 std::string printTensorAttr(const Tensor& t);
-inline std::string printFloat(float v) { return fmt::format("{}", v); }
+inline std::string printFloat(float v) {
+  return fmt::format("{}", v);
+}
 
 template <typename T> std::string printAttrValue(const T& v) {
-  if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-  else if constexpr (std::is_same_v<T, float>) return printFloat(v);
-  else if constexpr (std::is_same_v<T, std::string>) return fmt::format("\"{}\"", v);
-  else if constexpr (std::is_same_v<T, Tensor>) return printTensorAttr(v);
-  else if constexpr (std::is_enum_v<T>) return std::string(toString(v));
+  if constexpr (std::is_same_v<T, bool>)
+    return v ? "true" : "false";
+  else if constexpr (std::is_same_v<T, float>)
+    return printFloat(v);
+  else if constexpr (std::is_same_v<T, std::string>)
+    return fmt::format("\"{}\"", v);
+  else if constexpr (std::is_same_v<T, Tensor>)
+    return printTensorAttr(v);
+  else if constexpr (std::is_enum_v<T>)
+    return std::string(toString(v));
   else if constexpr (std::is_same_v<T, std::vector<float>>) {
     std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + printFloat(v[i]);
+    for (size_t i = 0; i < v.size(); ++i)
+      s += (i ? "," : "") + printFloat(v[i]);
     return s + "]";
   } else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
     return fmt::format("[{}]", fmt::join(v, ","));
-  else if constexpr (std::is_same_v<T, std::optional<float>>) return v ? printFloat(*v) : "none";
+  else if constexpr (std::is_same_v<T, std::optional<float>>)
+    return v ? printFloat(*v) : "none";
   else if constexpr (std::is_same_v<T, std::optional<int64_t>>)
     return v ? fmt::format("{}", *v) : "none";
-  else return fmt::format("{}", v);
+  else
+    return fmt::format("{}", v);
 }
 } // namespace detail
 

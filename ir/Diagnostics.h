@@ -11,12 +11,12 @@
 namespace triad {
 
 enum class ErrorKind {
-  Usage,       // bad command-line flag or value
-  Io,          // a file cannot be read or written
+  Usage,        // bad command-line flag or value
+  Io,           // a file cannot be read or written
   InvalidModel, // the model is malformed (truncated, cycles, dangling inputs, wrong types)
-  Unsupported, // valid ONNX that Triad does not handle (op, attribute value, opset, dtype)
-  Runtime,     // valid model, but the inputs given do not fit it
-  Internal,    // a bug in Triad
+  Unsupported,  // valid ONNX that Triad does not handle (op, attribute value, opset, dtype)
+  Runtime,      // valid model, but the inputs given do not fit it
+  Internal,     // a bug in Triad
 };
 
 std::string_view errorKindName(ErrorKind k);
@@ -43,8 +43,8 @@ template <typename... Args>
 
 } // namespace triad
 
-#define TRIAD_ASSERT(cond, ...)                                                                  \
-  do {                                                                                           \
-    if (!(cond))                                                                                 \
-      ::triad::assertionFailed(#cond, __FILE__, __LINE__, ::fmt::format("" __VA_ARGS__));        \
+#define TRIAD_ASSERT(cond, ...)                                                                    \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      ::triad::assertionFailed(#cond, __FILE__, __LINE__, ::fmt::format("" __VA_ARGS__));          \
   } while (0)

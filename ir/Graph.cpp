@@ -51,7 +51,8 @@ Node* Graph::addNode(OpKind kind, std::string name, std::vector<Value*> inputs,
 void Graph::removeNodes(const std::function<bool(const Node&)>& dead) {
   std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) {
     if (!dead(*n)) return false;
-    for (Value* v : n->outputs_) v->producer_ = nullptr;
+    for (Value* v : n->outputs_)
+      v->producer_ = nullptr;
     return true;
   });
 }
@@ -73,7 +74,8 @@ std::vector<int> Graph::useCounts() const {
   for (const auto& n : nodes_)
     for (Value* v : n->inputs())
       if (v) ++uses[size_t(v->id())];
-  for (Value* v : outputs_) ++uses[size_t(v->id())];
+  for (Value* v : outputs_)
+    ++uses[size_t(v->id())];
   return uses;
 }
 

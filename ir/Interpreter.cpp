@@ -6,7 +6,8 @@ namespace triad::ir {
 
 std::vector<Tensor> evalNode(const Node& n, std::span<const Tensor* const> inputs) {
   std::vector<Tensor> outs;
-  for (Value* v : n.outputs()) outs.emplace_back(v->type());
+  for (Value* v : n.outputs())
+    outs.emplace_back(v->type());
   EvalContext ctx{n.attrs(), inputs, outs};
   n.def().eval(ctx);
   return outs;
@@ -62,13 +63,16 @@ std::vector<Tensor> Interpreter::execute(std::span<const Tensor> inputs, bool ke
           env[size_t(v->id())] = Tensor();
   }
   if (keepAll) {
-    for (Value* c : g_.constants()) env[size_t(c->id())] = c->constant();
+    for (Value* c : g_.constants())
+      env[size_t(c->id())] = c->constant();
     return env;
   }
   std::vector<Tensor> result;
   for (Value* v : g_.outputs()) {
-    if (v->isConstant()) result.push_back(v->constant());
-    else result.push_back(env[size_t(v->id())]);
+    if (v->isConstant())
+      result.push_back(v->constant());
+    else
+      result.push_back(env[size_t(v->id())]);
   }
   return result;
 }

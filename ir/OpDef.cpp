@@ -52,7 +52,9 @@ const Registry& registry() {
 }
 } // namespace
 
-std::string_view opKindName(OpKind k) { return kOpKindNames[size_t(k)]; }
+std::string_view opKindName(OpKind k) {
+  return kOpKindNames[size_t(k)];
+}
 
 bool OpDef::isShapeOperand(int i) const {
   return std::find(shapeOperands.begin(), shapeOperands.end(), i) != shapeOperands.end();
@@ -63,7 +65,9 @@ void OpTable::add(OpDef def) {
   defs.push_back(std::move(def));
 }
 
-const OpDef* findOp(OpKind kind) { return registry().byKind[size_t(kind)]; }
+const OpDef* findOp(OpKind kind) {
+  return registry().byKind[size_t(kind)];
+}
 
 const OpDef& opDef(OpKind kind) {
   const OpDef* d = findOp(kind);
@@ -80,7 +84,8 @@ const OpDef* findOnnxOp(std::string_view domain, std::string_view opType) {
 
 std::vector<const OpDef*> allOps() {
   std::vector<const OpDef*> out;
-  for (const OpDef& d : registry().defs) out.push_back(&d);
+  for (const OpDef& d : registry().defs)
+    out.push_back(&d);
   std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->kind < b->kind; });
   return out;
 }

@@ -111,7 +111,7 @@ using MacsFn = std::function<int64_t(const InferContext&, std::span<const Tensor
 
 struct OpDef {
   OpKind kind{};
-  std::string_view onnxName{}; // defaults to the OpKind's name
+  std::string_view onnxName{};      // defaults to the OpKind's name
   int minInputs = 1, maxInputs = 1; // ONNX arity (maxInputs -1: variadic)
   int minOutputs = 1, maxOutputs = 1;
   /// ONNX inputs that determine output shapes (Reshape's shape, Slice's starts, ...): they must

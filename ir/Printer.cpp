@@ -28,7 +28,8 @@ std::string printAttrs(const Attrs& a) {
   auto p = a.printed();
   if (p.empty()) return "";
   std::string s = " {";
-  for (size_t i = 0; i < p.size(); ++i) s += fmt::format("{}{}={}", i ? ", " : "", p[i].first, p[i].second);
+  for (size_t i = 0; i < p.size(); ++i)
+    s += fmt::format("{}{}={}", i ? ", " : "", p[i].first, p[i].second);
   s += "}";
   return s;
 }
@@ -37,10 +38,14 @@ std::string constantBody(const Tensor& t) {
   if (t.numElements() <= kInlineConstantLimit) {
     std::vector<std::string> vals;
     for (int64_t i = 0; i < t.numElements(); ++i) {
-      if (t.dtype() == DType::Bool) vals.push_back(t.getInt(i) ? "true" : "false");
-      else if (t.dtype() == DType::F64) vals.push_back(fmt::format("{}", t.getDouble(i)));
-      else if (isFloat(t.dtype())) vals.push_back(fmt::format("{}", float(t.getDouble(i))));
-      else vals.push_back(fmt::format("{}", t.getInt(i)));
+      if (t.dtype() == DType::Bool)
+        vals.push_back(t.getInt(i) ? "true" : "false");
+      else if (t.dtype() == DType::F64)
+        vals.push_back(fmt::format("{}", t.getDouble(i)));
+      else if (isFloat(t.dtype()))
+        vals.push_back(fmt::format("{}", float(t.getDouble(i))));
+      else
+        vals.push_back(fmt::format("{}", t.getInt(i)));
     }
     return fmt::format("[{}]", fmt::join(vals, ", "));
   }
@@ -53,7 +58,8 @@ std::string tensorHash(const Tensor& t) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&](const void* p, size_t n) {
     auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+    for (size_t i = 0; i < n; ++i)
+      h = (h ^ b[i]) * 1099511628211ull;
   };
   std::string type = typeToString(t.type());
   mix(type.data(), type.size());
@@ -67,7 +73,8 @@ std::string detail::printTensorAttr(const Tensor& t) {
 
 std::string printGraph(const Graph& g) {
   std::string s = fmt::format("graph \"{}\" opset {} {{\n", g.name, g.opset);
-  for (Value* v : g.inputs()) s += fmt::format("  input {}: {}\n", valueRef(v), typeToString(v->type()));
+  for (Value* v : g.inputs())
+    s += fmt::format("  input {}: {}\n", valueRef(v), typeToString(v->type()));
   auto uses = g.useCounts();
   for (Value* v : g.constants()) {
     if (uses[size_t(v->id())] == 0) continue; // unused constants are not part of the program
@@ -76,12 +83,15 @@ std::string printGraph(const Graph& g) {
   }
   for (const auto& n : g.nodes()) {
     std::vector<std::string> outs, ins;
-    for (Value* v : n->outputs()) outs.push_back(fmt::format("{}: {}", valueRef(v), typeToString(v->type())));
-    for (Value* v : n->inputs()) ins.push_back(valueRef(v));
+    for (Value* v : n->outputs())
+      outs.push_back(fmt::format("{}: {}", valueRef(v), typeToString(v->type())));
+    for (Value* v : n->inputs())
+      ins.push_back(valueRef(v));
     s += fmt::format("  {} = {}({}){}  # {}\n", fmt::join(outs, ", "), opKindName(n->kind()),
                      fmt::join(ins, ", "), printAttrs(n->attrs()), n->name());
   }
-  for (Value* v : g.outputs()) s += fmt::format("  output {}\n", valueRef(v));
+  for (Value* v : g.outputs())
+    s += fmt::format("  output {}\n", valueRef(v));
   return s + "}\n";
 }
 
@@ -94,8 +104,8 @@ std::string toDot(const Graph& g) {
     }
     return o;
   };
-  std::string s = fmt::format("digraph \"{}\" {{\n  rankdir=TB;\n  node [fontname=\"Helvetica\"];\n",
-                              esc(g.name));
+  std::string s = fmt::format(
+      "digraph \"{}\" {{\n  rankdir=TB;\n  node [fontname=\"Helvetica\"];\n", esc(g.name));
   for (Value* v : g.inputs())
     s += fmt::format("  v{} [shape=ellipse, label=\"{}\\n{}\"];\n", v->id(), esc(v->name()),
                      typeToString(v->type()));
@@ -110,13 +120,15 @@ std::string toDot(const Graph& g) {
   for (const auto& n : g.nodes())
     for (Value* v : n->inputs()) {
       if (!v || v->isConstant()) continue;
-      std::string from = v->producer() ? fmt::format("n{}", v->producer()->id()) : fmt::format("v{}", v->id());
+      std::string from =
+          v->producer() ? fmt::format("n{}", v->producer()->id()) : fmt::format("v{}", v->id());
       s += fmt::format("  {} -> n{} [label=\"{}\"];\n", from, n->id(), typeToString(v->type()));
     }
   for (Value* v : g.outputs()) {
     s += fmt::format("  out{} [shape=ellipse, label=\"{}\\n{}\"];\n", v->id(), esc(v->name()),
                      typeToString(v->type()));
-    std::string from = v->producer() ? fmt::format("n{}", v->producer()->id()) : fmt::format("v{}", v->id());
+    std::string from =
+        v->producer() ? fmt::format("n{}", v->producer()->id()) : fmt::format("v{}", v->id());
     s += fmt::format("  {} -> out{};\n", from, v->id());
   }
   return s + "}\n";

@@ -13,13 +13,15 @@ const Target* TargetRegistry::find(std::string_view name) const {
 
 std::vector<const Target*> TargetRegistry::all() const {
   std::vector<const Target*> out;
-  for (const auto& t : targets_) out.push_back(t.get());
+  for (const auto& t : targets_)
+    out.push_back(t.get());
   return out;
 }
 
 std::string TargetRegistry::names() const {
   std::string s;
-  for (const auto& t : targets_) s += (s.empty() ? "" : ", ") + std::string(t->name());
+  for (const auto& t : targets_)
+    s += (s.empty() ? "" : ", ") + std::string(t->name());
   return s;
 }
 
@@ -51,6 +53,8 @@ public:
 
 } // namespace
 
-std::unique_ptr<Target> makeInterpreterTarget() { return std::make_unique<InterpreterTarget>(); }
+std::unique_ptr<Target> makeInterpreterTarget() {
+  return std::make_unique<InterpreterTarget>();
+}
 
 } // namespace triad::ir

@@ -56,28 +56,34 @@ double Tensor::getDouble(int64_t i) const {
 int64_t Tensor::getInt(int64_t i) const {
   return visitDType(dtype(), [&](auto tag) -> int64_t {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, Half>) return int64_t(float(data<T>()[i]));
-    else return static_cast<int64_t>(data<T>()[i]);
+    if constexpr (std::is_same_v<T, Half>)
+      return int64_t(float(data<T>()[i]));
+    else
+      return static_cast<int64_t>(data<T>()[i]);
   });
 }
 
 void Tensor::setDouble(int64_t i, double v) {
   visitDType(dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, Half>) data<T>()[i] = Half(float(v));
-    else data<T>()[i] = static_cast<T>(v);
+    if constexpr (std::is_same_v<T, Half>)
+      data<T>()[i] = Half(float(v));
+    else
+      data<T>()[i] = static_cast<T>(v);
   });
 }
 
 std::vector<int64_t> Tensor::toInt64Vector() const {
   std::vector<int64_t> v(static_cast<size_t>(numElements()));
-  for (int64_t i = 0; i < numElements(); ++i) v[size_t(i)] = getInt(i);
+  for (int64_t i = 0; i < numElements(); ++i)
+    v[size_t(i)] = getInt(i);
   return v;
 }
 
 std::vector<double> Tensor::toDoubleVector() const {
   std::vector<double> v(static_cast<size_t>(numElements()));
-  for (int64_t i = 0; i < numElements(); ++i) v[size_t(i)] = getDouble(i);
+  for (int64_t i = 0; i < numElements(); ++i)
+    v[size_t(i)] = getDouble(i);
   return v;
 }
 
@@ -86,24 +92,34 @@ namespace {
 // int is undefined in ONNX and becomes 0 here, anything nonzero becomes true.
 template <typename To, typename From> To convertElement(From v) {
   if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (std::is_same_v<From, Half>) return float(v) != 0.0f;
-    else return v != From(0);
+    if constexpr (std::is_same_v<From, Half>)
+      return float(v) != 0.0f;
+    else
+      return v != From(0);
   } else if constexpr (std::is_same_v<To, Half>) {
-    if constexpr (std::is_same_v<From, Half>) return v;
-    else return Half(static_cast<float>(v));
+    if constexpr (std::is_same_v<From, Half>)
+      return v;
+    else
+      return Half(static_cast<float>(v));
   } else if constexpr (std::is_floating_point_v<To>) {
-    if constexpr (std::is_same_v<From, Half>) return static_cast<To>(float(v));
-    else return static_cast<To>(v);
+    if constexpr (std::is_same_v<From, Half>)
+      return static_cast<To>(float(v));
+    else
+      return static_cast<To>(v);
   } else {
     // integer destination
     double d;
-    if constexpr (std::is_same_v<From, Half>) d = float(v);
-    else if constexpr (std::is_integral_v<From>) return static_cast<To>(v);
-    else d = static_cast<double>(v);
+    if constexpr (std::is_same_v<From, Half>)
+      d = float(v);
+    else if constexpr (std::is_integral_v<From>)
+      return static_cast<To>(v);
+    else
+      d = static_cast<double>(v);
     if (!std::isfinite(d)) return To(0);
     double t = std::trunc(d);
     if constexpr (std::is_signed_v<To>) {
-      if (t < double(std::numeric_limits<To>::min()) || t >= -double(std::numeric_limits<To>::min()))
+      if (t < double(std::numeric_limits<To>::min()) ||
+          t >= -double(std::numeric_limits<To>::min()))
         return static_cast<To>(static_cast<int64_t>(std::fmod(t, 18446744073709551616.0)));
     } else {
       if (t < 0) return static_cast<To>(static_cast<int64_t>(t));
@@ -123,7 +139,8 @@ Tensor Tensor::castTo(DType to) const {
       using To = decltype(toTag);
       const From* src = data<From>();
       To* dst = out.data<To>();
-      for (int64_t i = 0; i < numElements(); ++i) dst[i] = convertElement<To>(src[i]);
+      for (int64_t i = 0; i < numElements(); ++i)
+        dst[i] = convertElement<To>(src[i]);
     });
   });
   return out;
@@ -139,7 +156,8 @@ Tensor Tensor::reshaped(Shape shape) const {
 
 std::vector<int64_t> stridesOf(const Shape& s) {
   std::vector<int64_t> st(s.size(), 1);
-  for (int64_t i = int64_t(s.size()) - 2; i >= 0; --i) st[size_t(i)] = st[size_t(i) + 1] * s[size_t(i) + 1];
+  for (int64_t i = int64_t(s.size()) - 2; i >= 0; --i)
+    st[size_t(i)] = st[size_t(i) + 1] * s[size_t(i) + 1];
   return st;
 }
 

@@ -40,37 +40,63 @@ template <> struct StorageOf<DType::Bool> { using type = bool; };
 template <> struct StorageOf<DType::Fixed> { using type = int64_t; };
 
 template <typename T> constexpr DType dtypeOf() {
-  if constexpr (std::is_same_v<T, float>) return DType::F32;
-  else if constexpr (std::is_same_v<T, Half>) return DType::F16;
-  else if constexpr (std::is_same_v<T, double>) return DType::F64;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::I64;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::I32;
-  else if constexpr (std::is_same_v<T, int16_t>) return DType::I16;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
-  else if constexpr (std::is_same_v<T, uint64_t>) return DType::U64;
-  else if constexpr (std::is_same_v<T, uint32_t>) return DType::U32;
-  else if constexpr (std::is_same_v<T, uint16_t>) return DType::U16;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
-  else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
-  else static_assert(!sizeof(T), "no DType for this C++ type");
+  if constexpr (std::is_same_v<T, float>)
+    return DType::F32;
+  else if constexpr (std::is_same_v<T, Half>)
+    return DType::F16;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::F64;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::I64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::I32;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DType::I16;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::I8;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return DType::U64;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return DType::U32;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return DType::U16;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::U8;
+  else if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else
+    static_assert(!sizeof(T), "no DType for this C++ type");
 }
 
 /// Calls f(T{}) with T the storage type of `t` (int64_t for Fixed).
 template <typename F> decltype(auto) visitDType(DType t, F&& f) {
   switch (t) {
-  case DType::F32: return f(float{});
-  case DType::F16: return f(Half{});
-  case DType::F64: return f(double{});
-  case DType::I64: return f(int64_t{});
-  case DType::I32: return f(int32_t{});
-  case DType::I16: return f(int16_t{});
-  case DType::I8: return f(int8_t{});
-  case DType::U64: return f(uint64_t{});
-  case DType::U32: return f(uint32_t{});
-  case DType::U16: return f(uint16_t{});
-  case DType::U8: return f(uint8_t{});
-  case DType::Bool: return f(bool{});
-  case DType::Fixed: return f(int64_t{});
+  case DType::F32:
+    return f(float{});
+  case DType::F16:
+    return f(Half{});
+  case DType::F64:
+    return f(double{});
+  case DType::I64:
+    return f(int64_t{});
+  case DType::I32:
+    return f(int32_t{});
+  case DType::I16:
+    return f(int16_t{});
+  case DType::I8:
+    return f(int8_t{});
+  case DType::U64:
+    return f(uint64_t{});
+  case DType::U32:
+    return f(uint32_t{});
+  case DType::U16:
+    return f(uint16_t{});
+  case DType::U8:
+    return f(uint8_t{});
+  case DType::Bool:
+    return f(bool{});
+  case DType::Fixed:
+    return f(int64_t{});
   }
   TRIAD_ASSERT(false, "bad dtype");
   return f(float{});
@@ -86,7 +112,8 @@ public:
   template <typename T> static Tensor fromVector(Shape shape, const std::vector<T>& values) {
     Tensor t(dtypeOf<T>(), std::move(shape));
     TRIAD_ASSERT(static_cast<int64_t>(values.size()) == t.numElements(), "size mismatch");
-    for (size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = values[i];
+    for (size_t i = 0; i < values.size(); ++i)
+      t.data<T>()[i] = values[i];
     return t;
   }
   template <typename T> static Tensor scalar(T v) { return fromVector<T>({}, {v}); }
@@ -102,13 +129,11 @@ public:
   const uint8_t* raw() const { return bytes_.data(); }
 
   template <typename T> T* data() {
-    TRIAD_ASSERT(storageMatches<T>(), "tensor of {} accessed as another type",
-                 dtypeName(dtype()));
+    TRIAD_ASSERT(storageMatches<T>(), "tensor of {} accessed as another type", dtypeName(dtype()));
     return reinterpret_cast<T*>(bytes_.data());
   }
   template <typename T> const T* data() const {
-    TRIAD_ASSERT(storageMatches<T>(), "tensor of {} accessed as another type",
-                 dtypeName(dtype()));
+    TRIAD_ASSERT(storageMatches<T>(), "tensor of {} accessed as another type", dtypeName(dtype()));
     return reinterpret_cast<const T*>(bytes_.data());
   }
   template <typename T> std::span<T> values() { return {data<T>(), size_t(numElements())}; }
@@ -133,8 +158,7 @@ public:
 
 private:
   template <typename T> bool storageMatches() const {
-    return dtypeOf<T>() == dtype() ||
-           (dtype() == DType::Fixed && std::is_same_v<T, int64_t>);
+    return dtypeOf<T>() == dtype() || (dtype() == DType::Fixed && std::is_same_v<T, int64_t>);
   }
   TensorType type_;
   std::vector<uint8_t> bytes_;

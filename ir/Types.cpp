@@ -13,10 +13,10 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kDTypes[] = {
-    {DType::F32, "f32", 4},  {DType::F16, "f16", 2},  {DType::F64, "f64", 8},
-    {DType::I64, "i64", 8},  {DType::I32, "i32", 4},  {DType::I16, "i16", 2},
-    {DType::I8, "i8", 1},    {DType::U64, "u64", 8},  {DType::U32, "u32", 4},
-    {DType::U16, "u16", 2},  {DType::U8, "u8", 1},    {DType::Bool, "bool", 1},
+    {DType::F32, "f32", 4},     {DType::F16, "f16", 2}, {DType::F64, "f64", 8},
+    {DType::I64, "i64", 8},     {DType::I32, "i32", 4}, {DType::I16, "i16", 2},
+    {DType::I8, "i8", 1},       {DType::U64, "u64", 8}, {DType::U32, "u32", 4},
+    {DType::U16, "u16", 2},     {DType::U8, "u8", 1},   {DType::Bool, "bool", 1},
     {DType::Fixed, "fixed", 8},
 };
 const DTypeInfo& info(DType t) {
@@ -27,8 +27,12 @@ const DTypeInfo& info(DType t) {
 }
 } // namespace
 
-std::string_view dtypeName(DType t) { return info(t).name; }
-size_t dtypeSize(DType t) { return info(t).size; }
+std::string_view dtypeName(DType t) {
+  return info(t).name;
+}
+size_t dtypeSize(DType t) {
+  return info(t).size;
+}
 
 std::optional<DType> dtypeFromName(std::string_view name) {
   for (const auto& i : kDTypes)
@@ -43,12 +47,15 @@ struct OnnxCode {
   std::optional<DType> type;
 };
 constexpr OnnxCode kOnnxCodes[] = {
-    {0, "UNDEFINED", std::nullopt}, {1, "FLOAT", DType::F32},     {2, "UINT8", DType::U8},
-    {3, "INT8", DType::I8},          {4, "UINT16", DType::U16},    {5, "INT16", DType::I16},
-    {6, "INT32", DType::I32},        {7, "INT64", DType::I64},     {8, "STRING", std::nullopt},
-    {9, "BOOL", DType::Bool},        {10, "FLOAT16", DType::F16},  {11, "DOUBLE", DType::F64},
-    {12, "UINT32", DType::U32},      {13, "UINT64", DType::U64},   {14, "COMPLEX64", std::nullopt},
-    {15, "COMPLEX128", std::nullopt}, {16, "BFLOAT16", std::nullopt},
+    {0, "UNDEFINED", std::nullopt},  {1, "FLOAT", DType::F32},
+    {2, "UINT8", DType::U8},         {3, "INT8", DType::I8},
+    {4, "UINT16", DType::U16},       {5, "INT16", DType::I16},
+    {6, "INT32", DType::I32},        {7, "INT64", DType::I64},
+    {8, "STRING", std::nullopt},     {9, "BOOL", DType::Bool},
+    {10, "FLOAT16", DType::F16},     {11, "DOUBLE", DType::F64},
+    {12, "UINT32", DType::U32},      {13, "UINT64", DType::U64},
+    {14, "COMPLEX64", std::nullopt}, {15, "COMPLEX128", std::nullopt},
+    {16, "BFLOAT16", std::nullopt},
 };
 } // namespace
 
@@ -71,7 +78,9 @@ std::string_view onnxElemTypeName(int32_t code) {
   return "UNKNOWN";
 }
 
-bool isFloat(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::F64; }
+bool isFloat(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::F64;
+}
 bool isSignedInteger(DType t) {
   return t == DType::I64 || t == DType::I32 || t == DType::I16 || t == DType::I8;
 }
@@ -82,11 +91,14 @@ bool isInteger(DType t) {
 
 int64_t numElements(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    n *= d;
   return n;
 }
 
-std::string shapeToString(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
+std::string shapeToString(const Shape& s) {
+  return fmt::format("[{}]", fmt::join(s, ","));
+}
 
 std::string typeToString(const TensorType& t) {
   if (t.dtype == DType::Fixed && t.fixed)

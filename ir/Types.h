@@ -48,9 +48,9 @@ size_t dtypeSize(DType t);
 /// ONNX TensorProto.DataType codes (FLOAT=1, UINT8=2, ... FLOAT16=10, DOUBLE=11, ...). Types the IR
 /// lacks (string, complex, bfloat16) give nullopt. Used by the frontend and by Cast's parser.
 std::optional<DType> dtypeFromOnnx(int32_t onnxElemType);
-int32_t dtypeToOnnx(DType t); // Fixed has no ONNX code: asserts
+int32_t dtypeToOnnx(DType t);                            // Fixed has no ONNX code: asserts
 std::string_view onnxElemTypeName(int32_t onnxElemType); // "FLOAT", "STRING", ...
-bool isFloat(DType t); // F32, F16, F64
+bool isFloat(DType t);                                   // F32, F16, F64
 bool isInteger(DType t);
 bool isSignedInteger(DType t);
 

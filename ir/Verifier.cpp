@@ -23,13 +23,16 @@ std::vector<std::string> verify(const Graph& g) {
   };
   std::unordered_set<const Value*> defined;
   std::unordered_set<const Value*> graphValues;
-  for (const auto& v : g.values()) graphValues.insert(v.get());
+  for (const auto& v : g.values())
+    graphValues.insert(v.get());
   for (Value* v : g.inputs()) {
     if (v->isConstant() || v->producer())
-      problems.push_back(fmt::format("graph input '{}' is also a constant or node output", v->name()));
+      problems.push_back(
+          fmt::format("graph input '{}' is also a constant or node output", v->name()));
     defined.insert(v);
   }
-  for (Value* v : g.constants()) defined.insert(v);
+  for (Value* v : g.constants())
+    defined.insert(v);
   std::unordered_set<std::string> names;
   for (const auto& n : g.nodes()) {
     if (!findOp(n->kind())) {
@@ -43,10 +46,9 @@ std::vector<std::string> verify(const Graph& g) {
       if (!graphValues.count(v))
         problems.push_back(fmt::format("{}: input {} is not a value of this graph", where(*n), i));
       else if (!defined.count(v))
-        problems.push_back(fmt::format("{}: input {} '{}' is used before it is defined{}",
-                                       where(*n), i, v->name(),
-                                       v->producer() ? " (nodes out of topological order)"
-                                                     : " (dangling: no producer)"));
+        problems.push_back(fmt::format(
+            "{}: input {} '{}' is used before it is defined{}", where(*n), i, v->name(),
+            v->producer() ? " (nodes out of topological order)" : " (dangling: no producer)"));
     }
     int nonShapeMax = d.maxInputs < 0 ? -1 : d.maxInputs - int(d.shapeOperands.size());
     if (nonShapeMax >= 0 && int(n->inputs().size()) > std::max(nonShapeMax, 0))
@@ -54,8 +56,8 @@ std::vector<std::string> verify(const Graph& g) {
                                      n->inputs().size(), nonShapeMax));
     for (Value* out : n->outputs()) {
       if (defined.count(out))
-        problems.push_back(fmt::format("{}: output '{}' is defined twice (not SSA)", where(*n),
-                                       out->name()));
+        problems.push_back(
+            fmt::format("{}: output '{}' is defined twice (not SSA)", where(*n), out->name()));
       if (out->producer() != n.get())
         problems.push_back(fmt::format("{}: output '{}' does not point back to its producer",
                                        where(*n), out->name()));
@@ -91,7 +93,8 @@ void verifyOrThrow(const Graph& g, ErrorKind kind) {
   auto problems = verify(g);
   if (problems.empty()) return;
   std::string msg = fmt::format("graph '{}' failed verification:", g.name);
-  for (const auto& p : problems) msg += "\n  " + p;
+  for (const auto& p : problems)
+    msg += "\n  " + p;
   throw Error(kind, msg);
 }
 

@@ -31,8 +31,8 @@ std::vector<TensorType> inferGemm(const InferContext& ctx) {
   int64_t Kb = a.transB ? B.shape[1] : B.shape[0];
   int64_t N = a.transB ? B.shape[0] : B.shape[1];
   if (K != Kb)
-    invalid("inner dimensions differ: A{} (transA={}) and B{} (transB={})",
-            shapeToString(A.shape), a.transA, shapeToString(B.shape), a.transB);
+    invalid("inner dimensions differ: A{} (transA={}) and B{} (transB={})", shapeToString(A.shape),
+            a.transA, shapeToString(B.shape), a.transB);
   Shape out{M, N};
   if (ctx.has(2)) {
     requireSameDType(A, ctx.in(2), "inputs A and C");
@@ -74,15 +74,17 @@ template <typename T> void gemmKernel(const EvalContext& ctx) {
 void evalGemm(const EvalContext& ctx) {
   visitDType(ctx.in(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) TRIAD_ASSERT(false, "Gemm on bool");
-    else gemmKernel<T>(ctx);
+    if constexpr (std::is_same_v<T, bool>)
+      TRIAD_ASSERT(false, "Gemm on bool");
+    else
+      gemmKernel<T>(ctx);
   });
 }
 
 // MatMul: numpy matmul semantics. 1-D operands are promoted (A: [K] -> [1,K], B: [K] -> [K,1])
 // and the promoted dimension removed from the result; batch dimensions broadcast.
 struct MatMulShapes {
-  Shape batch;       // broadcast batch dims
+  Shape batch; // broadcast batch dims
   int64_t M, K, N;
   Shape aBatch, bBatch; // each operand's batch dims (for index maps)
   Shape out;
@@ -141,7 +143,8 @@ void evalMatMul(const EvalContext& ctx) {
         for (int64_t m = 0; m < s.M; ++m)
           for (int64_t n = 0; n < s.N; ++n) {
             Acc acc = 0;
-            for (int64_t k = 0; k < s.K; ++k) acc += Acc(a0[m * s.K + k]) * Acc(b0[k * s.N + n]);
+            for (int64_t k = 0; k < s.K; ++k)
+              acc += Acc(a0[m * s.K + k]) * Acc(b0[k * s.N + n]);
             y0[m * s.N + n] = T(acc);
           }
       }

@@ -6,8 +6,7 @@ namespace triad::ir::ops {
 
 int64_t normalizeAxis(int64_t axis, int64_t rank, std::string_view what) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1) || (rank == 0 && axis != 0 && axis != -1))
-    invalid("{} {} is out of range for rank {} (valid: {}..{})", what, axis, rank, -rank,
-            rank - 1);
+    invalid("{} {} is out of range for rank {} (valid: {}..{})", what, axis, rank, -rank, rank - 1);
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -30,8 +29,7 @@ Shape broadcastShapes(const Shape& a, const Shape& b) {
     int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
     if (da != db && da != 1 && db != 1)
-      invalid("shapes {} and {} cannot be broadcast together", shapeToString(a),
-              shapeToString(b));
+      invalid("shapes {} and {} cannot be broadcast together", shapeToString(a), shapeToString(b));
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -39,7 +37,8 @@ Shape broadcastShapes(const Shape& a, const Shape& b) {
 
 Shape broadcastShapes(const std::vector<Shape>& shapes) {
   Shape out;
-  for (const Shape& s : shapes) out = broadcastShapes(out, s);
+  for (const Shape& s : shapes)
+    out = broadcastShapes(out, s);
   return out;
 }
 
@@ -102,8 +101,7 @@ std::optional<std::vector<double>> constDoubles(const ParseContext& ctx, size_t 
   return t->toDoubleVector();
 }
 
-std::vector<int64_t> intsOr(const AttrReader& a, std::string_view name,
-                            std::vector<int64_t> dflt) {
+std::vector<int64_t> intsOr(const AttrReader& a, std::string_view name, std::vector<int64_t> dflt) {
   auto v = a.getInts(name);
   return v ? *v : std::move(dflt);
 }
@@ -122,7 +120,9 @@ std::string enumAttr(const AttrReader& a, std::string_view name, std::string dfl
               fmt::join(allowed, ", "));
 }
 
-std::vector<TensorType> sameAsInput(const InferContext& ctx, size_t i) { return {ctx.in(i)}; }
+std::vector<TensorType> sameAsInput(const InferContext& ctx, size_t i) {
+  return {ctx.in(i)};
+}
 
 void forEachIndex(const Shape& shape,
                   const std::function<void(const std::vector<int64_t>&, int64_t)>& f) {

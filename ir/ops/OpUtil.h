@@ -52,8 +52,7 @@ std::optional<std::vector<int64_t>> constInts(const ParseContext& ctx, size_t in
 std::optional<std::vector<double>> constDoubles(const ParseContext& ctx, size_t input);
 
 /// Attribute helpers that validate while reading.
-std::vector<int64_t> intsOr(const AttrReader& a, std::string_view name,
-                            std::vector<int64_t> dflt);
+std::vector<int64_t> intsOr(const AttrReader& a, std::string_view name, std::vector<int64_t> dflt);
 std::vector<float> floatsOr(const AttrReader& a, std::string_view name, std::vector<float> dflt);
 /// Reads a string attribute that must be one of `allowed`; the error lists the valid values.
 std::string enumAttr(const AttrReader& a, std::string_view name, std::string dflt,
@@ -66,16 +65,21 @@ std::vector<TensorType> sameAsInput(const InferContext& ctx, size_t i = 0);
 /// (shape rules reject them before a kernel runs).
 template <typename F> decltype(auto) visitFloat(DType t, F&& f) {
   switch (t) {
-  case DType::F32: return f(float{});
-  case DType::F16: return f(Half{});
-  case DType::F64: return f(double{});
-  default: TRIAD_ASSERT(false, "kernel expects a float type, got {}", dtypeName(t));
+  case DType::F32:
+    return f(float{});
+  case DType::F16:
+    return f(Half{});
+  case DType::F64:
+    return f(double{});
+  default:
+    TRIAD_ASSERT(false, "kernel expects a float type, got {}", dtypeName(t));
   }
   return f(float{});
 }
 
 /// Iterates a multi-index over `shape` in row-major order, calling f(index vector, linear).
-void forEachIndex(const Shape& shape, const std::function<void(const std::vector<int64_t>&, int64_t)>& f);
+void forEachIndex(const Shape& shape,
+                  const std::function<void(const std::vector<int64_t>&, int64_t)>& f);
 
 /// Whether integer dtype `t` is one of the listed ones (for type-constraint checks).
 bool dtypeIn(DType t, std::initializer_list<DType> allowed);

@@ -488,8 +488,8 @@ std::shared_ptr<const Attrs> parseMaxUnpool(const ParseContext& ctx) {
       if (d < 1) invalid("input 'output_shape' [{}] has a dimension < 1", fmt::join(*os, ","));
     if (*os != a->outShape)
       unsupported("input 'output_shape' [{}] differs from the unpooled shape {}; ONNX's "
-                   "reference and ONNX Runtime disagree on what that means (onnx/onnx#2398)",
-                   fmt::join(*os, ","), shapeToString(a->outShape));
+                  "reference and ONNX Runtime disagree on what that means (onnx/onnx#2398)",
+                  fmt::join(*os, ","), shapeToString(a->outShape));
   }
   return a;
 }

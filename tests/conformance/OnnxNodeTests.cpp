@@ -44,7 +44,8 @@ struct CaseResult {
 };
 
 /// A backend runs an imported graph on inputs (graph-input order) and returns its outputs.
-using Backend = std::function<std::vector<Tensor>(const triad::ir::Graph&, const std::vector<Tensor>&)>;
+using Backend =
+    std::function<std::vector<Tensor>(const triad::ir::Graph&, const std::vector<Tensor>&)>;
 
 std::map<std::string, Backend> backends() {
   return {{"interp", [](const triad::ir::Graph& g, const std::vector<Tensor>& in) {
@@ -73,11 +74,12 @@ std::vector<fs::path> sortedFiles(const fs::path& dir, const std::string& prefix
 std::optional<std::string> compare(const Tensor& got, const Tensor& want, double rtol, double atol,
                                    const std::string& name) {
   if (got.dtype() != want.dtype())
-    return fmt::format("output '{}': dtype {} but expected {}", name, triad::ir::dtypeName(got.dtype()),
-                       triad::ir::dtypeName(want.dtype()));
+    return fmt::format("output '{}': dtype {} but expected {}", name,
+                       triad::ir::dtypeName(got.dtype()), triad::ir::dtypeName(want.dtype()));
   if (got.shape() != want.shape())
     return fmt::format("output '{}': shape {} but expected {}", name,
-                       triad::ir::shapeToString(got.shape()), triad::ir::shapeToString(want.shape()));
+                       triad::ir::shapeToString(got.shape()),
+                       triad::ir::shapeToString(want.shape()));
   bool isFloat = triad::ir::isFloat(got.dtype());
   int64_t bad = 0, firstBad = -1;
   double worst = 0;
@@ -85,8 +87,10 @@ std::optional<std::string> compare(const Tensor& got, const Tensor& want, double
     bool ok;
     if (isFloat) {
       double g = got.getDouble(i), w = want.getDouble(i);
-      if (std::isnan(w)) ok = std::isnan(g);
-      else if (std::isinf(w)) ok = g == w;
+      if (std::isnan(w))
+        ok = std::isnan(g);
+      else if (std::isinf(w))
+        ok = g == w;
       else {
         double err = std::fabs(g - w);
         ok = err <= atol + rtol * std::fabs(w);
@@ -118,12 +122,14 @@ CaseResult runCase(const fs::path& dir, const Backend& backend, double rtol, dou
       triad::frontend::importOnnxFile(model);
     } catch (const Error& e) {
       // Shape operands fed by graph inputs need the data; anything else is final.
-      if (e.kind() != ErrorKind::Unsupported || std::string(e.what()).find("must be a constant") == std::string::npos)
+      if (e.kind() != ErrorKind::Unsupported ||
+          std::string(e.what()).find("must be a constant") == std::string::npos)
         throw;
     }
     std::vector<DataSet> sets;
     for (const auto& e : fs::directory_iterator(dir)) {
-      if (!e.is_directory() || e.path().filename().string().rfind("test_data_set_", 0) != 0) continue;
+      if (!e.is_directory() || e.path().filename().string().rfind("test_data_set_", 0) != 0)
+        continue;
       DataSet ds;
       for (const auto& p : sortedFiles(e.path(), "input_"))
         ds.inputs.push_back(triad::frontend::readTensorProtoFile(p));
@@ -149,7 +155,8 @@ CaseResult runCase(const fs::path& dir, const Backend& backend, double rtol, dou
                            [&](const auto& nt) { return nt.name == in->name(); });
       });
       if (!byName && imported.boundInputs.empty() && ds.inputs.size() == g.inputs().size()) {
-        for (const auto& nt : ds.inputs) inputs.push_back(nt.tensor);
+        for (const auto& nt : ds.inputs)
+          inputs.push_back(nt.tensor);
       } else {
         for (const auto* in : g.inputs()) {
           auto it = std::find_if(ds.inputs.begin(), ds.inputs.end(),
@@ -161,7 +168,8 @@ CaseResult runCase(const fs::path& dir, const Backend& backend, double rtol, dou
       }
       std::vector<Tensor> outs = backend(g, inputs);
       if (outs.size() != ds.outputs.size())
-        return {Status::Fail, fmt::format("{} outputs, {} expected", outs.size(), ds.outputs.size())};
+        return {Status::Fail,
+                fmt::format("{} outputs, {} expected", outs.size(), ds.outputs.size())};
       for (size_t i = 0; i < outs.size(); ++i)
         if (auto why = compare(outs[i], ds.outputs[i].tensor, rtol, atol, g.outputs()[i]->name()))
           return {Status::Fail, fmt::format("data set {}: {}", s, *why)};
@@ -198,14 +206,16 @@ CaseResult runIsolated(const fs::path& dir, const Backend& backend, double rtol,
   std::string buf;
   char chunk[4096];
   ssize_t got;
-  while ((got = read(fds[0], chunk, sizeof chunk)) > 0) buf.append(chunk, size_t(got));
+  while ((got = read(fds[0], chunk, sizeof chunk)) > 0)
+    buf.append(chunk, size_t(got));
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    return {Status::Fail, sig == SIGALRM ? fmt::format("timed out after {} s", timeoutSec)
-                                         : fmt::format("crashed with signal {} ({})", sig, strsignal(sig))};
+    return {Status::Fail, sig == SIGALRM
+                              ? fmt::format("timed out after {} s", timeoutSec)
+                              : fmt::format("crashed with signal {} ({})", sig, strsignal(sig))};
   }
   size_t nl = buf.find('\n');
   if (nl == std::string::npos) return {Status::Fail, "child produced no result"};
@@ -225,7 +235,8 @@ std::map<std::string, std::string> readKnownBad(const fs::path& p) {
     if (line.empty() || line[0] == '#') continue;
     size_t sp = line.find_first_of(" \t");
     std::string name = line.substr(0, sp);
-    std::string reason = sp == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", sp));
+    std::string reason =
+        sp == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", sp));
     out[name] = reason;
   }
   return out;
@@ -252,15 +263,20 @@ int main(int argc, char** argv) {
   int timeout = 120;
   bool noFork = false, updateExpected = false, verbose = false;
   app.add_option("--backend", backendName, "Backend to test: interp")->capture_default_str();
-  app.add_option("--data", dataDir, "ONNX node test folder (onnx/backend/test/data/node)")->required();
-  app.add_option("--filter", filter, "Regex on test names (e.g. 'test_conv.*')")->capture_default_str();
+  app.add_option("--data", dataDir, "ONNX node test folder (onnx/backend/test/data/node)")
+      ->required();
+  app.add_option("--filter", filter, "Regex on test names (e.g. 'test_conv.*')")
+      ->capture_default_str();
   app.add_option("--json", jsonPath, "Write every case's result and reason to this JSON file");
-  app.add_option("--expected", expectedPath,
-                 "File listing cases that must pass; a listed case that does not pass fails the run");
-  app.add_option("--known-bad", knownBadPath,
-                 "File of 'test_name reason' lines: cases whose expected outputs in ONNX's data are "
-                 "wrong; reported as unsupported with that reason, not run");
-  app.add_flag("--update-expected", updateExpected, "Rewrite --expected with the cases that pass now");
+  app.add_option(
+      "--expected", expectedPath,
+      "File listing cases that must pass; a listed case that does not pass fails the run");
+  app.add_option(
+      "--known-bad", knownBadPath,
+      "File of 'test_name reason' lines: cases whose expected outputs in ONNX's data are "
+      "wrong; reported as unsupported with that reason, not run");
+  app.add_flag("--update-expected", updateExpected,
+               "Rewrite --expected with the cases that pass now");
   app.add_option("--rtol", rtol, "Relative tolerance for float outputs")->capture_default_str();
   app.add_option("--atol", atol, "Absolute tolerance for float outputs")->capture_default_str();
   app.add_option("--timeout", timeout, "Seconds per case")->capture_default_str();
@@ -274,13 +290,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!fs::is_directory(dataDir)) {
-    fmt::print(stderr, "error: node test folder '{}' does not exist (run scripts/setup.sh)\n", dataDir);
+    fmt::print(stderr, "error: node test folder '{}' does not exist (run scripts/setup.sh)\n",
+               dataDir);
     return 3;
   }
   std::regex re(filter);
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(dataDir))
-    if (e.is_directory() && std::regex_search(e.path().filename().string(), re)) cases.push_back(e.path());
+    if (e.is_directory() && std::regex_search(e.path().filename().string(), re))
+      cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
 
   std::map<std::string, std::string> knownBad;
@@ -321,13 +339,16 @@ int main(int argc, char** argv) {
       if (r.status == Status::Pass && !expected.count(name)) newPasses.push_back(name);
     if (!newPasses.empty() && !updateExpected)
       fmt::print("{} cases pass that {} does not list yet (rerun with --update-expected to add "
-                 "them), e.g. {}\n", newPasses.size(), expectedPath, newPasses.front());
+                 "them), e.g. {}\n",
+                 newPasses.size(), expectedPath, newPasses.front());
     if (updateExpected) {
       std::string text = "# ONNX node tests that must pass on this backend (kept by\n"
                          "# triad-onnx-conformance --update-expected; the list only grows).\n";
       std::set<std::string> keep = expected;
-      for (const auto& n : newPasses) keep.insert(n);
-      for (const auto& n : keep) text += n + "\n";
+      for (const auto& n : newPasses)
+        keep.insert(n);
+      for (const auto& n : keep)
+        text += n + "\n";
       triad::frontend::writeFileAtomic(expectedPath, text);
       fmt::print("{} now lists {} cases\n", expectedPath, keep.size());
     }
@@ -338,7 +359,9 @@ int main(int argc, char** argv) {
     j["backend"] = backendName;
     j["data"] = dataDir;
     j["seconds"] = secs;
-    j["counts"] = {{"pass", counts[0]}, {"fail", counts[1]}, {"unsupported", counts[2]},
+    j["counts"] = {{"pass", counts[0]},
+                   {"fail", counts[1]},
+                   {"unsupported", counts[2]},
                    {"total", cases.size()}};
     nlohmann::json list = nlohmann::json::array();
     for (const auto& [name, r] : results)

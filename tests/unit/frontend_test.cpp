@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
-#include <sstream>
 #include <onnx/onnx_pb.h>
+#include <sstream>
 
 using namespace triad;
 namespace fs = std::filesystem;
@@ -26,8 +26,10 @@ onnx::ValueInfoProto tensorInfo(const std::string& name, int elemType,
   auto* shape = tt->mutable_shape();
   for (const auto& d : dims) {
     auto* dim = shape->add_dim();
-    if (std::holds_alternative<int64_t>(d)) dim->set_dim_value(std::get<int64_t>(d));
-    else dim->set_dim_param(std::get<std::string>(d));
+    if (std::holds_alternative<int64_t>(d))
+      dim->set_dim_value(std::get<int64_t>(d));
+    else
+      dim->set_dim_param(std::get<std::string>(d));
   }
   return v;
 }
@@ -37,8 +39,10 @@ onnx::TensorProto floatInit(const std::string& name, std::vector<int64_t> dims,
   onnx::TensorProto t;
   t.set_name(name);
   t.set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t.add_dims(d);
-  for (float v : values) t.add_float_data(v);
+  for (int64_t d : dims)
+    t.add_dims(d);
+  for (float v : values)
+    t.add_float_data(v);
   return t;
 }
 
@@ -47,8 +51,10 @@ onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, const std::
   auto* n = g->add_node();
   n->set_op_type(op);
   n->set_name(name);
-  for (auto& i : inputs) n->add_input(i);
-  for (auto& o : outputs) n->add_output(o);
+  for (auto& i : inputs)
+    n->add_input(i);
+  for (auto& o : outputs)
+    n->add_output(o);
   return n;
 }
 
@@ -75,15 +81,15 @@ frontend::ImportResult importModel(const onnx::ModelProto& m, const frontend::Im
 }
 
 // Runs f, expects a triad::Error of `kind` whose message contains every `needles` entry.
-template <typename F>
-void expectError(F&& f, ErrorKind kind, std::vector<std::string> needles) {
+template <typename F> void expectError(F&& f, ErrorKind kind, std::vector<std::string> needles) {
   try {
     f();
     FAIL() << "no error thrown";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-        << "message lacks '" << n << "': " << e.what();
+    for (const auto& n : needles)
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
+          << "message lacks '" << n << "': " << e.what();
   }
 }
 
@@ -166,7 +172,8 @@ TEST(Frontend, WrongTypes) {
   w.set_data_type(onnx::TensorProto::INT64);
   w.add_dims(2);
   w.add_dims(3);
-  for (int i = 0; i < 6; ++i) w.add_int64_data(i);
+  for (int i = 0; i < 6; ++i)
+    w.add_int64_data(i);
   *g->add_initializer() = w;
   expectError([&] { importModel(m); }, ErrorKind::InvalidModel,
               {"node 'mm0' (MatMul)", "element types differ", "f32", "i64"});
@@ -186,7 +193,8 @@ TEST(Frontend, OutputNotProduced) {
 }
 
 TEST(Frontend, OpsetOutOfRange) {
-  expectError([] { importModel(matmulModel(19)); }, ErrorKind::Unsupported, {"opset 19", "1 to 18"});
+  expectError([] { importModel(matmulModel(19)); }, ErrorKind::Unsupported,
+              {"opset 19", "1 to 18"});
   expectError([] { importModel(matmulModel(0)); }, ErrorKind::Unsupported, {"opset 0"});
   EXPECT_NO_THROW(importModel(matmulModel(1)));
 }
@@ -288,11 +296,12 @@ TEST(Frontend, InitializerWithWrongElementCount) {
 
 TEST(TensorIO, NpyRoundTripAllTypes) {
   fs::path dir = fs::temp_directory_path();
-  for (ir::DType t : {ir::DType::F32, ir::DType::F16, ir::DType::F64, ir::DType::I64,
-                      ir::DType::I8, ir::DType::U8, ir::DType::Bool}) {
+  for (ir::DType t : {ir::DType::F32, ir::DType::F16, ir::DType::F64, ir::DType::I64, ir::DType::I8,
+                      ir::DType::U8, ir::DType::Bool}) {
     for (ir::Shape s : {ir::Shape{}, ir::Shape{5}, ir::Shape{2, 3}}) {
       ir::Tensor x(t, s);
-      for (int64_t i = 0; i < x.numElements(); ++i) x.setDouble(i, double(i % 2 ? i : 1));
+      for (int64_t i = 0; i < x.numElements(); ++i)
+        x.setDouble(i, double(i % 2 ? i : 1));
       fs::path p = dir / "triad_rt.npy";
       frontend::writeNpy(p, x);
       ir::Tensor y = frontend::readNpy(p);

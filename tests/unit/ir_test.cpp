@@ -31,7 +31,8 @@ Graph tinyMlp() {
   g.opset = 17;
   Value* x = g.addInput("x", TensorType{DType::F32, {2, 3}, {}});
   std::vector<float> w(12);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = float(i) * 0.5f - 2.0f;
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = float(i) * 0.5f - 2.0f;
   Value* W = g.addConstant("fc.weight", Tensor::fromVector<float>({4, 3}, w));
   Value* b = g.addConstant("fc.bias", Tensor::fromVector<float>({4}, {0.5f, -0.5f, 1, 0}));
   auto attrs = std::make_shared<GemmAttrs>();
@@ -64,7 +65,9 @@ void expectGolden(const std::string& text, const std::string& name) {
 
 } // namespace
 
-TEST(Verifier, AcceptsWellFormedGraph) { EXPECT_TRUE(verify(tinyMlp()).empty()); }
+TEST(Verifier, AcceptsWellFormedGraph) {
+  EXPECT_TRUE(verify(tinyMlp()).empty());
+}
 
 TEST(Verifier, ReportsWrongOutputType) {
   Graph g = tinyMlp();
@@ -102,7 +105,9 @@ TEST(Verifier, ReportsBadAttributes) {
   EXPECT_NE(problems[0].find("inner dimensions differ"), std::string::npos) << problems[0];
 }
 
-TEST(Printer, GoldenTextForm) { expectGolden(printGraph(tinyMlp()), "tiny_mlp.ir"); }
+TEST(Printer, GoldenTextForm) {
+  expectGolden(printGraph(tinyMlp()), "tiny_mlp.ir");
+}
 
 TEST(Printer, DotNamesLayersAndShapes) {
   std::string dot = toDot(tinyMlp());
@@ -139,8 +144,8 @@ TEST(Tensor, HalfConversions) {
   EXPECT_EQ(Half(1.0f).bits, 0x3c00);
   EXPECT_EQ(Half(-2.0f).bits, 0xc000);
   EXPECT_EQ(Half(65504.0f).bits, 0x7bff);
-  EXPECT_EQ(Half(65520.0f).bits, 0x7c00); // rounds up to infinity
-  EXPECT_EQ(Half(5.9604645e-08f).bits, 0x0001); // smallest subnormal
+  EXPECT_EQ(Half(65520.0f).bits, 0x7c00);           // rounds up to infinity
+  EXPECT_EQ(Half(5.9604645e-08f).bits, 0x0001);     // smallest subnormal
   EXPECT_EQ(Half(1.0f + 1.0f / 2048).bits, 0x3c00); // tie rounds to even
   EXPECT_EQ(Half(1.0f + 3.0f / 2048).bits, 0x3c02);
   EXPECT_TRUE(std::isnan(float(Half(std::nanf("")))));

@@ -399,10 +399,13 @@ TEST(ScatterOps, MaxUnpool) {
   // output_shape equal to the inferred shape is accepted; a different one is refused because
   // ONNX's reference and ONNX Runtime disagree on its meaning (onnx/onnx#2398).
   Tensor same = i64({4}, {1, 1, 4, 4});
-  EXPECT_EQ(runNode(OpKind::MaxUnpool, {&x, &i, &same}, k2s2, 11).types[0].shape, (Shape{1, 1, 4, 4}));
+  EXPECT_EQ(runNode(OpKind::MaxUnpool, {&x, &i, &same}, k2s2, 11).types[0].shape,
+            (Shape{1, 1, 4, 4}));
   Tensor os = i64({4}, {1, 1, 5, 5});
   Tensor i5 = i64({1, 1, 2, 2}, {6, 8, 16, 18});
-  EXPECT_EQ(errorOf([&] { runNode(OpKind::MaxUnpool, {&x, &i5, &os}, k2s2, 11); }),
+  EXPECT_EQ(errorOf([&] {
+              runNode(OpKind::MaxUnpool, {&x, &i5, &os}, k2s2, 11);
+            }),
             ErrorKind::Unsupported);
   // Pads shrink the inferred shape: (2 - 1) * 2 - 1 - 0 + 2 = 3.
   FakeAttrs padded({{"kernel_shape", std::vector<int64_t>{2, 2}},
