@@ -442,6 +442,18 @@ void evalConvTranspose(const EvalContext& ctx) {
   visitFloat(ctx.in(0).dtype(), [&](auto tag) { convTransposeKernel<decltype(tag)>(ctx); });
 }
 
+// Conv: every output element is a dot product over W's [C/group, k1..kk] slice.
+int64_t macsConv(const InferContext& ctx, std::span<const TensorType> outs) {
+  const Shape& w = ctx.in(1).shape;
+  return outs[0].numElements() * (numElements(w) / w[0]);
+}
+
+// ConvTranspose: every input element scatters into W's [M/group, k1..kk] slice.
+int64_t macsConvTranspose(const InferContext& ctx, std::span<const TensorType>) {
+  const Shape& w = ctx.in(1).shape;
+  return ctx.in(0).numElements() * (numElements(w) / w[0]);
+}
+
 } // namespace
 
 void registerConvOps(OpTable& table) {
@@ -450,13 +462,15 @@ void registerConvOps(OpTable& table) {
              .maxInputs = 3,
              .parse = parseConv,
              .infer = inferConv,
-             .eval = evalConv});
+             .eval = evalConv,
+             .macs = macsConv});
   table.add({.kind = OpKind::ConvTranspose,
              .minInputs = 2,
              .maxInputs = 3,
              .parse = parseConvTranspose,
              .infer = inferConvTranspose,
-             .eval = evalConvTranspose});
+             .eval = evalConvTranspose,
+             .macs = macsConvTranspose});
 }
 
 } // namespace triad::ir

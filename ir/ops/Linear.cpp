@@ -7,6 +7,29 @@ using namespace ops;
 
 namespace {
 
+template <typename T>
+using AccOf = std::conditional_t<std::is_floating_point_v<T> || std::is_same_v<T, Half>, double, T>;
+
+// acc[M x N] = A[M x K] * B[K x N] for operands addressed by (row, column) strides, so that
+// transposed operands need no copy. Accumulates in double for float types (one rounding at the
+// end), in the integer type itself otherwise. The k-outer order keeps the inner loop contiguous
+// over B's rows and acc, which is what makes the reference fast enough for BERT-sized models.
+template <typename T>
+void matrixProduct(const T* a, int64_t aRow, int64_t aCol, const T* b, int64_t bRow, int64_t bCol,
+                   int64_t M, int64_t K, int64_t N, AccOf<T>* acc) {
+  using Acc = AccOf<T>;
+  std::fill(acc, acc + M * N, Acc(0));
+  for (int64_t m = 0; m < M; ++m) {
+    Acc* row = acc + m * N;
+    for (int64_t k = 0; k < K; ++k) {
+      Acc av = Acc(a[m * aRow + k * aCol]);
+      const T* bk = b + k * bRow;
+      for (int64_t n = 0; n < N; ++n)
+        row[n] += av * Acc(bk[n * bCol]);
+    }
+  }
+}
+
 // Y = alpha * op(A) * op(B) + beta * C, op = optional transpose, C unidirectionally broadcast.
 std::shared_ptr<const Attrs> parseGemm(const ParseContext& ctx) {
   auto a = std::make_shared<GemmAttrs>();
@@ -53,22 +76,18 @@ template <typename T> void gemmKernel(const EvalContext& ctx) {
   const T* pa = A.data<T>();
   const T* pb = B.data<T>();
   T* py = Y.data<T>();
-  using Acc = std::conditional_t<std::is_floating_point_v<T> || std::is_same_v<T, Half>, double, T>;
+  using Acc = AccOf<T>;
   std::vector<int64_t> cmap;
   if (ctx.has(2)) cmap = broadcastIndexMap(ctx.in(2).shape(), Y.shape());
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      Acc acc = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        Acc av = Acc(pa[a.transA ? k * M + m : m * K + k]);
-        Acc bv = Acc(pb[a.transB ? n * K + k : k * N + n]);
-        acc += av * bv;
-      }
-      Acc y = Acc(a.alpha) * acc;
-      if (ctx.has(2) && a.beta != 0.0f)
-        y += Acc(a.beta) * Acc(ctx.in(2).data<T>()[cmap[size_t(m * N + n)]]);
-      py[m * N + n] = T(y);
-    }
+  std::vector<Acc> acc(size_t(M * N));
+  // op(A)[m,k] = A[k,m] when transposed: swap the strides instead of copying.
+  matrixProduct<T>(pa, a.transA ? 1 : K, a.transA ? M : 1, pb, a.transB ? 1 : N, a.transB ? K : 1,
+                   M, K, N, acc.data());
+  for (int64_t i = 0; i < M * N; ++i) {
+    Acc y = Acc(a.alpha) * acc[size_t(i)];
+    if (ctx.has(2) && a.beta != 0.0f) y += Acc(a.beta) * Acc(ctx.in(2).data<T>()[cmap[size_t(i)]]);
+    py[i] = T(y);
+  }
 }
 
 void evalGemm(const EvalContext& ctx) {
@@ -81,16 +100,9 @@ void evalGemm(const EvalContext& ctx) {
   });
 }
 
-// MatMul: numpy matmul semantics. 1-D operands are promoted (A: [K] -> [1,K], B: [K] -> [K,1])
-// and the promoted dimension removed from the result; batch dimensions broadcast.
-struct MatMulShapes {
-  Shape batch; // broadcast batch dims
-  int64_t M, K, N;
-  Shape aBatch, bBatch; // each operand's batch dims (for index maps)
-  Shape out;
-};
+} // namespace
 
-MatMulShapes matmulShapes(const Shape& a, const Shape& b) {
+MatMulShapes ops::matmulShapes(const Shape& a, const Shape& b) {
   if (a.empty() || b.empty()) invalid("MatMul operands must have rank >= 1");
   Shape A = a.size() == 1 ? Shape{1, a[0]} : a;
   Shape B = b.size() == 1 ? Shape{b[0], 1} : b;
@@ -108,6 +120,8 @@ MatMulShapes matmulShapes(const Shape& a, const Shape& b) {
   if (b.size() > 1) s.out.push_back(s.N);
   return s;
 }
+
+namespace {
 
 std::vector<TensorType> inferMatMul(const InferContext& ctx) {
   const TensorType& A = ctx.in(0);
@@ -131,22 +145,17 @@ void evalMatMul(const EvalContext& ctx) {
     if constexpr (std::is_same_v<T, bool>) {
       TRIAD_ASSERT(false, "MatMul on bool");
     } else {
-      using Acc =
-          std::conditional_t<std::is_floating_point_v<T> || std::is_same_v<T, Half>, double, T>;
       const T* pa = A.data<T>();
       const T* pb = B.data<T>();
       T* py = Y.data<T>();
+      std::vector<AccOf<T>> acc(size_t(s.M * s.N));
       for (int64_t b = 0; b < nb; ++b) {
         const T* a0 = pa + amap[size_t(b)] * s.M * s.K;
         const T* b0 = pb + bmap[size_t(b)] * s.K * s.N;
+        matrixProduct<T>(a0, s.K, 1, b0, s.N, 1, s.M, s.K, s.N, acc.data());
         T* y0 = py + b * s.M * s.N;
-        for (int64_t m = 0; m < s.M; ++m)
-          for (int64_t n = 0; n < s.N; ++n) {
-            Acc acc = 0;
-            for (int64_t k = 0; k < s.K; ++k)
-              acc += Acc(a0[m * s.K + k]) * Acc(b0[k * s.N + n]);
-            y0[m * s.N + n] = T(acc);
-          }
+        for (int64_t i = 0; i < s.M * s.N; ++i)
+          y0[i] = T(acc[size_t(i)]);
       }
     }
   });

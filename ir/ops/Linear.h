@@ -18,4 +18,16 @@ struct GemmAttrs : AttrsOf<GemmAttrs> {
   }
 };
 
+namespace ops {
+/// Shapes of a numpy-style matmul: 1-D operands are promoted (A: [K] -> [1,K], B: [K] -> [K,1])
+/// and the promoted dimension removed from `out`; batch dimensions broadcast. Shared by MatMul,
+/// MatMulInteger and QLinearMatMul.
+struct MatMulShapes {
+  Shape aBatch, bBatch, batch; // each operand's batch dims and their broadcast
+  int64_t M = 1, K = 1, N = 1;
+  Shape out;
+};
+MatMulShapes matmulShapes(const Shape& a, const Shape& b);
+} // namespace ops
+
 } // namespace triad::ir

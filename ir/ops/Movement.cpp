@@ -66,30 +66,10 @@ void evalCopy(const EvalContext& ctx) {
   if (out.byteSize()) std::memcpy(out.raw(), ctx.in(0).raw(), out.byteSize());
 }
 
-TensorType withShape(const TensorType& t, Shape s) {
-  TensorType o = t;
-  o.shape = std::move(s);
-  return o;
-}
-
 std::vector<int64_t> requireConstInts(const ParseContext& ctx, size_t i, std::string_view what) {
   auto v = constInts(ctx, i);
   if (!v) invalid("input '{}' must be given", what);
   return *v;
-}
-
-const TensorType& inputType(const ParseContext& ctx, size_t i) {
-  TRIAD_ASSERT(ctx.hasInput(i), "input {} missing", i);
-  return *ctx.inputTypes[i];
-}
-
-// Number of node outputs when the frontend passes it (ParseContext::numOutputs); needed by
-// Split without 'split'/'num_outputs'.
-template <class C> std::optional<int64_t> outputCountOf(const C& c) {
-  if constexpr (requires { c.numOutputs; })
-    return int64_t(c.numOutputs);
-  else
-    return std::nullopt;
 }
 
 // ---- Identity, Dropout ----------------------------------------------------------------------
@@ -550,10 +530,7 @@ std::shared_ptr<const Attrs> parseSplit(const ParseContext& ctx) {
       a->split.push_back(std::clamp<int64_t>(dim - i * chunk, 0, chunk));
     return a;
   }
-  auto count = outputCountOf(ctx);
-  if (!count)
-    unsupported("Split into equal parts needs the node's output count, which the parser lacks");
-  n = *count;
+  n = ctx.numOutputs; // Split into as many equal parts as the node declares outputs
   if (n < 1 || dim % n != 0)
     invalid("axis {} of size {} does not split into {} equal parts", a->axis, dim, n);
   a->split.assign(size_t(n), dim / n);

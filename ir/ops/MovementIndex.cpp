@@ -11,17 +11,6 @@ using namespace ops;
 
 namespace {
 
-TensorType withShape(const TensorType& t, Shape s) {
-  TensorType o = t;
-  o.shape = std::move(s);
-  return o;
-}
-
-const TensorType& inputType(const ParseContext& ctx, size_t i) {
-  TRIAD_ASSERT(ctx.hasInput(i), "input {} missing", i);
-  return *ctx.inputTypes[i];
-}
-
 void requireIndexType(const TensorType& t, std::string_view what) {
   if (t.dtype != DType::I32 && t.dtype != DType::I64)
     invalid("{} must be int32 or int64, is {}", what, dtypeName(t.dtype));

@@ -120,6 +120,17 @@ std::string enumAttr(const AttrReader& a, std::string_view name, std::string dfl
               fmt::join(allowed, ", "));
 }
 
+TensorType withShape(const TensorType& t, Shape s) {
+  TensorType o = t;
+  o.shape = std::move(s);
+  return o;
+}
+
+const TensorType& inputType(const ParseContext& ctx, size_t i) {
+  TRIAD_ASSERT(ctx.hasInput(i), "input {} missing", i);
+  return *ctx.inputTypes[i];
+}
+
 std::vector<TensorType> sameAsInput(const InferContext& ctx, size_t i) {
   return {ctx.in(i)};
 }

@@ -58,6 +58,11 @@ std::vector<float> floatsOr(const AttrReader& a, std::string_view name, std::vec
 std::string enumAttr(const AttrReader& a, std::string_view name, std::string dflt,
                      std::initializer_list<std::string_view> allowed);
 
+/// `t` with another shape (dtype and fixed-point format kept).
+TensorType withShape(const TensorType& t, Shape s);
+/// The type of ONNX input i at parse time; the input must be present (checked by arity).
+const TensorType& inputType(const ParseContext& ctx, size_t i);
+
 /// Shape rule "one output with the type of input i".
 std::vector<TensorType> sameAsInput(const InferContext& ctx, size_t i = 0);
 

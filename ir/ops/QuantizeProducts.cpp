@@ -9,6 +9,7 @@
 // A's zero point / scale may be per row ([M], or an N-D shape broadcasting to A for
 // MatMulInteger), B's per column ([N]); W's per output channel ([M]).
 #include "ir/ops/Conv.h"
+#include "ir/ops/Linear.h"
 #include "ir/ops/OpUtil.h"
 #include "ir/ops/Quantize.h"
 
@@ -92,30 +93,6 @@ void requantize(const std::vector<int32_t>& acc, const std::vector<float>& mult,
 
 /// numpy matmul: 1-D operands are promoted (A: [K] -> [1,K], B: [K] -> [K,1]) and the promoted
 /// dim removed from the result; batch dims broadcast.
-struct MatMulDims {
-  Shape aBatch, bBatch, batch, out;
-  int64_t M = 1, K = 1, N = 1;
-};
-
-MatMulDims matmulDims(const Shape& a, const Shape& b) {
-  if (a.empty() || b.empty()) invalid("matrix operands must have rank >= 1");
-  Shape A = a.size() == 1 ? Shape{1, a[0]} : a;
-  Shape B = b.size() == 1 ? Shape{b[0], 1} : b;
-  MatMulDims s;
-  s.M = A[A.size() - 2];
-  s.K = A[A.size() - 1];
-  s.N = B[B.size() - 1];
-  if (B[B.size() - 2] != s.K)
-    invalid("inner dimensions differ: {} x {}", shapeToString(a), shapeToString(b));
-  s.aBatch.assign(A.begin(), A.end() - 2);
-  s.bBatch.assign(B.begin(), B.end() - 2);
-  s.batch = broadcastShapes(s.aBatch, s.bBatch);
-  s.out = s.batch;
-  if (a.size() > 1) s.out.push_back(s.M);
-  if (b.size() > 1) s.out.push_back(s.N);
-  return s;
-}
-
 /// The zero point's shape as it broadcasts against A ([..., M, K]): per tensor -> [], a per-row
 /// vector [M] -> [M, 1], N-D shapes ([..., M, 1]) as they are.
 Shape zpShapeForA(const Shape& zp, const Shape& a) {
@@ -142,7 +119,7 @@ void requireBroadcastsTo(const Shape& p, const Shape& operand, const Shape& orig
 
 /// Y[b, m, n] = sum_k A[b, m, k] * B[b, k, n] over int32 operands, wrapping to int32.
 std::vector<int32_t> matmulInt(const std::vector<int32_t>& a, const std::vector<int32_t>& b,
-                               const MatMulDims& s) {
+                               const MatMulShapes& s) {
   std::vector<int64_t> amap = broadcastIndexMap(s.aBatch, s.batch);
   std::vector<int64_t> bmap = broadcastIndexMap(s.bBatch, s.batch);
   int64_t nb = numElements(s.batch), M = s.M, K = s.K, N = s.N;
@@ -174,7 +151,7 @@ std::vector<TensorType> inferMatMulInteger(const InferContext& ctx) {
   const TensorType& B = ctx.in(1);
   requireInt8(A, "input A");
   requireInt8(B, "input B");
-  MatMulDims s = matmulDims(A.shape, B.shape);
+  MatMulShapes s = matmulShapes(A.shape, B.shape);
   if (ctx.has(2)) {
     requireSameDType(A, ctx.in(2), "inputs A and a_zero_point");
     requireBroadcastsTo(zpShapeForA(ctx.in(2).shape, A.shape), A.shape, ctx.in(2).shape,
@@ -195,7 +172,7 @@ void evalMatMulInteger(const EvalContext& ctx) {
   const Tensor* bzp = ctx.has(3) ? &ctx.in(3) : nullptr;
   std::vector<int32_t> a = shifted(A, azp, azp ? zpShapeForA(azp->shape(), A.shape()) : Shape{});
   std::vector<int32_t> b = shifted(B, bzp, bzp ? zpShapeForB(bzp->shape()) : Shape{});
-  std::vector<int32_t> y = matmulInt(a, b, matmulDims(A.shape(), B.shape()));
+  std::vector<int32_t> y = matmulInt(a, b, matmulShapes(A.shape(), B.shape()));
   std::copy(y.begin(), y.end(), ctx.out(0).data<int32_t>());
 }
 
@@ -210,7 +187,7 @@ std::vector<TensorType> inferQLinearMatMul(const InferContext& ctx) {
   requireSameDType(B, ctx.in(5), "inputs b and b_zero_point");
   for (size_t i : {1, 4, 6})
     requireFloat(ctx.in(i), i == 1 ? "input a_scale" : i == 4 ? "input b_scale" : "input y_scale");
-  MatMulDims s = matmulDims(A.shape, B.shape);
+  MatMulShapes s = matmulShapes(A.shape, B.shape);
   requirePerTensorOr(ctx.in(1), s.M, "input a_scale", "per-row quantization of a");
   requirePerTensorOr(ctx.in(2), s.M, "input a_zero_point", "per-row quantization of a");
   requirePerTensorOr(ctx.in(4), s.N, "input b_scale", "per-column quantization of b");
@@ -223,7 +200,7 @@ std::vector<TensorType> inferQLinearMatMul(const InferContext& ctx) {
 void evalQLinearMatMul(const EvalContext& ctx) {
   const Tensor& A = ctx.in(0);
   const Tensor& B = ctx.in(3);
-  MatMulDims s = matmulDims(A.shape(), B.shape());
+  MatMulShapes s = matmulShapes(A.shape(), B.shape());
   std::vector<int32_t> a = shifted(A, &ctx.in(2), zpShapeForA(ctx.in(2).shape(), A.shape()));
   std::vector<int32_t> b = shifted(B, &ctx.in(5), zpShapeForB(ctx.in(5).shape()));
   std::vector<int32_t> acc = matmulInt(a, b, s);

@@ -15,11 +15,6 @@ namespace {
 
 enum class ReduceKind { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
 
-const TensorType& inputType(const ParseContext& ctx, size_t i) {
-  TRIAD_ASSERT(ctx.hasInput(i), "input {} missing", i);
-  return *ctx.inputTypes[i];
-}
-
 template <typename T> double toDouble(T v) {
   if constexpr (std::is_same_v<T, Half>)
     return double(float(v));

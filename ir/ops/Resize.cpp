@@ -15,11 +15,6 @@ using namespace ops;
 
 namespace {
 
-const TensorType& inputType(const ParseContext& ctx, size_t i) {
-  TRIAD_ASSERT(ctx.hasInput(i), "input {} missing", i);
-  return *ctx.inputTypes[i];
-}
-
 ResizeMode parseMode(const AttrReader& attrs, bool allowCubic) {
   std::string m = allowCubic ? enumAttr(attrs, "mode", "nearest", {"nearest", "linear", "cubic"})
                              : enumAttr(attrs, "mode", "nearest", {"nearest", "linear"});

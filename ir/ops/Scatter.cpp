@@ -16,17 +16,6 @@ using namespace ops;
 
 namespace {
 
-TensorType withShape(const TensorType& t, Shape s) {
-  TensorType o = t;
-  o.shape = std::move(s);
-  return o;
-}
-
-const TensorType& inputType(const ParseContext& ctx, size_t i) {
-  TRIAD_ASSERT(ctx.hasInput(i), "input {} missing", i);
-  return *ctx.inputTypes[i];
-}
-
 // Reads element i of an int32/int64 tensor and resolves a negative value against `dim`.
 int64_t readIndex(const Tensor& t, int64_t i, int64_t dim, std::string_view what) {
   int64_t v = t.dtype() == DType::I32 ? int64_t(t.data<int32_t>()[i]) : t.data<int64_t>()[i];

@@ -14,11 +14,6 @@ using namespace ops;
 
 namespace {
 
-const TensorType& inputType(const ParseContext& ctx, size_t i) {
-  TRIAD_ASSERT(ctx.hasInput(i), "input {} missing", i);
-  return *ctx.inputTypes[i];
-}
-
 // A scalar (or one-element) shape operand; nullopt when the optional input is absent.
 std::optional<double> scalarOperand(const ParseContext& ctx, size_t i, std::string_view what) {
   auto v = constDoubles(ctx, i);

@@ -19,7 +19,7 @@ check() { # name expected_rc expected_stderr_regex -- command...
     echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  stderr: /' "$TMP/err" | head -5
     failn=$((failn + 1)); return
   fi
-  if [[ -n $pattern ]] && ! grep -Eq "$pattern" "$TMP/err" "$TMP/out"; then
+  if [[ -n $pattern ]] && ! grep -Eq -e "$pattern" "$TMP/err" "$TMP/out"; then
     echo "FAIL $name: output does not match /$pattern/"; sed 's/^/  stderr: /' "$TMP/err" | head -5
     failn=$((failn + 1)); return
   fi
