@@ -4,6 +4,8 @@
 #     Python), installed with apt-get when missing (needs root, as on CI);
 #   - the project's Python environment .venv/ with pinned packages (requirements.txt), rebuilt
 #     only when requirements.txt changes.
+# With --zoo it also installs Debian's CPU-only PyTorch, torchvision and scikit-learn, which the
+# model-zoo scripts (scripts/zoo/) need to train or export models; tests never need them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +15,10 @@ APT_PACKAGES=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
   python3 python3-venv python3-pip
 )
+
+if [[ ${1:-} == --zoo ]]; then
+  APT_PACKAGES+=(python3-torch python3-torchvision python3-sklearn)
+fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
