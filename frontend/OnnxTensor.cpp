@@ -122,12 +122,12 @@ Tensor tensorFromProto(const onnx::TensorProto& p, const fs::path& baseDir,
       fail(ErrorKind::InvalidModel, "{}: external data has {} bytes, {} expected for {}", what,
            raw.size(), bytes, typeStr);
     Tensor t(*dtype, shape);
-    std::memcpy(t.raw(), raw.data(), bytes);
+    if (bytes) std::memcpy(t.raw(), raw.data(), bytes);
     return t;
   }
   Tensor t(*dtype, shape);
   if (p.has_raw_data()) {
-    std::memcpy(t.raw(), p.raw_data().data(), bytes);
+    if (bytes) std::memcpy(t.raw(), p.raw_data().data(), bytes);
     return t;
   }
   switch (*dtype) {

@@ -110,7 +110,7 @@ Tensor readNpy(const fs::path& path) {
   if (data.size() - offset != t.byteSize())
     return bad(fmt::format("{} data bytes for {}, {} expected", data.size() - offset,
                            ir::typeToString(t.type()), t.byteSize()));
-  std::memcpy(t.raw(), data.data() + offset, t.byteSize());
+  if (t.byteSize()) std::memcpy(t.raw(), data.data() + offset, t.byteSize());
   return t;
 }
 

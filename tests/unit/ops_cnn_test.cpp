@@ -1,6 +1,7 @@
 // Unit tests of the Conv, Pool and Normalization op families: attribute parsing (auto_pad,
 // output_shape, opset differences), shape rules with their diagnostics, and reference-kernel
 // numerics (checked against naive direct loops written here).
+#include "OpTestUtil.h"
 #include "ir/OpDef.h"
 #include "ir/ops/Conv.h"
 #include "ir/ops/Normalization.h"
@@ -9,144 +10,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <map>
-#include <random>
-#include <variant>
 
 using namespace triad;
 using namespace triad::ir;
+using namespace triad::optest;
 
 namespace {
 
-// An AttrReader over a literal map, standing in for the ONNX frontend.
-using AttrValue =
-    std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>>;
-class CnnAttrs : public AttrReader {
-public:
-  CnnAttrs(std::map<std::string, AttrValue> m = {}) : m_(std::move(m)) {}
-  bool has(std::string_view n) const override { return m_.count(std::string(n)) != 0; }
-  template <typename T> std::optional<T> get(std::string_view n) const {
-    auto it = m_.find(std::string(n));
-    if (it == m_.end()) return std::nullopt;
-    if (auto* v = std::get_if<T>(&it->second)) return *v;
-    fail(ErrorKind::InvalidModel, "attribute '{}' has the wrong type", n);
-  }
-  std::optional<int64_t> getInt(std::string_view n) const override { return get<int64_t>(n); }
-  std::optional<float> getFloat(std::string_view n) const override { return get<float>(n); }
-  std::optional<std::string> getString(std::string_view n) const override {
-    return get<std::string>(n);
-  }
-  std::optional<std::vector<int64_t>> getInts(std::string_view n) const override {
-    return get<std::vector<int64_t>>(n);
-  }
-  std::optional<std::vector<float>> getFloats(std::string_view n) const override {
-    return get<std::vector<float>>(n);
-  }
-  std::optional<Tensor> getTensor(std::string_view) const override { return std::nullopt; }
-  std::vector<std::string> names() const override {
-    std::vector<std::string> v;
-    for (auto& [k, _] : m_)
-      v.push_back(k);
-    return v;
-  }
-  using AttrReader::getFloat;
-  using AttrReader::getInt;
-  using AttrReader::getString;
-
-private:
-  std::map<std::string, AttrValue> m_;
-};
-
-using Ints = std::vector<int64_t>;
-
-std::vector<std::optional<TensorType>> typesOf(const std::vector<const Tensor*>& inputs) {
-  std::vector<std::optional<TensorType>> types;
-  for (auto* t : inputs)
-    types.push_back(t ? std::optional(t->type()) : std::nullopt);
-  return types;
-}
-
-std::shared_ptr<const Attrs> parse(OpKind k, const CnnAttrs& attrs,
-                                   const std::vector<std::optional<TensorType>>& types,
-                                   int opset = 18, int numOutputs = 1) {
-  const OpDef& d = opDef(k);
-  if (!d.parse) return std::make_shared<NoAttrs>();
-  std::vector<const Tensor*> consts(types.size(), nullptr);
-  ParseContext ctx{attrs, opset, consts, types};
-  ctx.numOutputs = numOutputs;
-  return d.parse(ctx);
-}
-
-std::vector<TensorType> infer(OpKind k, const Attrs& attrs,
-                              const std::vector<std::optional<TensorType>>& types) {
-  std::vector<const Tensor*> consts(types.size(), nullptr);
-  return opDef(k).infer(InferContext{attrs, types, consts});
-}
-
-/// Output types for a node given only input types (parse + infer).
-std::vector<TensorType> typesFor(OpKind k, const std::vector<TensorType>& in,
-                                 const CnnAttrs& attrs = {}, int opset = 18) {
-  std::vector<std::optional<TensorType>> types(in.begin(), in.end());
-  return infer(k, *parse(k, attrs, types, opset), types);
-}
-
-/// Parses, infers and evaluates one node with `numOutputs` outputs.
-std::vector<Tensor> runAll(OpKind k, const std::vector<const Tensor*>& inputs,
-                           const CnnAttrs& attrs = {}, int opset = 18, size_t numOutputs = 1) {
-  auto types = typesOf(inputs);
-  auto a = parse(k, attrs, types, opset, int(numOutputs));
-  std::vector<Tensor> outs;
-  for (const TensorType& t : infer(k, *a, types))
-    if (outs.size() < numOutputs) outs.emplace_back(t);
-  opDef(k).eval(EvalContext{*a, inputs, outs});
-  return outs;
-}
-
-Tensor run(OpKind k, const std::vector<const Tensor*>& inputs, const CnnAttrs& attrs = {},
-           int opset = 18) {
-  return runAll(k, inputs, attrs, opset)[0];
-}
-
-ErrorKind errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "expected a triad::Error";
-  return ErrorKind::Internal;
-}
-
-Tensor randomTensor(Shape shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  Tensor t(DType::F32, std::move(shape));
-  for (float& v : t.values<float>())
-    v = dist(rng);
-  return t;
-}
-
-Tensor iota(Shape shape) {
-  Tensor t(DType::F32, std::move(shape));
-  auto v = t.values<float>();
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = float(i);
-  return t;
-}
-
-void expectNear(const Tensor& got, const Tensor& want, double tol = 1e-4) {
-  ASSERT_EQ(got.shape(), want.shape());
-  for (int64_t i = 0; i < got.numElements(); ++i)
-    ASSERT_NEAR(got.getDouble(i), want.getDouble(i), tol) << "at element " << i;
-}
-
-void expectValues(const Tensor& got, const std::vector<double>& want, double tol = 1e-5) {
-  ASSERT_EQ(got.numElements(), int64_t(want.size()));
-  for (size_t i = 0; i < want.size(); ++i)
-    ASSERT_NEAR(got.getDouble(int64_t(i)), want[i], tol) << "at element " << i;
-}
-
-// Naive Conv over N-D spatial dims: one output element at a time.
 Tensor naiveConv(const Tensor& X, const Tensor& W, const Tensor* B, const ConvAttrs& a,
                  const Shape& outShape) {
   Tensor Y(DType::F32, outShape);
@@ -223,7 +93,7 @@ Tensor naiveConvTranspose(const Tensor& X, const Tensor& W, const ConvTransposeA
 TEST(ConvOps, BasicConvWithPadding) {
   Tensor x = iota({1, 1, 5, 5});
   Tensor w = Tensor::fromVector<float>({1, 1, 3, 3}, std::vector<float>(9, 1.0f));
-  Tensor y = run(OpKind::Conv, {&x, &w}, CnnAttrs({{"pads", Ints{1, 1, 1, 1}}}));
+  Tensor y = run(OpKind::Conv, {&x, &w}, LiteralAttrs({{"pads", Ints{1, 1, 1, 1}}}));
   expectValues(y, {12,  21, 27, 33,  24,  33,  54,  63, 72,  51,  63,  99, 108,
                    117, 81, 93, 144, 153, 162, 111, 72, 111, 117, 123, 84});
 }
@@ -231,43 +101,43 @@ TEST(ConvOps, BasicConvWithPadding) {
 TEST(ConvOps, AutoPadResolvesToExplicitPads) {
   TensorType x{DType::F32, {1, 1, 5, 5}, {}}, w{DType::F32, {1, 1, 2, 2}, {}};
   std::vector<std::optional<TensorType>> types{x, w};
-  auto upper = parse(OpKind::Conv, CnnAttrs({{"auto_pad", std::string("SAME_UPPER")}}), types);
-  auto lower = parse(OpKind::Conv, CnnAttrs({{"auto_pad", std::string("SAME_LOWER")}}), types);
+  auto upper = parseAttrs(OpKind::Conv, LiteralAttrs({{"auto_pad", "SAME_UPPER"}}), types);
+  auto lower = parseAttrs(OpKind::Conv, LiteralAttrs({{"auto_pad", "SAME_LOWER"}}), types);
   // Kernel 2 over 5 with stride 1: one pad in total, at the end (UPPER) or beginning (LOWER).
   EXPECT_EQ(static_cast<const ConvAttrs&>(*upper).pads, (Ints{0, 0, 1, 1}));
   EXPECT_EQ(static_cast<const ConvAttrs&>(*lower).pads, (Ints{1, 1, 0, 0}));
   EXPECT_EQ(static_cast<const ConvAttrs&>(*upper).kernel, (Ints{2, 2}));
-  EXPECT_EQ(infer(OpKind::Conv, *upper, types)[0].shape, (Shape{1, 1, 5, 5}));
+  EXPECT_EQ(inferTypes(OpKind::Conv, *upper, types)[0].shape, (Shape{1, 1, 5, 5}));
   // Stride 2: output ceil(5/2) = 3.
-  auto s2 = parse(OpKind::Conv,
-                  CnnAttrs({{"auto_pad", std::string("SAME_LOWER")},
-                            {"kernel_shape", Ints{3, 3}},
-                            {"strides", Ints{2, 2}}}),
-                  {x, TensorType{DType::F32, {1, 1, 3, 3}, {}}});
+  auto s2 = parseAttrs(
+      OpKind::Conv,
+      LiteralAttrs(
+          {{"auto_pad", "SAME_LOWER"}, {"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}}),
+      {x, TensorType{DType::F32, {1, 1, 3, 3}, {}}});
   EXPECT_EQ(static_cast<const ConvAttrs&>(*s2).pads, (Ints{1, 1, 1, 1}));
 }
 
 struct ConvCase {
   Shape x, w;
-  CnnAttrs attrs;
+  LiteralAttrs attrs;
   bool bias;
 };
 
 TEST(ConvOps, MatchesNaiveLoops1D2D3D) {
   std::vector<ConvCase> cases = {
-      {{2, 3, 11}, {4, 3, 3}, CnnAttrs({{"strides", Ints{2}}, {"pads", Ints{1, 2}}}), true},
+      {{2, 3, 11}, {4, 3, 3}, LiteralAttrs({{"strides", Ints{2}}, {"pads", Ints{1, 2}}}), true},
       {{1, 4, 7, 6},
        {6, 2, 3, 2},
-       CnnAttrs({{"group", int64_t(2)}, {"dilations", Ints{2, 1}}, {"pads", Ints{1, 0, 2, 1}}}),
+       LiteralAttrs({{"group", int64_t(2)}, {"dilations", Ints{2, 1}}, {"pads", Ints{1, 0, 2, 1}}}),
        true},
       {{1, 4, 9, 9},
        {4, 1, 3, 3},
-       CnnAttrs({{"group", int64_t(4)}, {"strides", Ints{2, 2}}}),
-       false},                                          // depthwise
-      {{1, 8, 5, 5}, {300, 8, 1, 1}, CnnAttrs(), true}, // 1x1, many outputs (several tiles)
+       LiteralAttrs({{"group", int64_t(4)}, {"strides", Ints{2, 2}}}),
+       false},                                              // depthwise
+      {{1, 8, 5, 5}, {300, 8, 1, 1}, LiteralAttrs(), true}, // 1x1, many outputs (several tiles)
       {{1, 2, 5, 4, 6},
        {3, 2, 2, 3, 2},
-       CnnAttrs({{"strides", Ints{1, 2, 2}}, {"pads", Ints{1, 1, 0, 0, 1, 1}}}),
+       LiteralAttrs({{"strides", Ints{1, 2, 2}}, {"pads", Ints{1, 1, 0, 0, 1, 1}}}),
        true},
   };
   unsigned seed = 1;
@@ -276,7 +146,7 @@ TEST(ConvOps, MatchesNaiveLoops1D2D3D) {
     Tensor b = randomTensor({c.w[0]}, seed++);
     std::vector<const Tensor*> in{&x, &w};
     if (c.bias) in.push_back(&b);
-    auto a = parse(OpKind::Conv, c.attrs, typesOf(in));
+    auto a = parseAttrs(OpKind::Conv, c.attrs, typesOf(in));
     Tensor y = run(OpKind::Conv, in, c.attrs);
     expectNear(
         y, naiveConv(x, w, c.bias ? &b : nullptr, static_cast<const ConvAttrs&>(*a), y.shape()));
@@ -300,42 +170,42 @@ TEST(ConvOps, Diagnostics) {
   TensorType x{DType::F32, {1, 4, 5, 5}, {}};
   // group 3 does not divide 4 channels.
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::Conv, {x, TensorType{DType::F32, {3, 1, 3, 3}, {}}},
-                       CnnAttrs({{"group", int64_t(3)}}));
+              parseAndInfer(OpKind::Conv, {x, TensorType{DType::F32, {3, 1, 3, 3}, {}}},
+                            LiteralAttrs({{"group", int64_t(3)}}));
             }),
             ErrorKind::InvalidModel);
   // W has the wrong number of input channels.
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::Conv, {x, TensorType{DType::F32, {2, 3, 3, 3}, {}}});
+              parseAndInfer(OpKind::Conv, {x, TensorType{DType::F32, {2, 3, 3, 3}, {}}});
             }),
             ErrorKind::InvalidModel);
   // kernel_shape disagrees with the rank.
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::Conv, {x, TensorType{DType::F32, {2, 4, 3, 3}, {}}},
-                       CnnAttrs({{"kernel_shape", Ints{3}}}));
+              parseAndInfer(OpKind::Conv, {x, TensorType{DType::F32, {2, 4, 3, 3}, {}}},
+                            LiteralAttrs({{"kernel_shape", Ints{3}}}));
             }),
             ErrorKind::InvalidModel);
   // pads with the wrong count.
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::Conv, {x, TensorType{DType::F32, {2, 4, 3, 3}, {}}},
-                       CnnAttrs({{"pads", Ints{1, 1}}}));
+              parseAndInfer(OpKind::Conv, {x, TensorType{DType::F32, {2, 4, 3, 3}, {}}},
+                            LiteralAttrs({{"pads", Ints{1, 1}}}));
             }),
             ErrorKind::InvalidModel);
   // Kernel larger than the padded input.
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::Conv, {x, TensorType{DType::F32, {2, 4, 7, 7}, {}}});
+              parseAndInfer(OpKind::Conv, {x, TensorType{DType::F32, {2, 4, 7, 7}, {}}});
             }),
             ErrorKind::InvalidModel);
   // Integer convolution is not supported.
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::Conv, {TensorType{DType::I32, {1, 4, 5, 5}, {}},
-                                      TensorType{DType::I32, {2, 4, 3, 3}, {}}});
+              parseAndInfer(OpKind::Conv, {TensorType{DType::I32, {1, 4, 5, 5}, {}},
+                                           TensorType{DType::I32, {2, 4, 3, 3}, {}}});
             }),
             ErrorKind::Unsupported);
   // Bad auto_pad value.
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::Conv, {x, TensorType{DType::F32, {2, 4, 3, 3}, {}}},
-                       CnnAttrs({{"auto_pad", std::string("FULL")}}));
+              parseAndInfer(OpKind::Conv, {x, TensorType{DType::F32, {2, 4, 3, 3}, {}}},
+                            LiteralAttrs({{"auto_pad", "FULL"}}));
             }),
             ErrorKind::Unsupported);
 }
@@ -355,36 +225,36 @@ TEST(ConvTransposeOps, DefaultShapeAndValues) {
 TEST(ConvTransposeOps, OutputShapeAndAutoPadFoldIntoPads) {
   TensorType x{DType::F32, {1, 1, 3, 3}, {}}, w{DType::F32, {1, 2, 3, 3}, {}};
   // Natural size 3*(3-1)+3 = 9 and 2*(3-1)+3 = 7; output_shape [10, 8] extends the end.
-  auto t = typesFor(OpKind::ConvTranspose, {x, w},
-                    CnnAttrs({{"strides", Ints{3, 2}}, {"output_shape", Ints{10, 8}}}));
+  auto t = parseAndInfer(OpKind::ConvTranspose, {x, w},
+                         LiteralAttrs({{"strides", Ints{3, 2}}, {"output_shape", Ints{10, 8}}}));
   EXPECT_EQ(t[0].shape, (Shape{1, 2, 10, 8}));
-  auto same =
-      typesFor(OpKind::ConvTranspose, {x, w},
-               CnnAttrs({{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}));
+  auto same = parseAndInfer(OpKind::ConvTranspose, {x, w},
+                            LiteralAttrs({{"strides", Ints{2, 2}}, {"auto_pad", "SAME_UPPER"}}));
   EXPECT_EQ(same[0].shape, (Shape{1, 2, 6, 6}));
-  auto pads = typesFor(OpKind::ConvTranspose, {x, w},
-                       CnnAttrs({{"strides", Ints{3, 2}}, {"pads", Ints{1, 2, 1, 2}}}));
+  auto pads = parseAndInfer(OpKind::ConvTranspose, {x, w},
+                            LiteralAttrs({{"strides", Ints{3, 2}}, {"pads", Ints{1, 2, 1, 2}}}));
   EXPECT_EQ(pads[0].shape, (Shape{1, 2, 7, 3}));
 }
 
 TEST(ConvTransposeOps, MatchesNaiveLoops) {
   std::vector<std::pair<ConvCase, Ints>> cases = {
-      {{{2, 3, 5}, {3, 2, 3}, CnnAttrs({{"strides", Ints{2}}, {"pads", Ints{1, 0}}}), false}, {}},
+      {{{2, 3, 5}, {3, 2, 3}, LiteralAttrs({{"strides", Ints{2}}, {"pads", Ints{1, 0}}}), false},
+       {}},
       {{{1, 4, 4, 3},
         {4, 3, 3, 2},
-        CnnAttrs({{"group", int64_t(2)},
-                  {"strides", Ints{2, 3}},
-                  {"dilations", Ints{1, 2}},
-                  {"output_padding", Ints{1, 0}}}),
+        LiteralAttrs({{"group", int64_t(2)},
+                      {"strides", Ints{2, 3}},
+                      {"dilations", Ints{1, 2}},
+                      {"output_padding", Ints{1, 0}}}),
         false},
        {}},
-      {{{1, 2, 3, 2, 3}, {2, 2, 2, 2, 3}, CnnAttrs({{"strides", Ints{2, 1, 2}}}), false}, {}},
+      {{{1, 2, 3, 2, 3}, {2, 2, 2, 2, 3}, LiteralAttrs({{"strides", Ints{2, 1, 2}}}), false}, {}},
   };
   unsigned seed = 11;
   for (auto& [c, unused] : cases) {
     Tensor x = randomTensor(c.x, seed++), w = randomTensor(c.w, seed++);
     std::vector<const Tensor*> in{&x, &w};
-    auto a = parse(OpKind::ConvTranspose, c.attrs, typesOf(in));
+    auto a = parseAttrs(OpKind::ConvTranspose, c.attrs, typesOf(in));
     Tensor y = run(OpKind::ConvTranspose, in, c.attrs);
     expectNear(y, naiveConvTranspose(x, w, static_cast<const ConvTransposeAttrs&>(*a), y.shape()));
   }
@@ -393,12 +263,12 @@ TEST(ConvTransposeOps, MatchesNaiveLoops) {
 TEST(ConvTransposeOps, Diagnostics) {
   TensorType x{DType::F32, {1, 4, 3, 3}, {}};
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::ConvTranspose, {x, TensorType{DType::F32, {3, 2, 3, 3}, {}}});
+              parseAndInfer(OpKind::ConvTranspose, {x, TensorType{DType::F32, {3, 2, 3, 3}, {}}});
             }),
             ErrorKind::InvalidModel);
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::ConvTranspose, {x, TensorType{DType::F32, {4, 2, 3, 3}, {}}},
-                       CnnAttrs({{"output_padding", Ints{1}}}));
+              parseAndInfer(OpKind::ConvTranspose, {x, TensorType{DType::F32, {4, 2, 3, 3}, {}}},
+                            LiteralAttrs({{"output_padding", Ints{1}}}));
             }),
             ErrorKind::InvalidModel);
 }
@@ -411,48 +281,48 @@ TEST(PoolOps, MaxPoolWithIndicesAndStorageOrder) {
   Tensor x = iota({1, 1, 5, 5});
   for (float& v : x.values<float>())
     v += 1;
-  CnnAttrs attrs({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
-  auto rowMajor = runAll(OpKind::MaxPool, {&x}, attrs, 12, 2);
+  LiteralAttrs attrs({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+  auto rowMajor = runNode(OpKind::MaxPool, {&x}, attrs, 12, 2).outs;
   expectValues(rowMajor[0], {7, 9, 17, 19});
   expectValues(rowMajor[1], {6, 8, 16, 18});
-  CnnAttrs colAttrs(
+  LiteralAttrs colAttrs(
       {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}, {"storage_order", int64_t(1)}});
-  auto colMajor = runAll(OpKind::MaxPool, {&x}, colAttrs, 12, 2);
+  auto colMajor = runNode(OpKind::MaxPool, {&x}, colAttrs, 12, 2).outs;
   EXPECT_EQ(colMajor[1].dtype(), DType::I64);
   expectValues(colMajor[1], {6, 16, 8, 18});
 }
 
 TEST(PoolOps, MaxPoolCeilModeDilationsAndUint8) {
   TensorType x{DType::F32, {1, 1, 4, 4}, {}};
-  auto ceil = typesFor(
+  auto ceil = parseAndInfer(
       OpKind::MaxPool, {x},
-      CnnAttrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t(1)}}));
+      LiteralAttrs(
+          {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t(1)}}));
   EXPECT_EQ(ceil[0].shape, (Shape{1, 1, 2, 2}));
-  auto floor = typesFor(OpKind::MaxPool, {x},
-                        CnnAttrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}}));
+  auto floor = parseAndInfer(OpKind::MaxPool, {x},
+                             LiteralAttrs({{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}}));
   EXPECT_EQ(floor[0].shape, (Shape{1, 1, 1, 1}));
   Tensor xi = iota({1, 1, 4, 4});
   Tensor y = run(OpKind::MaxPool, {&xi},
-                 CnnAttrs({{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 2}}}));
+                 LiteralAttrs({{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 2}}}));
   expectValues(y, {10, 11, 14, 15});
   Tensor xu = xi.castTo(DType::U8);
-  Tensor yu = run(OpKind::MaxPool, {&xu}, CnnAttrs({{"kernel_shape", Ints{4, 4}}}));
+  Tensor yu = run(OpKind::MaxPool, {&xu}, LiteralAttrs({{"kernel_shape", Ints{4, 4}}}));
   EXPECT_EQ(yu.dtype(), DType::U8);
   expectValues(yu, {15});
 }
 
 TEST(PoolOps, AveragePoolPadding) {
   Tensor x = Tensor::fromVector<float>({1, 1, 3}, {1, 2, 3});
-  CnnAttrs attrs({{"kernel_shape", Ints{2}}, {"pads", Ints{1, 1}}});
+  LiteralAttrs attrs({{"kernel_shape", Ints{2}}, {"pads", Ints{1, 1}}});
   expectValues(run(OpKind::AveragePool, {&x}, attrs), {1, 1.5, 2.5, 3});
-  CnnAttrs incl(
+  LiteralAttrs incl(
       {{"kernel_shape", Ints{2}}, {"pads", Ints{1, 1}}, {"count_include_pad", int64_t(1)}});
   expectValues(run(OpKind::AveragePool, {&x}, incl), {0.5, 1.5, 2.5, 1.5});
   // 3-D, SAME_UPPER.
   Tensor x3 = iota({1, 1, 2, 2, 2});
-  Tensor y3 =
-      run(OpKind::AveragePool, {&x3},
-          CnnAttrs({{"kernel_shape", Ints{2, 2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}));
+  Tensor y3 = run(OpKind::AveragePool, {&x3},
+                  LiteralAttrs({{"kernel_shape", Ints{2, 2, 2}}, {"auto_pad", "SAME_UPPER"}}));
   EXPECT_EQ(y3.shape(), (Shape{1, 1, 2, 2, 2}));
   expectValues(y3, {3.5, 4, 4.5, 5, 5.5, 6, 6.5, 7});
 }
@@ -460,7 +330,7 @@ TEST(PoolOps, AveragePoolPadding) {
 TEST(PoolOps, LpPoolAndGlobalPools) {
   Tensor x = Tensor::fromVector<float>({1, 1, 4}, {3, -4, 0, 1});
   expectValues(
-      run(OpKind::LpPool, {&x}, CnnAttrs({{"kernel_shape", Ints{2}}, {"strides", Ints{2}}})),
+      run(OpKind::LpPool, {&x}, LiteralAttrs({{"kernel_shape", Ints{2}}, {"strides", Ints{2}}})),
       {5, 1});
   Tensor g = iota({2, 2, 3, 1});
   Tensor avg = run(OpKind::GlobalAveragePool, {&g});
@@ -471,23 +341,24 @@ TEST(PoolOps, LpPoolAndGlobalPools) {
 
 TEST(PoolOps, Diagnostics) {
   TensorType x{DType::F32, {1, 1, 4, 4}, {}};
-  EXPECT_EQ(errorOf([&] { typesFor(OpKind::MaxPool, {x}); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(errorOf([&] { parseAndInfer(OpKind::MaxPool, {x}); }), ErrorKind::InvalidModel);
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::MaxPool, {x}, CnnAttrs({{"kernel_shape", Ints{2, 2, 2}}}));
+              parseAndInfer(OpKind::MaxPool, {x}, LiteralAttrs({{"kernel_shape", Ints{2, 2, 2}}}));
             }),
             ErrorKind::InvalidModel);
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::AveragePool, {TensorType{DType::I32, {1, 1, 4, 4}, {}}},
-                       CnnAttrs({{"kernel_shape", Ints{2, 2}}}));
+              parseAndInfer(OpKind::AveragePool, {TensorType{DType::I32, {1, 1, 4, 4}, {}}},
+                            LiteralAttrs({{"kernel_shape", Ints{2, 2}}}));
             }),
             ErrorKind::Unsupported);
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::MaxPool, {x},
-                       CnnAttrs({{"kernel_shape", Ints{2, 2}}, {"storage_order", int64_t(2)}}));
+              parseAndInfer(
+                  OpKind::MaxPool, {x},
+                  LiteralAttrs({{"kernel_shape", Ints{2, 2}}, {"storage_order", int64_t(2)}}));
             }),
             ErrorKind::InvalidModel);
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::GlobalMaxPool, {TensorType{DType::F32, {4, 4}, {}}});
+              parseAndInfer(OpKind::GlobalMaxPool, {TensorType{DType::F32, {4, 4}, {}}});
             }),
             ErrorKind::InvalidModel);
 }
@@ -501,7 +372,8 @@ TEST(NormOps, BatchNormalizationInference) {
   Tensor b = Tensor::fromVector<float>({2}, {0, 1});
   Tensor m = Tensor::fromVector<float>({2}, {1, 4});
   Tensor v = Tensor::fromVector<float>({2}, {1, 4});
-  Tensor y = run(OpKind::BatchNormalization, {&x, &s, &b, &m, &v}, CnnAttrs({{"epsilon", 0.0f}}));
+  Tensor y =
+      run(OpKind::BatchNormalization, {&x, &s, &b, &m, &v}, LiteralAttrs({{"epsilon", 0.0f}}));
   expectValues(y, {0, 1, 0, 2});
 }
 
@@ -511,20 +383,23 @@ TEST(NormOps, BatchNormalizationTrainingIsUnsupported) {
     in.push_back(TensorType{DType::F32, {2}, {}});
   std::vector<std::optional<TensorType>> types(in.begin(), in.end());
   EXPECT_EQ(errorOf([&] {
-              parse(OpKind::BatchNormalization, CnnAttrs({{"training_mode", int64_t(1)}}), types);
+              parseAttrs(OpKind::BatchNormalization, LiteralAttrs({{"training_mode", int64_t(1)}}),
+                         types);
             }),
             ErrorKind::Unsupported);
-  EXPECT_EQ(errorOf([&] { parse(OpKind::BatchNormalization, CnnAttrs(), types, 9, 5); }),
+  EXPECT_EQ(errorOf([&] { parseAttrs(OpKind::BatchNormalization, LiteralAttrs(), types, 9, 5); }),
             ErrorKind::Unsupported);
   in[1].shape = {3};
-  EXPECT_EQ(errorOf([&] { typesFor(OpKind::BatchNormalization, in); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(
+      errorOf([&] { parseAndInfer(OpKind::BatchNormalization, Types(in.begin(), in.end())); }),
+      ErrorKind::InvalidModel);
 }
 
 TEST(NormOps, InstanceNormalization) {
   Tensor x = Tensor::fromVector<float>({1, 2, 2}, {1, 3, 5, 9});
   Tensor s = Tensor::fromVector<float>({2}, {2, 1});
   Tensor b = Tensor::fromVector<float>({2}, {0, 7});
-  expectValues(run(OpKind::InstanceNormalization, {&x, &s, &b}, CnnAttrs({{"epsilon", 0.0f}})),
+  expectValues(run(OpKind::InstanceNormalization, {&x, &s, &b}, LiteralAttrs({{"epsilon", 0.0f}})),
                {-2, 2, 6, 8});
 }
 
@@ -533,35 +408,38 @@ TEST(NormOps, LayerNormalizationWithStatistics) {
   Tensor s = Tensor::fromVector<float>({2}, {1, 2});
   Tensor b = Tensor::fromVector<float>({2}, {0, 1});
   auto outs =
-      runAll(OpKind::LayerNormalization, {&x, &s, &b}, CnnAttrs({{"epsilon", 0.0f}}), 17, 3);
+      runNode(OpKind::LayerNormalization, {&x, &s, &b}, LiteralAttrs({{"epsilon", 0.0f}}), 17, 3)
+          .outs;
   expectValues(outs[0], {-1, 3, -1, 3});
   EXPECT_EQ(outs[1].shape(), (Shape{2, 1}));
   EXPECT_EQ(outs[1].dtype(), DType::F32);
   expectValues(outs[1], {2, 4});
   expectValues(outs[2], {1, 0.5});
   // axis 0: statistics over everything, shape [1, 1].
-  auto all = typesFor(OpKind::LayerNormalization, {x.type(), TensorType{DType::F32, {2, 2}, {}}},
-                      CnnAttrs({{"axis", int64_t(0)}}), 17);
+  auto all =
+      parseAndInfer(OpKind::LayerNormalization, {x.type(), TensorType{DType::F32, {2, 2}, {}}},
+                    LiteralAttrs({{"axis", int64_t(0)}}), 17);
   EXPECT_EQ(all[1].shape, (Shape{1, 1}));
-  EXPECT_EQ(
-      errorOf([&] {
-        typesFor(OpKind::LayerNormalization, {x.type(), TensorType{DType::F32, {3}, {}}}, {}, 17);
-      }),
-      ErrorKind::InvalidModel);
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::LayerNormalization, {x.type(), s.type()},
-                       CnnAttrs({{"axis", int64_t(2)}}), 17);
+              parseAndInfer(OpKind::LayerNormalization, {x.type(), TensorType{DType::F32, {3}, {}}},
+                            {}, 17);
+            }),
+            ErrorKind::InvalidModel);
+  EXPECT_EQ(errorOf([&] {
+              parseAndInfer(OpKind::LayerNormalization, {x.type(), s.type()},
+                            LiteralAttrs({{"axis", int64_t(2)}}), 17);
             }),
             ErrorKind::InvalidModel);
 }
 
 TEST(NormOps, LRN) {
   Tensor x = Tensor::fromVector<float>({1, 3, 1}, {1, 2, 3});
-  Tensor y = run(OpKind::LRN, {&x},
-                 CnnAttrs({{"size", int64_t(3)}, {"alpha", 3.0f}, {"beta", 1.0f}, {"bias", 1.0f}}));
+  Tensor y =
+      run(OpKind::LRN, {&x},
+          LiteralAttrs({{"size", int64_t(3)}, {"alpha", 3.0f}, {"beta", 1.0f}, {"bias", 1.0f}}));
   // sums of squares over channel windows: {1+4, 1+4+9, 4+9}; alpha/size = 1.
   expectValues(y, {1.0 / 6, 2.0 / 15, 3.0 / 14});
-  EXPECT_EQ(errorOf([&] { typesFor(OpKind::LRN, {x.type()}); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(errorOf([&] { parseAndInfer(OpKind::LRN, {x.type()}); }), ErrorKind::InvalidModel);
 }
 
 TEST(NormOps, SoftmaxAxisSemanticsByOpset) {
@@ -575,14 +453,14 @@ TEST(NormOps, SoftmaxAxisSemanticsByOpset) {
                {std::log(0.5), std::log(0.5), std::log(0.25), std::log(0.75)});
   Tensor h = Tensor::fromVector<float>({2, 3}, {1, 3, 3, 2, 0, 1});
   expectValues(run(OpKind::Hardmax, {&h}, {}, 13), {0, 1, 0, 1, 0, 0});
-  expectValues(run(OpKind::Hardmax, {&h}, CnnAttrs({{"axis", int64_t(0)}}), 13),
+  expectValues(run(OpKind::Hardmax, {&h}, LiteralAttrs({{"axis", int64_t(0)}}), 13),
                {0, 1, 1, 1, 0, 0});
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::Softmax, {h.type()}, CnnAttrs({{"axis", int64_t(2)}}), 13);
+              parseAndInfer(OpKind::Softmax, {h.type()}, LiteralAttrs({{"axis", int64_t(2)}}), 13);
             }),
             ErrorKind::InvalidModel);
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::Softmax, {TensorType{DType::I32, {2}, {}}}, {}, 13);
+              parseAndInfer(OpKind::Softmax, {TensorType{DType::I32, {2}, {}}}, {}, 13);
             }),
             ErrorKind::Unsupported);
 }

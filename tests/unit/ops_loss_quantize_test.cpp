@@ -1,6 +1,7 @@
 // Unit tests of the Loss and Quantize op families: attribute parsing (reduction, ignore_index,
 // axis, opset differences), shape rules with their diagnostics, and reference-kernel numerics
 // (the ONNX documentation examples plus hand-computed cases).
+#include "OpTestUtil.h"
 #include "ir/OpDef.h"
 #include "ir/ops/Conv.h"
 #include "ir/ops/Loss.h"
@@ -9,145 +10,33 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <map>
-#include <variant>
 
 using namespace triad;
 using namespace triad::ir;
+using namespace triad::optest;
 
 namespace {
-
-// An AttrReader over a literal map, standing in for the ONNX frontend.
-using AttrValue =
-    std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>>;
-class LqAttrs : public AttrReader {
-public:
-  LqAttrs(std::map<std::string, AttrValue> m = {}) : m_(std::move(m)) {}
-  bool has(std::string_view n) const override { return m_.count(std::string(n)) != 0; }
-  template <typename T> std::optional<T> get(std::string_view n) const {
-    auto it = m_.find(std::string(n));
-    if (it == m_.end()) return std::nullopt;
-    if (auto* v = std::get_if<T>(&it->second)) return *v;
-    fail(ErrorKind::InvalidModel, "attribute '{}' has the wrong type", n);
-  }
-  std::optional<int64_t> getInt(std::string_view n) const override { return get<int64_t>(n); }
-  std::optional<float> getFloat(std::string_view n) const override { return get<float>(n); }
-  std::optional<std::string> getString(std::string_view n) const override {
-    return get<std::string>(n);
-  }
-  std::optional<std::vector<int64_t>> getInts(std::string_view n) const override {
-    return get<std::vector<int64_t>>(n);
-  }
-  std::optional<std::vector<float>> getFloats(std::string_view n) const override {
-    return get<std::vector<float>>(n);
-  }
-  std::optional<Tensor> getTensor(std::string_view) const override { return std::nullopt; }
-  std::vector<std::string> names() const override {
-    std::vector<std::string> v;
-    for (auto& [k, _] : m_)
-      v.push_back(k);
-    return v;
-  }
-  using AttrReader::getFloat;
-  using AttrReader::getInt;
-  using AttrReader::getString;
-
-private:
-  std::map<std::string, AttrValue> m_;
-};
-
-using Ints = std::vector<int64_t>;
-using Types = std::vector<std::optional<TensorType>>;
-
-Types typesOf(const std::vector<const Tensor*>& inputs) {
-  Types types;
-  for (auto* t : inputs)
-    types.push_back(t ? std::optional(t->type()) : std::nullopt);
-  return types;
-}
-
-std::shared_ptr<const Attrs> parse(OpKind k, const LqAttrs& attrs, const Types& types,
-                                   int opset = 18, int numOutputs = 1) {
-  const OpDef& d = opDef(k);
-  if (!d.parse) return std::make_shared<NoAttrs>();
-  std::vector<const Tensor*> consts(types.size(), nullptr);
-  ParseContext ctx{attrs, opset, consts, types};
-  ctx.numOutputs = numOutputs;
-  return d.parse(ctx);
-}
-
-std::vector<TensorType> infer(OpKind k, const Attrs& attrs, const Types& types) {
-  std::vector<const Tensor*> consts(types.size(), nullptr);
-  return opDef(k).infer(InferContext{attrs, types, consts});
-}
-
-/// Output types for a node given only input types (parse + infer).
-std::vector<TensorType> typesFor(OpKind k, const Types& types, const LqAttrs& attrs = {},
-                                 int opset = 18) {
-  return infer(k, *parse(k, attrs, types, opset), types);
-}
-
-/// Parses, infers and evaluates one node with `numOutputs` outputs.
-std::vector<Tensor> runAll(OpKind k, const std::vector<const Tensor*>& inputs,
-                           const LqAttrs& attrs = {}, int opset = 18, size_t numOutputs = 1) {
-  auto types = typesOf(inputs);
-  auto a = parse(k, attrs, types, opset, int(numOutputs));
-  std::vector<Tensor> outs;
-  for (const TensorType& t : infer(k, *a, types))
-    if (outs.size() < numOutputs) outs.emplace_back(t);
-  opDef(k).eval(EvalContext{*a, inputs, outs});
-  return outs;
-}
-
-Tensor run(OpKind k, const std::vector<const Tensor*>& inputs, const LqAttrs& attrs = {},
-           int opset = 18) {
-  return runAll(k, inputs, attrs, opset)[0];
-}
-
-ErrorKind errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "expected a triad::Error";
-  return ErrorKind::Internal;
-}
-
-void expectValues(const Tensor& got, const std::vector<double>& want, double tol = 1e-5) {
-  ASSERT_EQ(got.numElements(), int64_t(want.size()));
-  for (size_t i = 0; i < want.size(); ++i)
-    ASSERT_NEAR(got.getDouble(int64_t(i)), want[i], tol) << "at element " << i;
-}
-
-TensorType tt(DType d, Shape s) {
-  return TensorType{d, std::move(s), {}};
-}
-
-template <typename T> Tensor vec(Shape s, std::vector<T> v) {
-  return Tensor::fromVector<T>(std::move(s), v);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Loss
 
 TEST(OpsLoss, NllShapes) {
   Types in{tt(DType::F32, {3, 5, 2, 4}), tt(DType::I64, {3, 2, 4}), std::nullopt};
-  EXPECT_EQ(typesFor(OpKind::NegativeLogLikelihoodLoss, in)[0], tt(DType::F32, {}));
-  EXPECT_EQ(typesFor(OpKind::NegativeLogLikelihoodLoss, in,
-                     LqAttrs({{"reduction", std::string("none")}}))[0],
+  EXPECT_EQ(parseAndInfer(OpKind::NegativeLogLikelihoodLoss, in)[0], tt(DType::F32, {}));
+  EXPECT_EQ(parseAndInfer(OpKind::NegativeLogLikelihoodLoss, in,
+                          LiteralAttrs({{"reduction", "none"}}))[0],
             tt(DType::F32, {3, 2, 4}));
   Types sce{tt(DType::F64, {3, 5}), tt(DType::I32, {3})};
   auto out =
-      typesFor(OpKind::SoftmaxCrossEntropyLoss, sce, LqAttrs({{"reduction", std::string("sum")}}));
+      parseAndInfer(OpKind::SoftmaxCrossEntropyLoss, sce, LiteralAttrs({{"reduction", "sum"}}));
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0], tt(DType::F64, {}));
   EXPECT_EQ(out[1], tt(DType::F64, {3, 5})); // log_prob
 }
 
 TEST(OpsLoss, Diagnostics) {
-  auto nll = [](Types in, LqAttrs a = {}) {
-    return errorOf([&] { typesFor(OpKind::NegativeLogLikelihoodLoss, in, a); });
+  auto nll = [](Types in, LiteralAttrs a = {}) {
+    return errorOf([&] { parseAndInfer(OpKind::NegativeLogLikelihoodLoss, in, a); });
   };
   // Target must drop exactly the class dim.
   EXPECT_EQ(nll({tt(DType::F32, {3, 5, 2}), tt(DType::I64, {3, 5})}), ErrorKind::InvalidModel);
@@ -158,14 +47,15 @@ TEST(OpsLoss, Diagnostics) {
   EXPECT_EQ(nll({tt(DType::F32, {3, 5}), tt(DType::I64, {3}), tt(DType::F64, {5})}),
             ErrorKind::InvalidModel);
   EXPECT_EQ(nll({tt(DType::I32, {3, 5}), tt(DType::I64, {3})}), ErrorKind::Unsupported);
-  EXPECT_EQ(nll({tt(DType::F32, {3, 5}), tt(DType::I64, {3})},
-                LqAttrs({{"reduction", std::string("max")}})),
-            ErrorKind::Unsupported);
+  EXPECT_EQ(
+      nll({tt(DType::F32, {3, 5}), tt(DType::I64, {3})}, LiteralAttrs({{"reduction", "max"}})),
+      ErrorKind::Unsupported);
   // A target outside [0, C) that is not ignore_index is a run-time error.
   Tensor x(DType::F32, {2, 3});
   Tensor t = vec<int64_t>({2}, {0, 3});
   EXPECT_EQ(errorOf([&] { run(OpKind::NegativeLogLikelihoodLoss, {&x, &t}); }), ErrorKind::Runtime);
-  EXPECT_NO_THROW(run(OpKind::NegativeLogLikelihoodLoss, {&x, &t}, LqAttrs({{"ignore_index", 3}})));
+  EXPECT_NO_THROW(
+      run(OpKind::NegativeLogLikelihoodLoss, {&x, &t}, LiteralAttrs({{"ignore_index", 3}})));
 }
 
 TEST(OpsLoss, NllNumerics) {
@@ -174,34 +64,36 @@ TEST(OpsLoss, NllNumerics) {
   Tensor t = vec<int64_t>({2, 2}, {0, 2, 1, 1});
   Tensor w = vec<float>({3}, {1.0f, 0.5f, 2.0f});
   expectValues(run(OpKind::NegativeLogLikelihoodLoss, {&x, &t, nullptr},
-                   LqAttrs({{"reduction", std::string("none")}})),
+                   LiteralAttrs({{"reduction", "none"}})),
                {-1, -6, -9, -10});
-  expectValues(run(OpKind::NegativeLogLikelihoodLoss, {&x, &t, &w},
-                   LqAttrs({{"reduction", std::string("none")}})),
-               {-1, -12, -4.5, -5});
-  expectValues(run(OpKind::NegativeLogLikelihoodLoss, {&x, &t, &w},
-                   LqAttrs({{"reduction", std::string("sum")}})),
-               {-22.5});
+  expectValues(
+      run(OpKind::NegativeLogLikelihoodLoss, {&x, &t, &w}, LiteralAttrs({{"reduction", "none"}})),
+      {-1, -12, -4.5, -5});
+  expectValues(
+      run(OpKind::NegativeLogLikelihoodLoss, {&x, &t, &w}, LiteralAttrs({{"reduction", "sum"}})),
+      {-22.5});
   // mean divides by the sum of the weights of the targets: 1 + 2 + 0.5 + 0.5.
   expectValues(run(OpKind::NegativeLogLikelihoodLoss, {&x, &t, &w}), {-22.5 / 4.0});
   // ignore_index 1 drops the two elements of class 1 from the sum and the divisor.
-  expectValues(run(OpKind::NegativeLogLikelihoodLoss, {&x, &t, &w}, LqAttrs({{"ignore_index", 1}})),
-               {-13.0 / 3.0});
   expectValues(
-      run(OpKind::NegativeLogLikelihoodLoss, {&x, &t, nullptr}, LqAttrs({{"ignore_index", 1}})),
-      {-7.0 / 2.0});
+      run(OpKind::NegativeLogLikelihoodLoss, {&x, &t, &w}, LiteralAttrs({{"ignore_index", 1}})),
+      {-13.0 / 3.0});
+  expectValues(run(OpKind::NegativeLogLikelihoodLoss, {&x, &t, nullptr},
+                   LiteralAttrs({{"ignore_index", 1}})),
+               {-7.0 / 2.0});
   // Every element ignored: 0 / 0.
   Tensor t1 = vec<int64_t>({2, 2}, {1, 1, 1, 1});
-  EXPECT_TRUE(
-      std::isnan(run(OpKind::NegativeLogLikelihoodLoss, {&x, &t1}, LqAttrs({{"ignore_index", 1}}))
-                     .getDouble(0)));
+  EXPECT_TRUE(std::isnan(
+      run(OpKind::NegativeLogLikelihoodLoss, {&x, &t1}, LiteralAttrs({{"ignore_index", 1}}))
+          .getDouble(0)));
 }
 
 TEST(OpsLoss, SoftmaxCrossEntropy) {
   Tensor x = vec<float>({2, 3}, {1, 2, 3, 0, 0, 0});
   Tensor t = vec<int32_t>({2}, {2, 0});
-  auto outs = runAll(OpKind::SoftmaxCrossEntropyLoss, {&x, &t},
-                     LqAttrs({{"reduction", std::string("none")}}), 18, 2);
+  auto outs = runNode(OpKind::SoftmaxCrossEntropyLoss, {&x, &t},
+                      LiteralAttrs({{"reduction", "none"}}), 18, 2)
+                  .outs;
   double lse0 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
   double lse1 = std::log(3.0);
   expectValues(outs[0], {lse0 - 3, lse1});
@@ -262,9 +154,10 @@ TEST(OpsQuantize, PerAxis) {
   expectValues(dq, {-1, 1, 4, 8, 30, 60});
   // A negative axis resolves against x's rank; axis 2 uses the last dim.
   Tensor s2 = vec<float>({2}, {1.0f, 4.0f});
-  expectValues(run(OpKind::QuantizeLinear, {&x, &s2, nullptr}, LqAttrs({{"axis", -1}})),
+  expectValues(run(OpKind::QuantizeLinear, {&x, &s2, nullptr}, LiteralAttrs({{"axis", -1}})),
                {0, 0, 4, 2, 30, 15});
-  auto a = parse(OpKind::QuantizeLinear, LqAttrs({{"axis", -1}}), typesOf({&x, &s2, nullptr}));
+  auto a =
+      parseAttrs(OpKind::QuantizeLinear, LiteralAttrs({{"axis", -1}}), typesOf({&x, &s2, nullptr}));
   EXPECT_EQ(static_cast<const QuantizeLinearAttrs&>(*a).axis, 2);
 }
 
@@ -283,23 +176,23 @@ TEST(OpsQuantize, Dequantize) {
 }
 
 TEST(OpsQuantize, QuantizeDiagnostics) {
-  auto q = [](Types in, LqAttrs a = {}, int opset = 18) {
-    return errorOf([&] { typesFor(OpKind::QuantizeLinear, in, a, opset); });
+  auto q = [](Types in, LiteralAttrs a = {}, int opset = 18) {
+    return errorOf([&] { parseAndInfer(OpKind::QuantizeLinear, in, a, opset); });
   };
   Types perAxis{tt(DType::F32, {2, 3}), tt(DType::F32, {3}), tt(DType::U8, {3})};
   // The default axis is 1, so a [3] scale matches x [2, 3]; a [2] scale does not.
-  EXPECT_NO_THROW(typesFor(OpKind::QuantizeLinear, perAxis));
+  EXPECT_NO_THROW(parseAndInfer(OpKind::QuantizeLinear, perAxis));
   EXPECT_EQ(q({tt(DType::F32, {2, 3}), tt(DType::F32, {2})}), ErrorKind::InvalidModel);
-  EXPECT_EQ(q(perAxis, LqAttrs({{"axis", 2}})), ErrorKind::InvalidModel); // out of range
-  EXPECT_EQ(q(perAxis, {}, 10), ErrorKind::InvalidModel);                 // before opset 13
+  EXPECT_EQ(q(perAxis, LiteralAttrs({{"axis", 2}})), ErrorKind::InvalidModel); // out of range
+  EXPECT_EQ(q(perAxis, {}, 10), ErrorKind::InvalidModel);                      // before opset 13
   EXPECT_EQ(q({tt(DType::F32, {3}), tt(DType::F32, {}), tt(DType::I32, {})}),
             ErrorKind::Unsupported); // quantized type
   EXPECT_EQ(q({tt(DType::U8, {3}), tt(DType::F32, {})}), ErrorKind::Unsupported);
   EXPECT_EQ(q({tt(DType::F32, {3}), tt(DType::I32, {})}), ErrorKind::Unsupported); // scale type
-  EXPECT_EQ(
-      q({tt(DType::F32, {2, 3}), tt(DType::F32, {3}), tt(DType::U8, {})}, LqAttrs({{"axis", 1}})),
-      ErrorKind::InvalidModel); // zero point shape differs from scale
-  auto dq = [](Types in) { return errorOf([&] { typesFor(OpKind::DequantizeLinear, in); }); };
+  EXPECT_EQ(q({tt(DType::F32, {2, 3}), tt(DType::F32, {3}), tt(DType::U8, {})},
+              LiteralAttrs({{"axis", 1}})),
+            ErrorKind::InvalidModel); // zero point shape differs from scale
+  auto dq = [](Types in) { return errorOf([&] { parseAndInfer(OpKind::DequantizeLinear, in); }); };
   EXPECT_EQ(dq({tt(DType::F32, {3}), tt(DType::F32, {})}), ErrorKind::Unsupported);
   EXPECT_EQ(dq({tt(DType::U8, {3}), tt(DType::F32, {}), tt(DType::I8, {})}),
             ErrorKind::InvalidModel);
@@ -307,16 +200,16 @@ TEST(OpsQuantize, QuantizeDiagnostics) {
 
 TEST(OpsQuantize, DynamicQuantizeLinear) {
   Tensor x = vec<float>({6}, {0, 2, -3, -2.5f, 1.34f, 0.5f});
-  auto outs = runAll(OpKind::DynamicQuantizeLinear, {&x}, {}, 11, 3);
+  auto outs = runNode(OpKind::DynamicQuantizeLinear, {&x}, {}, 11, 3).outs;
   expectValues(outs[0], {153, 255, 0, 26, 221, 179});
   EXPECT_NEAR(outs[1].getDouble(0), 5.0 / 255.0, 1e-7);
   EXPECT_EQ(outs[2].getInt(0), 153);
   // All zeros: scale 1, zero point 0.
   Tensor z(DType::F32, {2});
-  auto zo = runAll(OpKind::DynamicQuantizeLinear, {&z}, {}, 11, 3);
+  auto zo = runNode(OpKind::DynamicQuantizeLinear, {&z}, {}, 11, 3).outs;
   EXPECT_EQ(zo[1].getDouble(0), 1.0);
   EXPECT_EQ(zo[2].getInt(0), 0);
-  EXPECT_EQ(errorOf([] { typesFor(OpKind::DynamicQuantizeLinear, {tt(DType::F64, {2})}); }),
+  EXPECT_EQ(errorOf([] { parseAndInfer(OpKind::DynamicQuantizeLinear, {tt(DType::F64, {2})}); }),
             ErrorKind::Unsupported);
 }
 
@@ -345,16 +238,16 @@ TEST(OpsQuantize, MatMulInteger) {
   EXPECT_EQ(Y3.shape(), (Shape{2, 1, 1}));
   expectValues(Y3, {16384 + 254, -130});
   EXPECT_EQ(errorOf([] {
-              typesFor(OpKind::MatMulInteger, {tt(DType::F32, {2, 3}), tt(DType::U8, {3, 2})});
+              parseAndInfer(OpKind::MatMulInteger, {tt(DType::F32, {2, 3}), tt(DType::U8, {3, 2})});
             }),
             ErrorKind::Unsupported);
   EXPECT_EQ(errorOf([] {
-              typesFor(OpKind::MatMulInteger, {tt(DType::U8, {2, 3}), tt(DType::U8, {2, 2})});
+              parseAndInfer(OpKind::MatMulInteger, {tt(DType::U8, {2, 3}), tt(DType::U8, {2, 2})});
             }),
             ErrorKind::InvalidModel);
   EXPECT_EQ(errorOf([] {
-              typesFor(OpKind::MatMulInteger,
-                       {tt(DType::U8, {2, 3}), tt(DType::U8, {3, 2}), tt(DType::U8, {3})});
+              parseAndInfer(OpKind::MatMulInteger,
+                            {tt(DType::U8, {2, 3}), tt(DType::U8, {3, 2}), tt(DType::U8, {3})});
             }),
             ErrorKind::InvalidModel); // a per-row zero point needs M = 2 elements
 }
@@ -379,11 +272,11 @@ TEST(OpsQuantize, QLinearMatMul) {
                {168, 115, 255, 1, 66, 151});
   Types bad = typesOf({&a, &as, &azp, &b, &bs, &bzp, &ys, &yzp});
   bad[4] = tt(DType::F32, {4}); // b_scale must be per tensor or [N = 3]
-  EXPECT_EQ(errorOf([&] { typesFor(OpKind::QLinearMatMul, bad, {}, 10); }),
+  EXPECT_EQ(errorOf([&] { parseAndInfer(OpKind::QLinearMatMul, bad, {}, 10); }),
             ErrorKind::InvalidModel);
   bad = typesOf({&a, &as, &azp, &b, &bs, &bzp, &ys, &yzp});
   bad[2] = tt(DType::I8, {1}); // a_zero_point type differs from a
-  EXPECT_EQ(errorOf([&] { typesFor(OpKind::QLinearMatMul, bad, {}, 10); }),
+  EXPECT_EQ(errorOf([&] { parseAndInfer(OpKind::QLinearMatMul, bad, {}, 10); }),
             ErrorKind::InvalidModel);
 }
 
@@ -392,34 +285,35 @@ TEST(OpsQuantize, ConvInteger) {
   Tensor x = vec<uint8_t>({1, 1, 3, 3}, {2, 3, 4, 5, 6, 7, 8, 9, 10});
   Tensor xzp = Tensor::scalar<uint8_t>(1);
   Tensor w = vec<uint8_t>({1, 1, 2, 2}, {1, 1, 1, 1});
-  Tensor y =
-      run(OpKind::ConvInteger, {&x, &w, &xzp, nullptr}, LqAttrs({{"pads", Ints{1, 1, 1, 1}}}), 10);
+  Tensor y = run(OpKind::ConvInteger, {&x, &w, &xzp, nullptr},
+                 LiteralAttrs({{"pads", Ints{1, 1, 1, 1}}}), 10);
   EXPECT_EQ(y.dtype(), DType::I32);
   EXPECT_EQ(y.shape(), (Shape{1, 1, 4, 4}));
   expectValues(y, {1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9});
   expectValues(run(OpKind::ConvInteger, {&x, &w, &xzp, nullptr}, {}, 10), {12, 16, 24, 28});
   // auto_pad resolves into explicit pads in ConvAttrs.
-  auto a = parse(OpKind::ConvInteger, LqAttrs({{"auto_pad", std::string("SAME_UPPER")}}),
-                 typesOf({&x, &w, &xzp, nullptr}), 10);
+  auto a = parseAttrs(OpKind::ConvInteger, LiteralAttrs({{"auto_pad", "SAME_UPPER"}}),
+                      typesOf({&x, &w, &xzp, nullptr}), 10);
   EXPECT_EQ(static_cast<const ConvAttrs&>(*a).pads, (Ints{0, 0, 1, 1}));
   // Per-output-channel w zero point, two groups.
   Tensor x2 = vec<int8_t>({1, 2, 1, 2}, {1, 2, 3, 4});
   Tensor w2 = vec<int8_t>({2, 1, 1, 1}, {5, -5});
   Tensor wzp = vec<int8_t>({2}, {1, -1});
-  expectValues(run(OpKind::ConvInteger, {&x2, &w2, nullptr, &wzp}, LqAttrs({{"group", 2}}), 10),
-               {4, 8, -12, -16});
+  expectValues(
+      run(OpKind::ConvInteger, {&x2, &w2, nullptr, &wzp}, LiteralAttrs({{"group", 2}}), 10),
+      {4, 8, -12, -16});
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::ConvInteger, {x.type(), w.type(), tt(DType::U8, {2}), std::nullopt},
-                       {}, 10);
+              parseAndInfer(OpKind::ConvInteger,
+                            {x.type(), w.type(), tt(DType::U8, {2}), std::nullopt}, {}, 10);
             }),
             ErrorKind::InvalidModel); // x zero point must be per tensor
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::ConvInteger, {x.type(), tt(DType::U8, {1, 2, 2, 2})}, {}, 10);
+              parseAndInfer(OpKind::ConvInteger, {x.type(), tt(DType::U8, {1, 2, 2, 2})}, {}, 10);
             }),
             ErrorKind::InvalidModel); // channels
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::ConvInteger, {x.type(), w.type()},
-                       LqAttrs({{"kernel_shape", Ints{3}}}), 10);
+              parseAndInfer(OpKind::ConvInteger, {x.type(), w.type()},
+                            LiteralAttrs({{"kernel_shape", Ints{3}}}), 10);
             }),
             ErrorKind::InvalidModel);
 }
@@ -442,12 +336,15 @@ TEST(OpsQuantize, QLinearConv) {
   expectValues(y, {5, 7, 9, 11, 5, 4, 3, 2});
   Types bad = typesOf({&x, &xs, &xzp, &w, &ws, &wzp, &ys, &yzp, &B});
   bad[8] = tt(DType::I32, {3});
-  EXPECT_EQ(errorOf([&] { typesFor(OpKind::QLinearConv, bad, {}, 10); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(errorOf([&] { parseAndInfer(OpKind::QLinearConv, bad, {}, 10); }),
+            ErrorKind::InvalidModel);
   bad[8] = tt(DType::F32, {2});
-  EXPECT_EQ(errorOf([&] { typesFor(OpKind::QLinearConv, bad, {}, 10); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(errorOf([&] { parseAndInfer(OpKind::QLinearConv, bad, {}, 10); }),
+            ErrorKind::InvalidModel);
   bad = typesOf({&x, &xs, &xzp, &w, &ws, &wzp, &ys, &yzp, &B});
   bad[7] = tt(DType::I32, {});
-  EXPECT_EQ(errorOf([&] { typesFor(OpKind::QLinearConv, bad, {}, 10); }), ErrorKind::Unsupported);
+  EXPECT_EQ(errorOf([&] { parseAndInfer(OpKind::QLinearConv, bad, {}, 10); }),
+            ErrorKind::Unsupported);
 }
 
 } // namespace

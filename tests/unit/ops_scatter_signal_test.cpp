@@ -1,5 +1,6 @@
 // Unit tests of the Scatter and Signal op families: attribute parsing (shape operands resolved
 // into attributes), shape rules with their diagnostics, and reference-kernel numerics.
+#include "OpTestUtil.h"
 #include "ir/OpDef.h"
 #include "ir/ops/Scatter.h"
 #include "ir/ops/Signal.h"
@@ -7,137 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <map>
 #include <numbers>
-#include <variant>
 
 using namespace triad;
 using namespace triad::ir;
+using namespace triad::optest;
 
 namespace {
-
-using AttrValue =
-    std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>, Tensor>;
-
-// An AttrReader over a literal map, standing in for the ONNX frontend.
-class FakeAttrs : public AttrReader {
-public:
-  FakeAttrs(std::initializer_list<std::pair<const std::string, AttrValue>> l = {}) : m_(l) {}
-  bool has(std::string_view n) const override { return m_.count(std::string(n)) != 0; }
-  template <typename T> std::optional<T> get(std::string_view n) const {
-    auto it = m_.find(std::string(n));
-    if (it == m_.end()) return std::nullopt;
-    if (auto* v = std::get_if<T>(&it->second)) return *v;
-    fail(ErrorKind::InvalidModel, "attribute '{}' has the wrong type", n);
-  }
-  std::optional<int64_t> getInt(std::string_view n) const override { return get<int64_t>(n); }
-  std::optional<float> getFloat(std::string_view n) const override { return get<float>(n); }
-  std::optional<std::string> getString(std::string_view n) const override {
-    return get<std::string>(n);
-  }
-  std::optional<std::vector<int64_t>> getInts(std::string_view n) const override {
-    return get<std::vector<int64_t>>(n);
-  }
-  std::optional<std::vector<float>> getFloats(std::string_view n) const override {
-    return get<std::vector<float>>(n);
-  }
-  std::optional<Tensor> getTensor(std::string_view n) const override { return get<Tensor>(n); }
-  std::vector<std::string> names() const override {
-    std::vector<std::string> v;
-    for (auto& [k, _] : m_)
-      v.push_back(k);
-    return v;
-  }
-  using AttrReader::getFloat;
-  using AttrReader::getInt;
-  using AttrReader::getString;
-
-private:
-  std::map<std::string, AttrValue> m_;
-};
-
-struct NodeRun {
-  std::shared_ptr<const Attrs> attrs;
-  std::vector<TensorType> types;
-  std::vector<Tensor> outs;
-};
-
-// Imports one node like the frontend does: every ONNX input is known (constant) at parse time,
-// shape operands are then dropped (and trailing absent inputs); infers and evaluates.
-NodeRun runNode(OpKind k, const std::vector<const Tensor*>& onnxInputs, const FakeAttrs& attrs = {},
-                int opset = 18, int numOutputs = 1, bool eval = true) {
-  const OpDef& d = opDef(k);
-  std::vector<std::optional<TensorType>> types;
-  for (auto* t : onnxInputs)
-    types.push_back(t ? std::optional(t->type()) : std::nullopt);
-  NodeRun r;
-  r.attrs = d.parse ? d.parse(ParseContext{attrs, opset, onnxInputs, types, numOutputs})
-                    : std::make_shared<NoAttrs>();
-  std::vector<std::optional<TensorType>> irTypes;
-  std::vector<const Tensor*> irInputs;
-  for (size_t i = 0; i < onnxInputs.size(); ++i)
-    if (!d.isShapeOperand(int(i))) {
-      irTypes.push_back(types[i]);
-      irInputs.push_back(onnxInputs[i]);
-    }
-  while (!irInputs.empty() && !irInputs.back()) {
-    irInputs.pop_back();
-    irTypes.pop_back();
-  }
-  std::vector<const Tensor*> noConsts(irInputs.size(), nullptr);
-  r.types = d.infer(InferContext{*r.attrs, irTypes, noConsts});
-  if (!eval) return r;
-  for (int i = 0; i < numOutputs; ++i)
-    r.outs.emplace_back(r.types[size_t(i)]);
-  d.eval(EvalContext{*r.attrs, irInputs, r.outs});
-  return r;
-}
-
-Tensor run1(OpKind k, const std::vector<const Tensor*>& in, const FakeAttrs& attrs = {},
-            int opset = 18) {
-  return runNode(k, in, attrs, opset).outs.at(0);
-}
-
-ErrorKind errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  return ErrorKind::Internal; // no error: the tests expect one
-}
-
-Tensor f32(Shape s, std::vector<float> v) {
-  return Tensor::fromVector<float>(std::move(s), v);
-}
-Tensor i64(Shape s, std::vector<int64_t> v) {
-  return Tensor::fromVector<int64_t>(std::move(s), v);
-}
-Tensor i32(Shape s, std::vector<int32_t> v) {
-  return Tensor::fromVector<int32_t>(std::move(s), v);
-}
-Tensor boolT(Shape s, std::vector<bool> v) {
-  return Tensor::fromVector<bool>(std::move(s), v);
-}
-Tensor iota(Shape s) {
-  std::vector<float> v(static_cast<size_t>(numElements(s)));
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = float(i);
-  return f32(std::move(s), v);
-}
-template <typename T> std::vector<T> vals(const Tensor& t) {
-  auto s = t.values<T>();
-  return {s.begin(), s.end()};
-}
-std::vector<double> dvals(const Tensor& t) {
-  return t.toDoubleVector();
-}
-
-void expectNear(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
-}
 
 // ---- Scatter family ----------------------------------------------------------------------------
 
@@ -145,13 +22,14 @@ TEST(ScatterOps, ScatterElementsAxisAndNegativeIndices) {
   Tensor data = f32({1, 5}, {1, 2, 3, 4, 5});
   Tensor idx = i64({1, 2}, {1, -2});
   Tensor upd = f32({1, 2}, {1.1f, 2.1f});
-  Tensor y = run1(OpKind::ScatterElements, {&data, &idx, &upd}, FakeAttrs({{"axis", int64_t(1)}}));
+  Tensor y =
+      run(OpKind::ScatterElements, {&data, &idx, &upd}, LiteralAttrs({{"axis", int64_t(1)}}));
   EXPECT_EQ(vals<float>(y), (std::vector<float>{1, 1.1f, 3, 2.1f, 5}));
   // Default axis 0, int32 indices.
   Tensor d2 = f32({3, 3}, std::vector<float>(9, 0));
   Tensor i2 = i32({2, 3}, {1, 0, 2, 0, 2, 1});
   Tensor u2 = f32({2, 3}, {1, 1.1f, 1.2f, 2, 2.1f, 2.2f});
-  EXPECT_EQ(vals<float>(run1(OpKind::ScatterElements, {&d2, &i2, &u2})),
+  EXPECT_EQ(vals<float>(run(OpKind::ScatterElements, {&d2, &i2, &u2})),
             (std::vector<float>{2, 1.1f, 0, 1, 0, 2.2f, 0, 2.1f, 1.2f}));
 }
 
@@ -159,25 +37,25 @@ TEST(ScatterOps, ScatterElementsReductions) {
   Tensor data = f32({1, 5}, {1, 2, 3, 4, 5});
   Tensor idx = i64({1, 3}, {1, 1, 3});
   Tensor upd = f32({1, 3}, {1.5f, 3.0f, 0.5f});
-  auto run = [&](const char* r) {
-    return vals<float>(run1(OpKind::ScatterElements, {&data, &idx, &upd},
-                            FakeAttrs({{"axis", int64_t(1)}, {"reduction", std::string(r)}})));
+  auto reduce = [&](const char* r) {
+    return vals<float>(run(OpKind::ScatterElements, {&data, &idx, &upd},
+                           LiteralAttrs({{"axis", int64_t(1)}, {"reduction", std::string(r)}})));
   };
-  EXPECT_EQ(run("add"), (std::vector<float>{1, 6.5f, 3, 4.5f, 5}));
-  EXPECT_EQ(run("mul"), (std::vector<float>{1, 9, 3, 2, 5}));
-  EXPECT_EQ(run("max"), (std::vector<float>{1, 3, 3, 4, 5}));
-  EXPECT_EQ(run("min"), (std::vector<float>{1, 1.5f, 3, 0.5f, 5}));
-  EXPECT_EQ(run("none"), (std::vector<float>{1, 3, 3, 0.5f, 5})); // last duplicate wins
+  EXPECT_EQ(reduce("add"), (std::vector<float>{1, 6.5f, 3, 4.5f, 5}));
+  EXPECT_EQ(reduce("mul"), (std::vector<float>{1, 9, 3, 2, 5}));
+  EXPECT_EQ(reduce("max"), (std::vector<float>{1, 3, 3, 4, 5}));
+  EXPECT_EQ(reduce("min"), (std::vector<float>{1, 1.5f, 3, 0.5f, 5}));
+  EXPECT_EQ(reduce("none"), (std::vector<float>{1, 3, 3, 0.5f, 5})); // last duplicate wins
   // max/min exist from opset 18 only.
   EXPECT_EQ(errorOf([&] {
               runNode(OpKind::ScatterElements, {&data, &idx, &upd},
-                      FakeAttrs({{"axis", int64_t(1)}, {"reduction", std::string("max")}}), 16);
+                      LiteralAttrs({{"axis", int64_t(1)}, {"reduction", "max"}}), 16);
             }),
             ErrorKind::Unsupported);
   // Integer data.
   Tensor di = i64({4}, {1, 2, 3, 4}), ii = i64({2}, {0, 0}), ui = i64({2}, {10, 20});
-  EXPECT_EQ(vals<int64_t>(run1(OpKind::ScatterElements, {&di, &ii, &ui},
-                               FakeAttrs({{"reduction", std::string("add")}}))),
+  EXPECT_EQ(vals<int64_t>(run(OpKind::ScatterElements, {&di, &ii, &ui},
+                              LiteralAttrs({{"reduction", "add"}}))),
             (std::vector<int64_t>{31, 2, 3, 4}));
 }
 
@@ -197,7 +75,7 @@ TEST(ScatterOps, ScatterElementsDiagnostics) {
             ErrorKind::InvalidModel);
   EXPECT_EQ(
       errorOf([&] {
-        runNode(OpKind::ScatterElements, {&data, &idx, &upd}, FakeAttrs({{"axis", int64_t(2)}}));
+        runNode(OpKind::ScatterElements, {&data, &idx, &upd}, LiteralAttrs({{"axis", int64_t(2)}}));
       }),
       ErrorKind::InvalidModel);
   Tensor far = i64({2, 2}, {0, 5, 1, 0});
@@ -211,7 +89,7 @@ TEST(ScatterOps, DeprecatedScatterIsScatterElements) {
   Tensor data = f32({1, 5}, {1, 2, 3, 4, 5});
   Tensor idx = i64({1, 2}, {1, 3});
   Tensor upd = f32({1, 2}, {1.1f, 2.1f});
-  Tensor y = run1(OpKind::Scatter, {&data, &idx, &upd}, FakeAttrs({{"axis", int64_t(1)}}), 10);
+  Tensor y = run(OpKind::Scatter, {&data, &idx, &upd}, LiteralAttrs({{"axis", int64_t(1)}}), 10);
   EXPECT_EQ(vals<float>(y), (std::vector<float>{1, 1.1f, 3, 2.1f, 5}));
 }
 
@@ -223,7 +101,7 @@ TEST(ScatterOps, ScatterNDSlicesAndReductions) {
   for (size_t i = 0; i < u.size(); ++i)
     u[i] = 100.0f + float(i);
   Tensor upd = f32({2, 4, 4}, u);
-  std::vector<float> y = vals<float>(run1(OpKind::ScatterND, {&data, &idx, &upd}));
+  std::vector<float> y = vals<float>(run(OpKind::ScatterND, {&data, &idx, &upd}));
   EXPECT_EQ(y[0], 100.0f);
   EXPECT_EQ(y[16], 16.0f);
   EXPECT_EQ(y[32], 116.0f);
@@ -232,12 +110,12 @@ TEST(ScatterOps, ScatterNDSlicesAndReductions) {
   Tensor d1 = f32({2, 2}, {1, 2, 3, 4});
   Tensor i1 = i64({3, 2}, {0, 0, -2, 0, 1, -1});
   Tensor u1 = f32({3}, {10, 20, 30});
-  EXPECT_EQ(vals<float>(run1(OpKind::ScatterND, {&d1, &i1, &u1},
-                             FakeAttrs({{"reduction", std::string("add")}}))),
-            (std::vector<float>{31, 2, 3, 34}));
-  EXPECT_EQ(vals<float>(run1(OpKind::ScatterND, {&d1, &i1, &u1},
-                             FakeAttrs({{"reduction", std::string("min")}}))),
-            (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(
+      vals<float>(run(OpKind::ScatterND, {&d1, &i1, &u1}, LiteralAttrs({{"reduction", "add"}}))),
+      (std::vector<float>{31, 2, 3, 34}));
+  EXPECT_EQ(
+      vals<float>(run(OpKind::ScatterND, {&d1, &i1, &u1}, LiteralAttrs({{"reduction", "min"}}))),
+      (std::vector<float>{1, 2, 3, 4}));
 }
 
 TEST(ScatterOps, ScatterNDDiagnostics) {
@@ -270,21 +148,21 @@ TEST(ScatterOps, ScatterNDDiagnostics) {
 TEST(ScatterOps, CompressAxisAndFlattened) {
   Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
   Tensor c0 = boolT({3}, {false, true, true});
-  NodeRun r = runNode(OpKind::Compress, {&x, &c0}, FakeAttrs({{"axis", int64_t(0)}}));
+  NodeRun r = runNode(OpKind::Compress, {&x, &c0}, LiteralAttrs({{"axis", int64_t(0)}}));
   EXPECT_EQ(r.types[0].shape, (Shape{2, 2}));
   EXPECT_EQ(dynamic_cast<const CompressAttrs&>(*r.attrs).selected, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(vals<float>(r.outs[0]), (std::vector<float>{3, 4, 5, 6}));
   Tensor c1 = boolT({2}, {false, true});
-  EXPECT_EQ(vals<float>(run1(OpKind::Compress, {&x, &c1}, FakeAttrs({{"axis", int64_t(-1)}}))),
+  EXPECT_EQ(vals<float>(run(OpKind::Compress, {&x, &c1}, LiteralAttrs({{"axis", int64_t(-1)}}))),
             (std::vector<float>{2, 4, 6}));
   // No axis: flattened; a condition shorter than the input drops the rest.
   Tensor c2 = boolT({5}, {false, true, false, false, true});
-  Tensor y = run1(OpKind::Compress, {&x, &c2});
+  Tensor y = run(OpKind::Compress, {&x, &c2});
   EXPECT_EQ(y.shape(), (Shape{2}));
   EXPECT_EQ(vals<float>(y), (std::vector<float>{2, 5}));
   // Nothing selected: an empty output.
   Tensor none = boolT({3}, {false, false, false});
-  EXPECT_EQ(run1(OpKind::Compress, {&x, &none}, FakeAttrs({{"axis", int64_t(0)}})).shape(),
+  EXPECT_EQ(run(OpKind::Compress, {&x, &none}, LiteralAttrs({{"axis", int64_t(0)}})).shape(),
             (Shape{0, 2}));
 }
 
@@ -292,14 +170,14 @@ TEST(ScatterOps, CompressDiagnostics) {
   Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
   Tensor tooLong = boolT({4}, {false, false, false, true});
   EXPECT_EQ(errorOf([&] {
-              runNode(OpKind::Compress, {&x, &tooLong}, FakeAttrs({{"axis", int64_t(0)}}));
+              runNode(OpKind::Compress, {&x, &tooLong}, LiteralAttrs({{"axis", int64_t(0)}}));
             }),
             ErrorKind::InvalidModel);
   Tensor notBool = i64({3}, {0, 1, 1});
   EXPECT_EQ(errorOf([&] { runNode(OpKind::Compress, {&x, &notBool}); }), ErrorKind::InvalidModel);
   Tensor c = boolT({2}, {true, true});
   EXPECT_EQ(errorOf([&] {
-              runNode(OpKind::Compress, {&x, &c}, FakeAttrs({{"axis", int64_t(2)}}));
+              runNode(OpKind::Compress, {&x, &c}, LiteralAttrs({{"axis", int64_t(2)}}));
             }),
             ErrorKind::InvalidModel);
 }
@@ -307,19 +185,19 @@ TEST(ScatterOps, CompressDiagnostics) {
 TEST(ScatterOps, TopKLargestSmallestAndTies) {
   Tensor x = f32({2, 4}, {1, 3, 3, 2, 5, 4, 6, 4});
   Tensor k = i64({1}, {3});
-  NodeRun r = runNode(OpKind::TopK, {&x, &k}, FakeAttrs({{"axis", int64_t(-1)}}), 11, 2);
+  NodeRun r = runNode(OpKind::TopK, {&x, &k}, LiteralAttrs({{"axis", int64_t(-1)}}), 11, 2);
   EXPECT_EQ(r.types[0].shape, (Shape{2, 3}));
   EXPECT_EQ(r.types[1].dtype, DType::I64);
   EXPECT_EQ(vals<float>(r.outs[0]), (std::vector<float>{3, 3, 2, 6, 5, 4}));
   EXPECT_EQ(vals<int64_t>(r.outs[1]),
             (std::vector<int64_t>{1, 2, 3, 2, 0, 1})); // ties: lower first
-  NodeRun s = runNode(OpKind::TopK, {&x, &k}, FakeAttrs({{"largest", int64_t(0)}}), 11, 2);
+  NodeRun s = runNode(OpKind::TopK, {&x, &k}, LiteralAttrs({{"largest", int64_t(0)}}), 11, 2);
   EXPECT_EQ(vals<float>(s.outs[0]), (std::vector<float>{1, 2, 3, 4, 4, 5}));
   EXPECT_EQ(vals<int64_t>(s.outs[1]), (std::vector<int64_t>{0, 3, 1, 1, 3, 0}));
   // Axis 0 of a 3-D int tensor; NaN ranks first among the largest.
   Tensor xi = Tensor::fromVector<int32_t>({3, 1, 2}, {5, 1, 7, 9, 6, 3});
   Tensor k1 = i64({1}, {1});
-  NodeRun t = runNode(OpKind::TopK, {&xi, &k1}, FakeAttrs({{"axis", int64_t(0)}}), 11, 2);
+  NodeRun t = runNode(OpKind::TopK, {&xi, &k1}, LiteralAttrs({{"axis", int64_t(0)}}), 11, 2);
   EXPECT_EQ(vals<int32_t>(t.outs[0]), (std::vector<int32_t>{7, 9}));
   EXPECT_EQ(vals<int64_t>(t.outs[1]), (std::vector<int64_t>{1, 1}));
   Tensor xn = f32({3}, {1, NAN, 2});
@@ -327,8 +205,9 @@ TEST(ScatterOps, TopKLargestSmallestAndTies) {
   EXPECT_EQ(vals<int64_t>(runNode(OpKind::TopK, {&xn, &k2}, {}, 11, 2).outs[1]),
             (std::vector<int64_t>{1, 2}));
   // Opset 1: k is an attribute.
-  EXPECT_EQ(vals<float>(runNode(OpKind::TopK, {&x}, FakeAttrs({{"k", int64_t(1)}}), 1, 2).outs[0]),
-            (std::vector<float>{3, 6}));
+  EXPECT_EQ(
+      vals<float>(runNode(OpKind::TopK, {&x}, LiteralAttrs({{"k", int64_t(1)}}), 1, 2).outs[0]),
+      (std::vector<float>{3, 6}));
 }
 
 TEST(ScatterOps, TopKDiagnostics) {
@@ -345,7 +224,7 @@ TEST(ScatterOps, TopKDiagnostics) {
             ErrorKind::InvalidModel);
   Tensor k = i64({1}, {1});
   EXPECT_EQ(errorOf([&] {
-              runNode(OpKind::TopK, {&x, &k}, FakeAttrs({{"axis", int64_t(2)}}), 11, 2);
+              runNode(OpKind::TopK, {&x, &k}, LiteralAttrs({{"axis", int64_t(2)}}), 11, 2);
             }),
             ErrorKind::InvalidModel);
   Tensor b = boolT({2}, {true, false});
@@ -356,15 +235,15 @@ TEST(ScatterOps, ReverseSequence) {
   // ONNX example 1: time_axis 0, batch_axis 1.
   Tensor x = f32({4, 4}, {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15});
   Tensor lens = i64({4}, {4, 3, 2, 1});
-  Tensor y = run1(OpKind::ReverseSequence, {&x, &lens},
-                  FakeAttrs({{"time_axis", int64_t(0)}, {"batch_axis", int64_t(1)}}), 10);
+  Tensor y = run(OpKind::ReverseSequence, {&x, &lens},
+                 LiteralAttrs({{"time_axis", int64_t(0)}, {"batch_axis", int64_t(1)}}), 10);
   EXPECT_EQ(vals<float>(y),
             (std::vector<float>{3, 6, 9, 12, 2, 5, 8, 13, 1, 4, 10, 14, 0, 7, 11, 15}));
   // Rank 3, batch_axis 0, trailing feature dim moves with its time step.
   Tensor x3 = iota({2, 3, 2});
   Tensor l3 = i64({2}, {3, 0});
-  Tensor y3 = run1(OpKind::ReverseSequence, {&x3, &l3},
-                   FakeAttrs({{"time_axis", int64_t(1)}, {"batch_axis", int64_t(0)}}), 10);
+  Tensor y3 = run(OpKind::ReverseSequence, {&x3, &l3},
+                  LiteralAttrs({{"time_axis", int64_t(1)}, {"batch_axis", int64_t(0)}}), 10);
   EXPECT_EQ(vals<float>(y3), (std::vector<float>{4, 5, 2, 3, 0, 1, 6, 7, 8, 9, 10, 11}));
 }
 
@@ -373,7 +252,7 @@ TEST(ScatterOps, ReverseSequenceDiagnostics) {
   Tensor lens = i64({3}, {1, 1, 1});
   EXPECT_EQ(errorOf([&] {
               runNode(OpKind::ReverseSequence, {&x, &lens},
-                      FakeAttrs({{"time_axis", int64_t(1)}, {"batch_axis", int64_t(1)}}), 10);
+                      LiteralAttrs({{"time_axis", int64_t(1)}, {"batch_axis", int64_t(1)}}), 10);
             }),
             ErrorKind::InvalidModel);
   Tensor wrongLen = i64({2}, {1, 1}); // batch (axis 1) has 3 entries
@@ -391,9 +270,9 @@ TEST(ScatterOps, ReverseSequenceDiagnostics) {
 TEST(ScatterOps, MaxUnpool) {
   Tensor x = f32({1, 1, 2, 2}, {5, 6, 7, 8});
   Tensor i = i64({1, 1, 2, 2}, {5, 7, 13, 15});
-  FakeAttrs k2s2(
+  LiteralAttrs k2s2(
       {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
-  Tensor y = run1(OpKind::MaxUnpool, {&x, &i}, k2s2, 11);
+  Tensor y = run(OpKind::MaxUnpool, {&x, &i}, k2s2, 11);
   EXPECT_EQ(y.shape(), (Shape{1, 1, 4, 4}));
   EXPECT_EQ(vals<float>(y), (std::vector<float>{0, 0, 0, 0, 0, 5, 0, 6, 0, 0, 0, 0, 0, 7, 0, 8}));
   // output_shape equal to the inferred shape is accepted; a different one is refused because
@@ -408,20 +287,20 @@ TEST(ScatterOps, MaxUnpool) {
             }),
             ErrorKind::Unsupported);
   // Pads shrink the inferred shape: (2 - 1) * 2 - 1 - 0 + 2 = 3.
-  FakeAttrs padded({{"kernel_shape", std::vector<int64_t>{2, 2}},
-                    {"strides", std::vector<int64_t>{2, 2}},
-                    {"pads", std::vector<int64_t>{1, 1, 0, 0}}});
+  LiteralAttrs padded({{"kernel_shape", std::vector<int64_t>{2, 2}},
+                       {"strides", std::vector<int64_t>{2, 2}},
+                       {"pads", std::vector<int64_t>{1, 1, 0, 0}}});
   Tensor i3 = i64({1, 1, 2, 2}, {0, 2, 6, 8});
-  EXPECT_EQ(run1(OpKind::MaxUnpool, {&x, &i3}, padded, 11).shape(), (Shape{1, 1, 3, 3}));
+  EXPECT_EQ(run(OpKind::MaxUnpool, {&x, &i3}, padded, 11).shape(), (Shape{1, 1, 3, 3}));
 }
 
 TEST(ScatterOps, MaxUnpoolDiagnostics) {
   Tensor x = f32({1, 1, 2, 2}, {5, 6, 7, 8});
   Tensor i = i64({1, 1, 2, 2}, {5, 7, 13, 16});
-  FakeAttrs k2s2(
+  LiteralAttrs k2s2(
       {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
   EXPECT_EQ(errorOf([&] { runNode(OpKind::MaxUnpool, {&x, &i}, k2s2, 11); }), ErrorKind::Runtime);
-  FakeAttrs k1d({{"kernel_shape", std::vector<int64_t>{2}}});
+  LiteralAttrs k1d({{"kernel_shape", std::vector<int64_t>{2}}});
   EXPECT_EQ(errorOf([&] {
               runNode(OpKind::MaxUnpool, {&x, &i}, k1d, 11);
             }),
@@ -451,27 +330,27 @@ TEST(SignalOps, Windows) {
   expectNear(dvals(r.outs[0]), {0, 0.5, 1, 0.5}, 1e-7);
   Tensor three = i32({}, {3});
   expectNear(
-      dvals(run1(OpKind::HammingWindow, {&three}, FakeAttrs({{"periodic", int64_t(0)}}), 17)),
+      dvals(run(OpKind::HammingWindow, {&three}, LiteralAttrs({{"periodic", int64_t(0)}}), 17)),
       {4.0 / 46.0, 1.0, 4.0 / 46.0}, 1e-7);
   // Blackman, periodic, as float64.
   Tensor y =
-      run1(OpKind::BlackmanWindow, {&four}, FakeAttrs({{"output_datatype", int64_t(11)}}), 17);
+      run(OpKind::BlackmanWindow, {&four}, LiteralAttrs({{"output_datatype", int64_t(11)}}), 17);
   EXPECT_EQ(y.dtype(), DType::F64);
   expectNear(dvals(y), {0, 0.34, 1, 0.34}, 1e-12);
   Tensor one = i64({}, {1});
-  expectNear(dvals(run1(OpKind::HannWindow, {&one}, FakeAttrs({{"periodic", int64_t(0)}}), 17)),
+  expectNear(dvals(run(OpKind::HannWindow, {&one}, LiteralAttrs({{"periodic", int64_t(0)}}), 17)),
              {1}, 0);
 }
 
 TEST(SignalOps, WindowDiagnostics) {
   Tensor four = i64({}, {4});
   EXPECT_EQ(errorOf([&] {
-              runNode(OpKind::HannWindow, {&four}, FakeAttrs({{"output_datatype", int64_t(16)}}),
+              runNode(OpKind::HannWindow, {&four}, LiteralAttrs({{"output_datatype", int64_t(16)}}),
                       17); // bfloat16
             }),
             ErrorKind::Unsupported);
   EXPECT_EQ(errorOf([&] {
-              runNode(OpKind::HannWindow, {&four}, FakeAttrs({{"output_datatype", int64_t(9)}}),
+              runNode(OpKind::HannWindow, {&four}, LiteralAttrs({{"output_datatype", int64_t(9)}}),
                       17); // bool
             }),
             ErrorKind::InvalidModel);
@@ -482,21 +361,21 @@ TEST(SignalOps, WindowDiagnostics) {
 TEST(SignalOps, DFTRealComplexOnesidedPadded) {
   // [batch 1, n 4, real]: DFT of [1,2,3,4] = [10, -2+2i, -2, -2-2i].
   Tensor x = f32({1, 4, 1}, {1, 2, 3, 4});
-  Tensor y = run1(OpKind::DFT, {&x}, {}, 17);
+  Tensor y = run(OpKind::DFT, {&x}, {}, 17);
   EXPECT_EQ(y.shape(), (Shape{1, 4, 2}));
   expectNear(dvals(y), {10, 0, -2, 2, -2, 0, -2, -2}, 1e-5);
-  Tensor h = run1(OpKind::DFT, {&x}, FakeAttrs({{"onesided", int64_t(1)}}), 17);
+  Tensor h = run(OpKind::DFT, {&x}, LiteralAttrs({{"onesided", int64_t(1)}}), 17);
   EXPECT_EQ(h.shape(), (Shape{1, 3, 2}));
   expectNear(dvals(h), {10, 0, -2, 2, -2, 0}, 1e-5);
   // dft_length 2 truncates, 6 zero-pads.
   Tensor len2 = i64({}, {2});
-  expectNear(dvals(run1(OpKind::DFT, {&x, &len2}, {}, 17)), {3, 0, -1, 0}, 1e-6);
+  expectNear(dvals(run(OpKind::DFT, {&x, &len2}, {}, 17)), {3, 0, -1, 0}, 1e-6);
   Tensor len6 = i64({}, {6});
-  Tensor y6 = run1(OpKind::DFT, {&x, &len6}, {}, 17);
+  Tensor y6 = run(OpKind::DFT, {&x, &len6}, {}, 17);
   EXPECT_EQ(y6.shape(), (Shape{1, 6, 2}));
   EXPECT_NEAR(y6.getDouble(0), 10, 1e-5);
   // Inverse of the complex spectrum gives back the signal.
-  Tensor yi = run1(OpKind::DFT, {&y}, FakeAttrs({{"inverse", int64_t(1)}}), 17);
+  Tensor yi = run(OpKind::DFT, {&y}, LiteralAttrs({{"inverse", int64_t(1)}}), 17);
   expectNear(dvals(yi), {1, 0, 2, 0, 3, 0, 4, 0}, 1e-5);
 }
 
@@ -507,30 +386,30 @@ TEST(SignalOps, DFTAxes) {
   std::vector<double> want = {
       6,  0, 1 + 2 * c + 3 * c, -2 * s + 3 * s, 1 + 2 * c + 3 * c, 2 * s - 3 * s,
       15, 0, 4 + 11 * c,        -5 * s + 6 * s, 4 + 11 * c,        5 * s - 6 * s};
-  expectNear(dvals(run1(OpKind::DFT, {&x}, FakeAttrs({{"axis", int64_t(2)}}), 17)), want, 1e-5);
-  expectNear(dvals(run1(OpKind::DFT, {&x}, FakeAttrs({{"axis", int64_t(-2)}}), 17)), want, 1e-5);
-  Tensor y1 = run1(OpKind::DFT, {&x}, {}, 17); // axis 1: [1+4, 1-4], ...
+  expectNear(dvals(run(OpKind::DFT, {&x}, LiteralAttrs({{"axis", int64_t(2)}}), 17)), want, 1e-5);
+  expectNear(dvals(run(OpKind::DFT, {&x}, LiteralAttrs({{"axis", int64_t(-2)}}), 17)), want, 1e-5);
+  Tensor y1 = run(OpKind::DFT, {&x}, {}, 17); // axis 1: [1+4, 1-4], ...
   expectNear(dvals(y1), {5, 0, 7, 0, 9, 0, -3, 0, -3, 0, -3, 0}, 1e-5);
   // Opset 20: axis is input 2, default -2.
   Tensor ax = i64({}, {1});
-  expectNear(dvals(run1(OpKind::DFT, {&x, nullptr, &ax}, {}, 20)), dvals(y1), 1e-6);
-  expectNear(dvals(run1(OpKind::DFT, {&x}, {}, 20)), want, 1e-5);
+  expectNear(dvals(run(OpKind::DFT, {&x, nullptr, &ax}, {}, 20)), dvals(y1), 1e-6);
+  expectNear(dvals(run(OpKind::DFT, {&x}, {}, 20)), want, 1e-5);
 }
 
 TEST(SignalOps, DFTDiagnostics) {
   Tensor cx = f32({1, 4, 2}, std::vector<float>(8, 0));
   EXPECT_EQ(errorOf([&] {
-              runNode(OpKind::DFT, {&cx}, FakeAttrs({{"onesided", int64_t(1)}}), 17);
+              runNode(OpKind::DFT, {&cx}, LiteralAttrs({{"onesided", int64_t(1)}}), 17);
             }),
             ErrorKind::InvalidModel);
   Tensor x = f32({1, 4, 1}, {1, 2, 3, 4});
   EXPECT_EQ(errorOf([&] {
               runNode(OpKind::DFT, {&x},
-                      FakeAttrs({{"onesided", int64_t(1)}, {"inverse", int64_t(1)}}), 17);
+                      LiteralAttrs({{"onesided", int64_t(1)}, {"inverse", int64_t(1)}}), 17);
             }),
             ErrorKind::Unsupported);
   EXPECT_EQ(errorOf([&] {
-              runNode(OpKind::DFT, {&x}, FakeAttrs({{"axis", int64_t(2)}}), 17);
+              runNode(OpKind::DFT, {&x}, LiteralAttrs({{"axis", int64_t(2)}}), 17);
             }),
             ErrorKind::InvalidModel);
   Tensor three = f32({1, 4, 3}, std::vector<float>(12, 0));
@@ -552,7 +431,8 @@ TEST(SignalOps, STFTMatchesFramewiseDFT) {
   expectNear({y.begin() + 6, y.begin() + 12}, {18, 0, -2, 2, -2, 0}, 1e-5);
   // With a window (its length sets the frame length), two-sided.
   Tensor win = f32({4}, {0, 1, 1, 0});
-  NodeRun w = runNode(OpKind::STFT, {&sig, &step, &win}, FakeAttrs({{"onesided", int64_t(0)}}), 17);
+  NodeRun w =
+      runNode(OpKind::STFT, {&sig, &step, &win}, LiteralAttrs({{"onesided", int64_t(0)}}), 17);
   EXPECT_EQ(w.types[0].shape, (Shape{1, 3, 4, 2}));
   // Frame 0 windowed: [0,1,2,0]: X0 = 3, X1 = -2-1i, X2 = 1, X3 = -2+1i.
   std::vector<double> yw = dvals(w.outs[0]);
@@ -600,7 +480,7 @@ TEST(SignalOps, MelWeightMatrix) {
   Tensor two = i64({}, {2}), d64 = i64({}, {64}), sr2 = i64({}, {1000});
   Tensor lo2 = f32({}, {0}), hi2 = f32({}, {500});
   NodeRun t = runNode(OpKind::MelWeightMatrix, {&two, &d64, &sr2, &lo2, &hi2},
-                      FakeAttrs({{"output_datatype", int64_t(11)}}), 17);
+                      LiteralAttrs({{"output_datatype", int64_t(11)}}), 17);
   const auto& bins = dynamic_cast<const MelWeightMatrixAttrs&>(*t.attrs).bins;
   ASSERT_EQ(bins.size(), 4u);
   EXPECT_EQ(t.outs[0].dtype(), DType::F64);

@@ -2,146 +2,19 @@
 // GroupNormalization, MeanVarianceNormalization, Einsum, Det): attribute parsing with shape
 // operands and opset differences, shape rules with their diagnostics, and reference-kernel
 // numerics checked against hand-computed values or naive loops written here.
+#include "OpTestUtil.h"
 #include "ir/OpDef.h"
 #include "ir/ops/Vision.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <map>
-#include <random>
-#include <variant>
 
 using namespace triad;
 using namespace triad::ir;
+using namespace triad::optest;
 
 namespace {
-
-// An AttrReader over a literal map, standing in for the ONNX frontend.
-using AttrValue =
-    std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>>;
-class VisAttrs : public AttrReader {
-public:
-  VisAttrs(std::map<std::string, AttrValue> m = {}) : m_(std::move(m)) {}
-  bool has(std::string_view n) const override { return m_.count(std::string(n)) != 0; }
-  template <typename T> std::optional<T> get(std::string_view n) const {
-    auto it = m_.find(std::string(n));
-    if (it == m_.end()) return std::nullopt;
-    if (auto* v = std::get_if<T>(&it->second)) return *v;
-    fail(ErrorKind::InvalidModel, "attribute '{}' has the wrong type", n);
-  }
-  std::optional<int64_t> getInt(std::string_view n) const override { return get<int64_t>(n); }
-  std::optional<float> getFloat(std::string_view n) const override { return get<float>(n); }
-  std::optional<std::string> getString(std::string_view n) const override {
-    return get<std::string>(n);
-  }
-  std::optional<std::vector<int64_t>> getInts(std::string_view n) const override {
-    return get<std::vector<int64_t>>(n);
-  }
-  std::optional<std::vector<float>> getFloats(std::string_view n) const override {
-    return get<std::vector<float>>(n);
-  }
-  std::optional<Tensor> getTensor(std::string_view) const override { return std::nullopt; }
-  std::vector<std::string> names() const override {
-    std::vector<std::string> v;
-    for (auto& [k, _] : m_)
-      v.push_back(k);
-    return v;
-  }
-  using AttrReader::getFloat;
-  using AttrReader::getInt;
-  using AttrReader::getString;
-
-private:
-  std::map<std::string, AttrValue> m_;
-};
-
-using Ints = std::vector<int64_t>;
-
-/// A parsed node: its attributes and the IR inputs (ONNX inputs minus shape operands).
-struct Node {
-  std::shared_ptr<const Attrs> attrs;
-  std::vector<const Tensor*> irInputs;
-  std::vector<std::optional<TensorType>> irTypes;
-};
-
-/// Parses a node from its ONNX inputs, passing shape operands as constants as the frontend does.
-Node parseNode(OpKind k, const std::vector<const Tensor*>& onnxInputs, const VisAttrs& attrs,
-               int opset) {
-  const OpDef& d = opDef(k);
-  std::vector<std::optional<TensorType>> types;
-  std::vector<const Tensor*> consts;
-  Node n;
-  for (size_t i = 0; i < onnxInputs.size(); ++i) {
-    const Tensor* t = onnxInputs[i];
-    types.push_back(t ? std::optional(t->type()) : std::nullopt);
-    bool shapeOp = d.isShapeOperand(int(i));
-    consts.push_back(shapeOp ? t : nullptr);
-    if (!shapeOp) {
-      n.irInputs.push_back(t);
-      n.irTypes.push_back(types.back());
-    }
-  }
-  ParseContext ctx{attrs, opset, consts, types};
-  n.attrs = d.parse ? d.parse(ctx) : std::make_shared<NoAttrs>();
-  return n;
-}
-
-std::vector<TensorType> typesFor(OpKind k, const std::vector<const Tensor*>& inputs,
-                                 const VisAttrs& attrs = {}, int opset = 18) {
-  Node n = parseNode(k, inputs, attrs, opset);
-  std::vector<const Tensor*> consts(n.irInputs.size(), nullptr);
-  return opDef(k).infer(InferContext{*n.attrs, n.irTypes, consts});
-}
-
-Tensor run(OpKind k, const std::vector<const Tensor*>& inputs, const VisAttrs& attrs = {},
-           int opset = 18) {
-  Node n = parseNode(k, inputs, attrs, opset);
-  std::vector<const Tensor*> consts(n.irInputs.size(), nullptr);
-  std::vector<Tensor> outs;
-  outs.emplace_back(opDef(k).infer(InferContext{*n.attrs, n.irTypes, consts})[0]);
-  opDef(k).eval(EvalContext{*n.attrs, n.irInputs, outs});
-  return outs[0];
-}
-
-ErrorKind errorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "expected a triad::Error";
-  return ErrorKind::Internal;
-}
-
-Tensor randomTensor(Shape shape, unsigned seed, DType dt = DType::F32) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  Tensor t(dt, std::move(shape));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    t.setDouble(i, dist(rng));
-  return t;
-}
-
-Tensor iota(Shape shape, DType dt = DType::F32) {
-  Tensor t(dt, std::move(shape));
-  for (int64_t i = 0; i < t.numElements(); ++i)
-    t.setDouble(i, double(i));
-  return t;
-}
-
-Tensor floats(Shape shape, const std::vector<float>& v) {
-  return Tensor::fromVector(shape, v);
-}
-Tensor ints(const Ints& v) {
-  return Tensor::fromVector<int64_t>({int64_t(v.size())}, v);
-}
-
-void expectValues(const Tensor& got, const std::vector<double>& want, double tol = 1e-5) {
-  ASSERT_EQ(got.numElements(), int64_t(want.size()));
-  for (int64_t i = 0; i < got.numElements(); ++i)
-    EXPECT_NEAR(got.getDouble(i), want[size_t(i)], tol) << "at element " << i;
-}
 
 // ---------------------------------------------------------------------------------------------
 // GridSample
@@ -152,16 +25,13 @@ TEST(VisionOps, GridSampleShapeAndModes) {
   auto t = typesFor(OpKind::GridSample, {&x, &g}, {}, 16);
   EXPECT_EQ(t[0].shape, (Shape{2, 3, 6, 7}));
   // Opset 20 renamed the modes; the old names are refused there and vice versa.
-  EXPECT_NO_THROW(
-      typesFor(OpKind::GridSample, {&x, &g}, VisAttrs({{"mode", std::string("cubic")}}), 20));
-  EXPECT_EQ(
-      errorOf([&] {
-        typesFor(OpKind::GridSample, {&x, &g}, VisAttrs({{"mode", std::string("cubic")}}), 16);
-      }),
-      ErrorKind::Unsupported);
+  EXPECT_NO_THROW(typesFor(OpKind::GridSample, {&x, &g}, LiteralAttrs({{"mode", "cubic"}}), 20));
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::GridSample, {&x, &g},
-                       VisAttrs({{"padding_mode", std::string("wrap")}}), 16);
+              typesFor(OpKind::GridSample, {&x, &g}, LiteralAttrs({{"mode", "cubic"}}), 16);
+            }),
+            ErrorKind::Unsupported);
+  EXPECT_EQ(errorOf([&] {
+              typesFor(OpKind::GridSample, {&x, &g}, LiteralAttrs({{"padding_mode", "wrap"}}), 16);
             }),
             ErrorKind::Unsupported);
   Tensor badGrid = randomTensor({2, 6, 7, 3}, 1);
@@ -194,7 +64,7 @@ TEST(VisionOps, GridSampleIdentityGridReproducesInput) {
     }
   for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
     Tensor y = run(OpKind::GridSample, {&x, &g},
-                   VisAttrs({{"align_corners", int64_t(1)}, {"mode", std::string(mode)}}), 16);
+                   LiteralAttrs({{"align_corners", int64_t(1)}, {"mode", std::string(mode)}}), 16);
     for (int64_t i = 0; i < x.numElements(); ++i)
       EXPECT_NEAR(y.getDouble(i), x.getDouble(i), 1e-5) << mode << " at " << i;
   }
@@ -202,17 +72,16 @@ TEST(VisionOps, GridSampleIdentityGridReproducesInput) {
 
 TEST(VisionOps, GridSampleBilinearPadding) {
   // X = [[0, 1], [2, 3]]; without align_corners the image spans [-1, 1] edge to edge.
-  Tensor x = floats({1, 1, 2, 2}, {0, 1, 2, 3});
+  Tensor x = f32({1, 1, 2, 2}, {0, 1, 2, 3});
   // Points: center (0,0); far outside (-3,-3) and (3,3).
-  Tensor g = floats({1, 1, 3, 2}, {0, 0, -3, -3, 3, 3});
+  Tensor g = f32({1, 1, 3, 2}, {0, 0, -3, -3, 3, 3});
   expectValues(run(OpKind::GridSample, {&x, &g}, {}, 16), {1.5, 0, 0});
-  expectValues(
-      run(OpKind::GridSample, {&x, &g}, VisAttrs({{"padding_mode", std::string("border")}}), 16),
-      {1.5, 0, 3});
+  expectValues(run(OpKind::GridSample, {&x, &g}, LiteralAttrs({{"padding_mode", "border"}}), 16),
+               {1.5, 0, 3});
   // Reflection: x = ((3 + 1) * 2 - 1) / 2 = 3.5 reflects at 1.5 to -0.5, i.e. the left edge.
-  expectValues(run(OpKind::GridSample, {&x, &g},
-                   VisAttrs({{"padding_mode", std::string("reflection")}}), 16),
-               {1.5, 3, 0});
+  expectValues(
+      run(OpKind::GridSample, {&x, &g}, LiteralAttrs({{"padding_mode", "reflection"}}), 16),
+      {1.5, 3, 0});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,9 +89,9 @@ TEST(VisionOps, GridSampleBilinearPadding) {
 
 TEST(VisionOps, RoiAlignShapeAndDiagnostics) {
   Tensor x = iota({2, 3, 8, 8});
-  Tensor rois = floats({2, 4}, {0, 0, 4, 4, 1, 1, 6, 6});
-  Tensor idx = ints({0, 1});
-  VisAttrs attrs({{"output_height", int64_t(2)}, {"output_width", int64_t(3)}});
+  Tensor rois = f32({2, 4}, {0, 0, 4, 4, 1, 1, 6, 6});
+  Tensor idx = i64({0, 1});
+  LiteralAttrs attrs({{"output_height", int64_t(2)}, {"output_width", int64_t(3)}});
   EXPECT_EQ(typesFor(OpKind::RoiAlign, {&x, &rois, &idx}, attrs, 16)[0].shape, (Shape{2, 3, 2, 3}));
   Tensor idx32 = Tensor::fromVector<int32_t>({2}, {0, 1});
   EXPECT_EQ(errorOf([&] {
@@ -234,12 +103,11 @@ TEST(VisionOps, RoiAlignShapeAndDiagnostics) {
               typesFor(OpKind::RoiAlign, {&x, &rois5, &idx}, attrs, 16);
             }),
             ErrorKind::InvalidModel);
-  EXPECT_EQ(
-      errorOf([&] {
-        typesFor(OpKind::RoiAlign, {&x, &rois, &idx}, VisAttrs({{"mode", std::string("sum")}}), 16);
-      }),
-      ErrorKind::Unsupported);
-  Tensor badIdx = ints({0, 2});
+  EXPECT_EQ(errorOf([&] {
+              typesFor(OpKind::RoiAlign, {&x, &rois, &idx}, LiteralAttrs({{"mode", "sum"}}), 16);
+            }),
+            ErrorKind::Unsupported);
+  Tensor badIdx = i64({0, 2});
   EXPECT_EQ(errorOf([&] {
               run(OpKind::RoiAlign, {&x, &rois, &badIdx}, attrs, 16);
             }),
@@ -254,11 +122,11 @@ TEST(VisionOps, RoiAlignAveragesBilinearSamples) {
   for (int64_t h = 0; h < 4; ++h)
     for (int64_t w = 0; w < 6; ++w)
       x.setDouble(h * 6 + w, double(w));
-  Tensor rois = floats({1, 4}, {0, 0, 4, 4});
-  Tensor idx = ints({0});
-  VisAttrs attrs({{"output_height", int64_t(1)},
-                  {"output_width", int64_t(2)},
-                  {"sampling_ratio", int64_t(2)}});
+  Tensor rois = f32({1, 4}, {0, 0, 4, 4});
+  Tensor idx = i64({0});
+  LiteralAttrs attrs({{"output_height", int64_t(1)},
+                      {"output_width", int64_t(2)},
+                      {"sampling_ratio", int64_t(2)}});
   expectValues(run(OpKind::RoiAlign, {&x, &rois, &idx}, attrs, 16), {0.5, 2.5});
   // Opset 10 (output_half_pixel): no shift; samples at 0.5, 1.5 and 2.5, 3.5.
   expectValues(run(OpKind::RoiAlign, {&x, &rois, &idx}, attrs, 10), {1.0, 3.0});
@@ -269,11 +137,11 @@ TEST(VisionOps, RoiAlignAveragesBilinearSamples) {
 
 TEST(VisionOps, Col2ImShapeAndDiagnostics) {
   Tensor x = iota({2, 6, 12});
-  Tensor image = ints({4, 5});
-  Tensor block = ints({1, 3});
+  Tensor image = i64({4, 5});
+  Tensor block = i64({1, 3});
   // 2 channels of 1x3 blocks over a 4x5 image: 4 * 3 = 12 blocks.
   EXPECT_EQ(typesFor(OpKind::Col2Im, {&x, &image, &block})[0].shape, (Shape{2, 2, 4, 5}));
-  Tensor block2 = ints({2, 2});
+  Tensor block2 = i64({2, 2});
   EXPECT_EQ(errorOf([&] {
               typesFor(OpKind::Col2Im, {&x, &image, &block2});
             }),
@@ -284,7 +152,7 @@ TEST(VisionOps, Col2ImShapeAndDiagnostics) {
             }),
             ErrorKind::InvalidModel); // wrong block count
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::Col2Im, {&x, &image, &block}, VisAttrs({{"strides", Ints{1}}}));
+              typesFor(OpKind::Col2Im, {&x, &image, &block}, LiteralAttrs({{"strides", Ints{1}}}));
             }),
             ErrorKind::InvalidModel);
 }
@@ -292,13 +160,13 @@ TEST(VisionOps, Col2ImShapeAndDiagnostics) {
 TEST(VisionOps, Col2ImSumsOverlappingBlocks) {
   // 1-D image of 4 with blocks of 2, stride 1: blocks cover [0,1], [1,2], [2,3]; all ones in
   // the columns -> interior pixels receive 2.
-  Tensor x = floats({1, 2, 3}, {1, 1, 1, 1, 1, 1});
-  Tensor image = ints({1, 4});
-  Tensor block = ints({1, 2});
+  Tensor x = f32({1, 2, 3}, {1, 1, 1, 1, 1, 1});
+  Tensor image = i64({1, 4});
+  Tensor block = i64({1, 2});
   expectValues(run(OpKind::Col2Im, {&x, &image, &block}), {1, 2, 2, 1});
   // Padding 1 on each side along w: 5 blocks, the padded positions are dropped.
   Tensor xp = iota({1, 2, 5});
-  VisAttrs pads({{"pads", Ints{0, 1, 0, 1}}});
+  LiteralAttrs pads({{"pads", Ints{0, 1, 0, 1}}});
   // Block l covers image w = l - 1 (offset 0, value l) and w = l (offset 1, value 5 + l).
   expectValues(run(OpKind::Col2Im, {&xp, &image, &block}, pads), {1 + 5, 2 + 6, 3 + 7, 4 + 8});
 }
@@ -308,21 +176,21 @@ TEST(VisionOps, Col2ImSumsOverlappingBlocks) {
 
 TEST(VisionOps, CenterCropPadCropsAndPads) {
   Tensor x = iota({5, 2}, DType::I32);
-  Tensor shape = ints({2, 5});
+  Tensor shape = i64({2, 5});
   // Rows: crop 5 -> 2 starts at 1; cols: pad 2 -> 5 puts 1 zero before, 2 after.
   Tensor y = run(OpKind::CenterCropPad, {&x, &shape});
   EXPECT_EQ(y.shape(), (Shape{2, 5}));
   EXPECT_EQ(y.dtype(), DType::I32);
   expectValues(y, {0, 2, 3, 0, 0, 0, 4, 5, 0, 0});
-  Tensor one = ints({3});
-  Tensor yc = run(OpKind::CenterCropPad, {&x, &one}, VisAttrs({{"axes", Ints{-2}}}));
+  Tensor one = i64({3});
+  Tensor yc = run(OpKind::CenterCropPad, {&x, &one}, LiteralAttrs({{"axes", Ints{-2}}}));
   expectValues(yc, {2, 3, 4, 5, 6, 7});
   EXPECT_EQ(errorOf([&] {
               typesFor(OpKind::CenterCropPad, {&x, &one});
             }),
             ErrorKind::InvalidModel); // one size for a rank-2 input without axes
   EXPECT_EQ(errorOf([&] {
-              typesFor(OpKind::CenterCropPad, {&x, &one}, VisAttrs({{"axes", Ints{2}}}));
+              typesFor(OpKind::CenterCropPad, {&x, &one}, LiteralAttrs({{"axes", Ints{2}}}));
             }),
             ErrorKind::InvalidModel);
 }
@@ -332,9 +200,9 @@ TEST(VisionOps, CenterCropPadCropsAndPads) {
 
 TEST(VisionOps, GroupNormMatchesNaive) {
   Tensor x = randomTensor({2, 4, 3}, 5);
-  Tensor scale = floats({2}, {2.0f, -1.0f});
-  Tensor bias = floats({2}, {0.5f, 1.0f});
-  VisAttrs attrs({{"num_groups", int64_t(2)}, {"epsilon", 1e-3f}});
+  Tensor scale = f32({2}, {2.0f, -1.0f});
+  Tensor bias = f32({2}, {0.5f, 1.0f});
+  LiteralAttrs attrs({{"num_groups", int64_t(2)}, {"epsilon", 1e-3f}});
   Tensor y = run(OpKind::GroupNormalization, {&x, &scale, &bias}, attrs, 18);
   for (int64_t n = 0; n < 2; ++n)
     for (int64_t g = 0; g < 2; ++g) {
@@ -356,9 +224,9 @@ TEST(VisionOps, GroupNormMatchesNaive) {
               typesFor(OpKind::GroupNormalization, {&x, &scale, &bias}, attrs, 21);
             }),
             ErrorKind::InvalidModel);
-  Tensor s4 = floats({4}, {1, 1, 1, 1}), b4 = floats({4}, {0, 0, 0, 0});
+  Tensor s4 = f32({4}, {1, 1, 1, 1}), b4 = f32({4}, {0, 0, 0, 0});
   EXPECT_NO_THROW(typesFor(OpKind::GroupNormalization, {&x, &s4, &b4}, attrs, 21));
-  VisAttrs three({{"num_groups", int64_t(3)}});
+  LiteralAttrs three({{"num_groups", int64_t(3)}});
   EXPECT_EQ(errorOf([&] {
               typesFor(OpKind::GroupNormalization, {&x, &scale, &bias}, three);
             }),
@@ -384,8 +252,8 @@ TEST(VisionOps, MeanVarianceNormalization) {
     EXPECT_NEAR(sum / 8, 0.0, 1e-6);
     EXPECT_NEAR(sq / 8, 1.0, 1e-5);
   }
-  Tensor v = floats({1, 4}, {1, 2, 3, 4});
-  expectValues(run(OpKind::MeanVarianceNormalization, {&v}, VisAttrs({{"axes", Ints{-1}}}), 13),
+  Tensor v = f32({1, 4}, {1, 2, 3, 4});
+  expectValues(run(OpKind::MeanVarianceNormalization, {&v}, LiteralAttrs({{"axes", Ints{-1}}}), 13),
                {-1.5 / std::sqrt(1.25), -0.5 / std::sqrt(1.25), 0.5 / std::sqrt(1.25),
                 1.5 / std::sqrt(1.25)});
   EXPECT_EQ(errorOf([&] { typesFor(OpKind::MeanVarianceNormalization, {&v}, {}, 13); }),
@@ -396,7 +264,7 @@ TEST(VisionOps, MeanVarianceNormalization) {
 // Einsum
 
 Tensor einsum(const std::string& eq, const std::vector<const Tensor*>& in) {
-  return run(OpKind::Einsum, in, VisAttrs({{"equation", eq}}), 12);
+  return run(OpKind::Einsum, in, LiteralAttrs({{"equation", eq}}), 12);
 }
 
 TEST(VisionOps, EinsumMatmulTransposeAndImplicit) {
@@ -438,14 +306,14 @@ TEST(VisionOps, EinsumDiagonalsEllipsisAndBroadcast) {
   // Implicit output keeps the ellipsis dims first.
   EXPECT_EQ(einsum("i...", {&p}).shape(), (Shape{1, 3, 2}));
   // Three operands.
-  Tensor v = floats({3}, {1, 2, 3});
+  Tensor v = f32({3}, {1, 2, 3});
   expectValues(einsum("i,i,i->", {&v, &v, &v}), {1 + 8 + 27});
 }
 
 TEST(VisionOps, EinsumDiagnostics) {
   Tensor a = iota({2, 3}), b = iota({4, 3});
   auto parseErr = [&](const std::string& eq, std::vector<const Tensor*> in) {
-    return errorOf([&] { typesFor(OpKind::Einsum, in, VisAttrs({{"equation", eq}}), 12); });
+    return errorOf([&] { typesFor(OpKind::Einsum, in, LiteralAttrs({{"equation", eq}}), 12); });
   };
   EXPECT_EQ(parseErr("ij,jk->ik", {&a, &b}), ErrorKind::InvalidModel); // 3 vs 4
   EXPECT_EQ(parseErr("ijk", {&a}), ErrorKind::InvalidModel);           // rank mismatch
@@ -464,11 +332,11 @@ TEST(VisionOps, EinsumDiagnostics) {
 
 TEST(VisionOps, DetBatchedWithPivoting) {
   // [[0,1],[2,3]] needs a row swap: det = -2. Then a 3x3 and a singular matrix.
-  Tensor x = floats({2, 2}, {0, 1, 2, 3});
+  Tensor x = f32({2, 2}, {0, 1, 2, 3});
   Tensor y = run(OpKind::Det, {&x}, {}, 11);
   EXPECT_EQ(y.shape(), Shape{});
   expectValues(y, {-2});
-  Tensor b = floats({2, 3, 3}, {2, 0, 1, 1, 3, 2, 1, 1, 2, 1, 2, 3, 2, 4, 6, 0, 1, 5});
+  Tensor b = f32({2, 3, 3}, {2, 0, 1, 1, 3, 2, 1, 1, 2, 1, 2, 3, 2, 4, 6, 0, 1, 5});
   expectValues(run(OpKind::Det, {&b}, {}, 11), {2 * (6 - 2) - 0 + 1 * (1 - 3), 0});
   Tensor ns = iota({2, 3});
   EXPECT_EQ(errorOf([&] { typesFor(OpKind::Det, {&ns}, {}, 11); }), ErrorKind::InvalidModel);
