@@ -16,16 +16,6 @@ void requireIndexType(const TensorType& t, std::string_view what) {
     invalid("{} must be int32 or int64, is {}", what, dtypeName(t.dtype));
 }
 
-// Reads index i of an int32/int64 tensor and resolves a negative value against `dim`;
-// out-of-range indices are a runtime error (they come from data, not from the model).
-int64_t readIndex(const Tensor& t, int64_t i, int64_t dim, std::string_view what) {
-  int64_t v = t.dtype() == DType::I32 ? int64_t(t.data<int32_t>()[i]) : t.data<int64_t>()[i];
-  int64_t r = v < 0 ? v + dim : v;
-  if (r < 0 || r >= dim)
-    fail(ErrorKind::Runtime, "{} value {} is out of range for a dimension of size {}", what, v,
-         dim);
-  return r;
-}
 
 // A zero scalar of the element type of `t` (fill value for Trilu, EyeLike).
 Tensor zeroOf(const TensorType& t) {

@@ -131,6 +131,15 @@ const TensorType& inputType(const ParseContext& ctx, size_t i) {
   return *ctx.inputTypes[i];
 }
 
+int64_t readIndex(const Tensor& t, int64_t i, int64_t dim, std::string_view what) {
+  int64_t v = t.dtype() == DType::I32 ? int64_t(t.data<int32_t>()[i]) : t.data<int64_t>()[i];
+  int64_t r = v < 0 ? v + dim : v;
+  if (r < 0 || r >= dim)
+    fail(ErrorKind::Runtime, "{} value {} is out of range for a dimension of size {}", what, v,
+         dim);
+  return r;
+}
+
 std::vector<TensorType> sameAsInput(const InferContext& ctx, size_t i) {
   return {ctx.in(i)};
 }

@@ -63,6 +63,10 @@ TensorType withShape(const TensorType& t, Shape s);
 /// The type of ONNX input i at parse time; the input must be present (checked by arity).
 const TensorType& inputType(const ParseContext& ctx, size_t i);
 
+/// Element i of an int32/int64 index tensor, with a negative value resolved against `dim`;
+/// an index out of range is a Runtime error naming `what` (indices are data, not the model).
+int64_t readIndex(const Tensor& t, int64_t i, int64_t dim, std::string_view what);
+
 /// Shape rule "one output with the type of input i".
 std::vector<TensorType> sameAsInput(const InferContext& ctx, size_t i = 0);
 

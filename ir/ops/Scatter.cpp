@@ -16,15 +16,6 @@ using namespace ops;
 
 namespace {
 
-// Reads element i of an int32/int64 tensor and resolves a negative value against `dim`.
-int64_t readIndex(const Tensor& t, int64_t i, int64_t dim, std::string_view what) {
-  int64_t v = t.dtype() == DType::I32 ? int64_t(t.data<int32_t>()[i]) : t.data<int64_t>()[i];
-  int64_t r = v < 0 ? v + dim : v;
-  if (r < 0 || r >= dim)
-    fail(ErrorKind::Runtime, "{} value {} is out of range for a dimension of size {}", what, v,
-         dim);
-  return r;
-}
 
 // ---- ScatterElements, Scatter, ScatterND ------------------------------------------------------
 
