@@ -95,6 +95,7 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     }
     frontend::writeTensorFile(path, outs[idx], g.outputs()[idx]->name());
   }
+  std::fflush(stdout); // keep the timing line after the outputs when both go to one terminal
   fmt::print(stderr, "ran on {} in {:.2f} ms\n", target->name(), ms);
   return 0;
 }
