@@ -24,5 +24,6 @@ struct ModelOptions {
 using Action = std::function<int()>;
 Action addInspect(CLI::App& app, const ir::TargetRegistry& targets);
 Action addRun(CLI::App& app, const ir::TargetRegistry& targets);
+Action addQuantize(CLI::App& app, const ir::TargetRegistry& targets);
 
 } // namespace triad::cli

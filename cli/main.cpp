@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   };
   add(cli::addInspect);
   add(cli::addRun);
+  add(cli::addQuantize);
 
   try {
     app.parse(argc, argv);

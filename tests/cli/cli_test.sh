@@ -39,6 +39,18 @@ check run-cnn-batch 0 "probs" -- "$TRIAD" run "$CNN" --batch 360 --input "$X" --
 [[ -s $TMP/probs.npy ]] && echo "ok   run-wrote-output" && pass=$((pass + 1)) || { echo "FAIL run-wrote-output"; failn=$((failn + 1)); }
 check run-by-name 0 "" -- "$TRIAD" run "$CNN" --batch 360 --input "input=$X" --output "probs=$TMP/probs2.pb"
 
+# Fixed point (the FPGA emulator): digits MLP at the default fixed<16,6> keeps float accuracy.
+check quantize-report 0 "accuracy: fixed 0.9722, float 0.9722" -- "$TRIAD" quantize "$SRC/models/digits_mlp.onnx" \
+  --input "$SRC/models/digits_test_x_flat.npy" --labels "$SRC/models/digits_test_y.npy" --report --json "$TMP/q.json"
+grep -q '"layers"' "$TMP/q.json" && echo "ok   quantize-json" && pass=$((pass + 1)) || { echo "FAIL quantize-json"; failn=$((failn + 1)); }
+echo '{"default": {"wieght": "fixed<8,3>"}}' >"$TMP/bad.json"
+check quantize-bad-config 2 "default.wieght: unknown key" -- "$TRIAD" quantize "$SRC/models/digits_mlp.onnx" \
+  --config "$TMP/bad.json" --input "$SRC/models/digits_test_x_flat.npy"
+echo '{"layers": {"/fc9/Gemm": "fixed<8,3>"}}' >"$TMP/nolayer.json"
+check quantize-unknown-layer 2 "/fc9/Gemm" -- "$TRIAD" quantize "$SRC/models/digits_mlp.onnx" \
+  --config "$TMP/nolayer.json" --input "$SRC/models/digits_test_x_flat.npy"
+check quantize-unsupported-op 5 "Conv" -- "$TRIAD" quantize "$CNN" --input "$X"
+
 # Must-fail cases: exit code and a message naming the culprit.
 check no-subcommand 2 "" -- "$TRIAD"
 check unknown-flag 2 "--frobnicate" -- "$TRIAD" inspect "$CNN" --frobnicate

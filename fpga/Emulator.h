@@ -1,0 +1,78 @@
+// The bit-accurate emulator of a quantized graph: the golden model of the FPGA target's RTL.
+//
+// It lowers an MLP-style graph into layers (Gemm/MatMul with folded BatchNormalization, Relu,
+// LeakyRelu, Clip, Add, Sigmoid, Tanh, Softmax and pass-through reshapes), quantizes constants
+// with the QuantConfig and runs every layer on raw fixed-point integers with the arithmetic of
+// fpga/FixedPoint.h. The exact contract (what the RTL must reproduce) is in docs/fpga.md.
+#pragma once
+
+#include "fpga/QuantConfig.h"
+#include "ir/Graph.h"
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace triad::fpga {
+
+/// One emulated layer as planned (formats resolved).
+struct LayerInfo {
+  std::string name;                // ONNX node name (the first node of a fused group)
+  std::string op;                  // "Gemm", "Gemm+BatchNormalization", "Relu", ...
+  std::vector<std::string> folded; // names of nodes folded into this layer
+  LayerQuant quant;
+  FixedFormat inFormat, outFormat;
+  bool usesWeights = false, usesAcc = false, passThrough = false;
+  int64_t constSaturated = 0; // constants clamped when quantized (weights, bias, bounds)
+  /// "w fixed<16,6> b fixed<16,6> acc fixed<16,6> -> fixed<16,6>" style summary.
+  std::string formats() const;
+};
+
+struct LayerReport {
+  std::string name, op, formats;
+  double maxAbsError = 0; // vs the float interpreter on the same inputs
+  int64_t saturated = 0;  // output elements where a saturating cast clamped
+  int64_t wrapped = 0;    // output elements where a wrapping cast or the accumulator wrapped
+  int64_t elements = 0;
+};
+
+struct EmulatorResult {
+  std::vector<ir::Tensor> raw;      // DType::Fixed tensors (int64 raw values, spec set)
+  std::vector<ir::Tensor> values;   // the same dequantized to f32
+  std::vector<ir::Tensor> floatRef; // the float interpreter's outputs (when compared)
+  std::vector<LayerReport> layers;  // first row: the graph input quantization
+};
+
+/// Largest |x| of every value (indexed by Value::id) when the float interpreter runs `inputs`;
+/// nullopt for values that are not float. Value ids do not depend on the batch size, so ranges
+/// observed on a model imported with one batch size apply to the same model imported with another.
+using ValueRanges = std::vector<std::optional<double>>;
+ValueRanges observeRanges(const ir::Graph& g, std::span<const ir::Tensor> inputs);
+
+class Emulator {
+public:
+  /// Plans the layers and resolves precisions. `calibration` (graph inputs, in order) feeds
+  /// "auto" precisions; without it "auto" keeps the default integer bits. Throws
+  /// triad::Error(Unsupported) naming the node for ops or forms the emulator does not handle.
+  Emulator(const ir::Graph& g, const QuantConfig& config,
+           std::span<const ir::Tensor> calibration = {});
+  /// The same with ranges observed beforehand (see observeRanges).
+  Emulator(const ir::Graph& g, const QuantConfig& config, const ValueRanges& ranges);
+  ~Emulator();
+  Emulator(const Emulator&) = delete;
+  Emulator& operator=(const Emulator&) = delete;
+
+  /// Runs on float inputs (graph-input order and types). With `compare`, also runs the float
+  /// interpreter and fills per-layer errors.
+  EmulatorResult run(std::span<const ir::Tensor> inputs, bool compare = true) const;
+
+  const std::vector<LayerInfo>& layers() const;
+  const Quant& inputQuant() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace triad::fpga
