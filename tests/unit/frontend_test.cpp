@@ -10,6 +10,8 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
+#include <cstdio>
+#include <random>
 #include <sstream>
 
 using namespace triad;
@@ -343,4 +345,31 @@ TEST(Frontend, PyTorchExportedCnnGolden) {
   want << in.rdbuf();
   EXPECT_EQ(text, want.str()) << "TRIAD_UPDATE_GOLDEN=1 regenerates " << path;
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+}
+
+TEST(Frontend, MutatedModelsNeverCrash) {
+  // Seeded byte mutations of a real model: each import either succeeds (and then runs) or throws
+  // a triad::Error; any other exception, a crash or a hang fails the test.
+  std::string good = frontend::readFile(std::string(TRIAD_SOURCE_DIR) + "/models/digits_cnn.onnx");
+  std::mt19937 rng(20261121);
+  int errors = 0, imported = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    std::string bytes = good;
+    int flips = 1 + int(rng() % 4);
+    for (int f = 0; f < flips; ++f) bytes[rng() % bytes.size()] = char(rng() & 0xff);
+    if (iter % 10 == 0) bytes.resize(rng() % bytes.size()); // and some truncations
+    try {
+      auto r = frontend::importOnnxBytes(bytes, ".", "mutated.onnx");
+      std::vector<ir::Tensor> in;
+      for (ir::Value* v : r.graph.inputs()) in.emplace_back(v->type());
+      ir::Interpreter(r.graph).run(in);
+      ++imported;
+    } catch (const Error& e) {
+      EXPECT_NE(e.kind(), ErrorKind::Internal) << "iteration " << iter << ": " << e.what();
+      ++errors;
+    }
+  }
+  EXPECT_EQ(errors + imported, 400);
+  std::printf("mutated models: %d imported and ran, %d refused with an error\n", imported, errors);
+  EXPECT_GT(errors, 0);
 }
