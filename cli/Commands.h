@@ -17,6 +17,9 @@ struct ModelOptions {
   std::string model;
   int64_t batch = 1;
   std::vector<std::string> dims; // "name=value"
+  bool optimize = false;         // run the default pass pipeline (ir/passes) after import
+  bool printAfterAll = false;
+  std::vector<std::string> printAfter;
   void add(CLI::App& cmd);
   frontend::ImportResult load() const;
 };
@@ -25,5 +28,7 @@ using Action = std::function<int()>;
 Action addInspect(CLI::App& app, const ir::TargetRegistry& targets);
 Action addRun(CLI::App& app, const ir::TargetRegistry& targets);
 Action addQuantize(CLI::App& app, const ir::TargetRegistry& targets);
+Action addCompile(CLI::App& app, const ir::TargetRegistry& targets);
+Action addSim(CLI::App& app, const ir::TargetRegistry& targets);
 
 } // namespace triad::cli

@@ -1,5 +1,8 @@
 #include "cli/Commands.h"
 #include "ir/Diagnostics.h"
+#include "ir/passes/Pass.h"
+
+#include <fmt/ranges.h>
 
 namespace triad::cli {
 
@@ -9,6 +12,10 @@ void ModelOptions::add(CLI::App& cmd) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd.add_option("--dim", dims, "Value of another symbolic dimension, NAME=VALUE (repeatable)");
+  cmd.add_flag("--opt", optimize,
+               "Run the target-independent passes (remove-identity, fold-batchnorm, dce)");
+  cmd.add_flag("--print-after-all", printAfterAll, "Print the IR after every pass (implies --opt)");
+  cmd.add_option("--print-after", printAfter, "Print the IR after the named pass (implies --opt)");
 }
 
 frontend::ImportResult ModelOptions::load() const {
@@ -27,7 +34,19 @@ frontend::ImportResult ModelOptions::load() const {
     }
     opts.dims[d.substr(0, eq)] = v;
   }
-  return frontend::importOnnxFile(model, opts);
+  frontend::ImportResult r = frontend::importOnnxFile(model, opts);
+  if (optimize || printAfterAll || !printAfter.empty()) {
+    std::vector<std::string> known = ir::allPassNames();
+    for (const std::string& p : printAfter)
+      if (std::find(known.begin(), known.end(), p) == known.end())
+        fail(ErrorKind::Usage, "--print-after '{}': no such pass (passes: {})", p,
+             fmt::join(known, ", "));
+    ir::PassOptions po;
+    po.printAfterAll = printAfterAll;
+    po.printAfter = {printAfter.begin(), printAfter.end()};
+    ir::defaultPipeline().run(r.graph, po);
+  }
+  return r;
 }
 
 } // namespace triad::cli

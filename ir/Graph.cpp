@@ -48,6 +48,26 @@ Node* Graph::addNode(OpKind kind, std::string name, std::vector<Value*> inputs,
   return raw;
 }
 
+void Graph::replaceAllUses(Value* from, Value* to) {
+  for (auto& n : nodes_)
+    for (Value*& in : n->inputs_)
+      if (in == from) in = to;
+  for (Value*& out : outputs_)
+    if (out == from) out = to;
+}
+
+void Graph::setNodeInput(Node* n, size_t i, Value* v) {
+  if (n->inputs_.size() <= i) n->inputs_.resize(i + 1, nullptr);
+  n->inputs_[i] = v;
+}
+
+void Graph::renameValue(Value* v, std::string name) {
+  auto it = byName_.find(v->name_);
+  if (it != byName_.end() && it->second == v) byName_.erase(it);
+  v->name_ = std::move(name);
+  if (!v->name_.empty()) byName_[v->name_] = v;
+}
+
 void Graph::removeNodes(const std::function<bool(const Node&)>& dead) {
   std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) {
     if (!dead(*n)) return false;

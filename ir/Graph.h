@@ -92,6 +92,13 @@ public:
   void addOutput(Value* v) { outputs_.push_back(v); }
   void setOutput(size_t i, Value* v) { outputs_[i] = v; }
 
+  /// Points every use of `from` (node inputs and graph outputs) at `to`.
+  void replaceAllUses(Value* from, Value* to);
+  /// Sets input i of `n`, growing its input list with absent inputs if needed.
+  void setNodeInput(Node* n, size_t i, Value* v);
+  /// Renames a value (names are unique: the caller frees the name first if it is taken).
+  void renameValue(Value* v, std::string name);
+
   /// Removes nodes for which `dead` is true. Values they produced stay owned by the graph but
   /// lose their producer; the verifier reports any that are still used.
   void removeNodes(const std::function<bool(const Node&)>& dead);

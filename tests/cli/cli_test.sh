@@ -39,6 +39,11 @@ check run-cnn-batch 0 "probs" -- "$TRIAD" run "$CNN" --batch 360 --input "$X" --
 [[ -s $TMP/probs.npy ]] && echo "ok   run-wrote-output" && pass=$((pass + 1)) || { echo "FAIL run-wrote-output"; failn=$((failn + 1)); }
 check run-by-name 0 "" -- "$TRIAD" run "$CNN" --batch 360 --input "input=$X" --output "probs=$TMP/probs2.pb"
 
+check print-after-all 0 "IR after pass 'fold-batchnorm'" -- "$TRIAD" inspect "$SRC/models/resblock_cnn.onnx" --print-after-all
+check run-opt 0 "probs" -- "$TRIAD" run "$CNN" --opt --batch 360 --input "$X" --output "$TMP/probs_opt.npy"
+cmp -s "$TMP/probs.npy" "$TMP/probs_opt.npy" && echo "ok   run-opt-same-output" && pass=$((pass + 1)) || { echo "FAIL run-opt-same-output"; failn=$((failn + 1)); }
+check bad-pass-name 2 "no such pass" -- "$TRIAD" inspect "$CNN" --print-after frobnicate
+
 # Fixed point (the FPGA emulator): digits MLP at the default fixed<16,6> keeps float accuracy.
 check quantize-report 0 "accuracy: fixed 0.9722, float 0.9722" -- "$TRIAD" quantize "$SRC/models/digits_mlp.onnx" \
   --input "$SRC/models/digits_test_x_flat.npy" --labels "$SRC/models/digits_test_y.npy" --report --json "$TMP/q.json"

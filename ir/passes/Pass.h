@@ -1,0 +1,62 @@
+// Graph passes and the pass manager shared by every target.
+//
+// A pass rewrites an ir::Graph in place and says whether it changed anything. The manager runs
+// a pipeline, verifies the graph after every pass that changed it (a failure there is a bug in
+// that pass, reported with its name), can print the IR after all or some passes, and times each.
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace triad::ir {
+
+class Pass {
+public:
+  virtual ~Pass() = default;
+  virtual std::string_view name() const = 0;
+  /// Rewrites `g`; returns true when it changed anything.
+  virtual bool run(Graph& g) = 0;
+};
+
+struct PassOptions {
+  bool verify = true;
+  bool printAfterAll = false;
+  std::set<std::string> printAfter; // pass names
+  /// Where printed IR goes (default: stdout).
+  std::function<void(std::string_view)> print;
+};
+
+struct PassRecord {
+  std::string name;
+  bool changed = false;
+  double milliseconds = 0;
+};
+
+class PassManager {
+public:
+  PassManager& add(std::unique_ptr<Pass> p);
+  /// Runs the pipeline; throws triad::Error(Internal) naming the pass when verification fails.
+  std::vector<PassRecord> run(Graph& g, const PassOptions& opts = {}) const;
+  std::vector<std::string> names() const;
+
+private:
+  std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+// The passes (one file each in ir/passes/).
+std::unique_ptr<Pass> createRemoveIdentityPass(); // Identity, inference Dropout
+std::unique_ptr<Pass> createFoldBatchNormPass();  // BatchNormalization into Conv/Gemm
+std::unique_ptr<Pass> createDeadCodeEliminationPass();
+
+/// The target-independent pipeline run before any target lowers a graph.
+PassManager defaultPipeline();
+/// Every pass by name, for --print-after validation.
+std::vector<std::string> allPassNames();
+
+} // namespace triad::ir

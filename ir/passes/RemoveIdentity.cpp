@@ -1,0 +1,49 @@
+// Removes Identity and inference-mode Dropout: their users read the input directly. A node whose
+// output is a graph output is kept when its input is a graph input or a constant, so that graph
+// outputs keep their names and stay computed values; otherwise the input value takes the
+// output's name.
+#include "ir/passes/Pass.h"
+
+#include <algorithm>
+
+namespace triad::ir {
+
+namespace {
+
+class RemoveIdentity final : public Pass {
+public:
+  std::string_view name() const override { return "remove-identity"; }
+  bool run(Graph& g) override {
+    std::vector<const Node*> dead;
+    for (const auto& np : g.nodes()) {
+      Node* n = np.get();
+      if (n->kind() != OpKind::Identity && n->kind() != OpKind::Dropout) continue;
+      // Dropout's optional mask output must be unused (the verifier would catch a dangling use).
+      if (n->outputs().size() > 1 && g.useCounts()[size_t(n->output(1)->id())] > 0) continue;
+      Value* in = n->input(0);
+      Value* out = n->output(0);
+      bool isGraphOutput = std::count(g.outputs().begin(), g.outputs().end(), out) > 0;
+      if (isGraphOutput) {
+        if (!in->producer()) continue;
+        bool inIsGraphOutput = std::count(g.outputs().begin(), g.outputs().end(), in) > 0;
+        if (inIsGraphOutput) continue; // both names are outputs: keep the copy
+        std::string name = out->name();
+        g.renameValue(out, name + ":removed");
+        g.renameValue(in, name);
+      }
+      g.replaceAllUses(out, in);
+      dead.push_back(n);
+    }
+    g.removeNodes(
+        [&](const Node& n) { return std::find(dead.begin(), dead.end(), &n) != dead.end(); });
+    return !dead.empty();
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createRemoveIdentityPass() {
+  return std::make_unique<RemoveIdentity>();
+}
+
+} // namespace triad::ir
