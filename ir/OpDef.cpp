@@ -21,19 +21,7 @@ struct Registry {
   Registry() {
     OpTable table;
 #define TRIAD_FAMILY(Family) register##Family##Ops(table);
-    TRIAD_FAMILY(Elementwise)
-    TRIAD_FAMILY(Activation)
-    TRIAD_FAMILY(Linear)
-    TRIAD_FAMILY(Conv)
-    TRIAD_FAMILY(Pool)
-    TRIAD_FAMILY(Normalization)
-    TRIAD_FAMILY(Reduce)
-    TRIAD_FAMILY(Movement)
-    TRIAD_FAMILY(Loss)
-    TRIAD_FAMILY(Quantize)
-    TRIAD_FAMILY(Scatter)
-    TRIAD_FAMILY(Signal)
-    TRIAD_FAMILY(Vision)
+#include "ir/OpFamilies.def"
 #undef TRIAD_FAMILY
     defs = std::move(table.defs);
     for (const OpDef& d : defs) {

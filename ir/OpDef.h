@@ -146,19 +146,7 @@ public:
   std::vector<OpDef> defs;
 };
 #define TRIAD_FAMILY(Family) void register##Family##Ops(OpTable& table);
-TRIAD_FAMILY(Elementwise)
-TRIAD_FAMILY(Activation)
-TRIAD_FAMILY(Linear)
-TRIAD_FAMILY(Conv)
-TRIAD_FAMILY(Pool)
-TRIAD_FAMILY(Normalization)
-TRIAD_FAMILY(Reduce)
-TRIAD_FAMILY(Movement)
-TRIAD_FAMILY(Loss)
-TRIAD_FAMILY(Quantize)
-TRIAD_FAMILY(Scatter)
-TRIAD_FAMILY(Signal)
-TRIAD_FAMILY(Vision)
+#include "ir/OpFamilies.def"
 #undef TRIAD_FAMILY
 
 } // namespace triad::ir

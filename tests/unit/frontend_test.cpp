@@ -5,12 +5,13 @@
 #include "frontend/TensorIO.h"
 #include "ir/Interpreter.h"
 #include "ir/Printer.h"
+#include "tests/unit/Golden.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
-#include <cstdio>
 #include <random>
 #include <sstream>
 
@@ -334,16 +335,7 @@ TEST(Frontend, PyTorchExportedCnnGolden) {
   frontend::ImportOptions o;
   o.batch = 2;
   auto r = frontend::importOnnxFile(std::string(TRIAD_SOURCE_DIR) + "/models/digits_cnn.onnx", o);
-  std::string text = ir::printGraph(r.graph);
-  std::string path = std::string(TRIAD_SOURCE_DIR) + "/tests/golden/digits_cnn.ir";
-  if (std::getenv("TRIAD_UPDATE_GOLDEN")) {
-    std::ofstream(path) << text;
-    return;
-  }
-  std::ifstream in(path);
-  std::stringstream want;
-  want << in.rdbuf();
-  EXPECT_EQ(text, want.str()) << "TRIAD_UPDATE_GOLDEN=1 regenerates " << path;
+  triad::testing::expectGolden(ir::printGraph(r.graph), "digits_cnn.ir");
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
 }
 
@@ -356,12 +348,14 @@ TEST(Frontend, MutatedModelsNeverCrash) {
   for (int iter = 0; iter < 400; ++iter) {
     std::string bytes = good;
     int flips = 1 + int(rng() % 4);
-    for (int f = 0; f < flips; ++f) bytes[rng() % bytes.size()] = char(rng() & 0xff);
+    for (int f = 0; f < flips; ++f)
+      bytes[rng() % bytes.size()] = char(rng() & 0xff);
     if (iter % 10 == 0) bytes.resize(rng() % bytes.size()); // and some truncations
     try {
       auto r = frontend::importOnnxBytes(bytes, ".", "mutated.onnx");
       std::vector<ir::Tensor> in;
-      for (ir::Value* v : r.graph.inputs()) in.emplace_back(v->type());
+      for (ir::Value* v : r.graph.inputs())
+        in.emplace_back(v->type());
       ir::Interpreter(r.graph).run(in);
       ++imported;
     } catch (const Error& e) {

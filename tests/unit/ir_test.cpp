@@ -4,6 +4,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "ir/ops/Linear.h"
+#include "tests/unit/Golden.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -43,24 +44,6 @@ Graph tinyMlp() {
                          {TensorType{DType::F32, {2, 4}, {}}});
   g.addOutput(relu->output(0));
   return g;
-}
-
-std::string readText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Compares `text` with a golden file under tests/golden/; TRIAD_UPDATE_GOLDEN=1 rewrites it.
-void expectGolden(const std::string& text, const std::string& name) {
-  std::string path = std::string(TRIAD_SOURCE_DIR) + "/tests/golden/" + name;
-  if (std::getenv("TRIAD_UPDATE_GOLDEN")) {
-    std::ofstream(path) << text;
-    return;
-  }
-  EXPECT_EQ(text, readText(path)) << "golden file " << path
-                                  << " differs (TRIAD_UPDATE_GOLDEN=1 regenerates it)";
 }
 
 } // namespace
@@ -106,7 +89,7 @@ TEST(Verifier, ReportsBadAttributes) {
 }
 
 TEST(Printer, GoldenTextForm) {
-  expectGolden(printGraph(tinyMlp()), "tiny_mlp.ir");
+  triad::testing::expectGolden(printGraph(tinyMlp()), "tiny_mlp.ir");
 }
 
 TEST(Printer, DotNamesLayersAndShapes) {
