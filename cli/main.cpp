@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   add(cli::addInspect);
   add(cli::addRun);
   add(cli::addQuantize);
+  add(cli::addCompile);
+  add(cli::addSim);
 
   try {
     app.parse(argc, argv);

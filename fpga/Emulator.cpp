@@ -422,6 +422,14 @@ struct Emulator::Impl {
       }
       fmt[size_t(L.out)] = L.info.outFormat;
       known[size_t(L.out)] = true;
+      L.info.input = L.in[0] >= 0 ? L.in[0] : (L.in.size() > 1 ? L.in[1] : -1);
+      L.info.output = L.out;
+      if (L.kind == LKind::Dense) {
+        L.info.fanIn = L.K;
+        L.info.fanOut = L.N;
+        L.info.weights = L.w;
+        L.info.biases = L.b;
+      }
       layers.push_back(std::move(L));
     }
   }
@@ -613,6 +621,7 @@ EmulatorResult Emulator::run(std::span<const ir::Tensor> inputs, bool compare) c
     I.exec(L, val, rep);
     maxErr(L.out, rep);
     R.layers.push_back(std::move(rep));
+    R.layerRaw.push_back(val[size_t(L.out)]);
   }
 
   for (size_t o = 0; o < g.outputs().size(); ++o) {

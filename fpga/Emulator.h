@@ -24,7 +24,11 @@ struct LayerInfo {
   LayerQuant quant;
   FixedFormat inFormat, outFormat;
   bool usesWeights = false, usesAcc = false, passThrough = false;
-  int64_t constSaturated = 0; // constants clamped when quantized (weights, bias, bounds)
+  int64_t constSaturated = 0;    // constants clamped when quantized (weights, bias, bounds)
+  int input = -1, output = -1;   // value ids of the (first) data input and of the output
+  int64_t fanIn = 0, fanOut = 0; // Dense: K inputs and N outputs per row
+  std::vector<int64_t> weights;  // Dense: quantized raw w[n][k] at n*K + k (weight format)
+  std::vector<int64_t> biases;   // Dense: quantized raw b[n] (bias format); empty without bias
   /// "w fixed<16,6> b fixed<16,6> acc fixed<16,6> -> fixed<16,6>" style summary.
   std::string formats() const;
 };
@@ -38,10 +42,11 @@ struct LayerReport {
 };
 
 struct EmulatorResult {
-  std::vector<ir::Tensor> raw;      // DType::Fixed tensors (int64 raw values, spec set)
-  std::vector<ir::Tensor> values;   // the same dequantized to f32
-  std::vector<ir::Tensor> floatRef; // the float interpreter's outputs (when compared)
-  std::vector<LayerReport> layers;  // first row: the graph input quantization
+  std::vector<ir::Tensor> raw;                // DType::Fixed tensors (int64 raw values, spec set)
+  std::vector<ir::Tensor> values;             // the same dequantized to f32
+  std::vector<ir::Tensor> floatRef;           // the float interpreter's outputs (when compared)
+  std::vector<LayerReport> layers;            // first row: the graph input quantization
+  std::vector<std::vector<int64_t>> layerRaw; // every layer's raw output (layers() order)
 };
 
 /// Largest |x| of every value (indexed by Value::id) when the float interpreter runs `inputs`;

@@ -14,6 +14,7 @@ APT_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
   python3 python3-venv python3-pip
+  verilator
 )
 
 if [[ ${1:-} == --zoo ]]; then

@@ -1,0 +1,11 @@
+# Writes OUT: a C++ file defining triad::fpga::rtlLibrary() from the .v files in SRC_DIR.
+file(GLOB _files "${SRC_DIR}/*.v")
+list(SORT _files)
+set(_body "")
+foreach(_f ${_files})
+  file(READ "${_f}" _text)
+  get_filename_component(_n "${_f}" NAME)
+  string(APPEND _body "      {\"${_n}\", R\"TRIADRTL(${_text})TRIADRTL\"},\n")
+endforeach()
+file(WRITE "${OUT}.tmp" "// generated from fpga/rtl/*.v by fpga/rtl/embed.cmake, do not edit\n#include \"fpga/VerilogEmitter.h\"\nnamespace triad::fpga {\nconst std::vector<std::pair<std::string, std::string>>& rtlLibrary() {\n  static const std::vector<std::pair<std::string, std::string>> files = {\n${_body}  };\n  return files;\n}\n} // namespace triad::fpga\n")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)

@@ -1,0 +1,144 @@
+#include "sim/Simulator.h"
+
+#include "frontend/TensorIO.h"
+#include "ir/Diagnostics.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+namespace triad::sim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string runCapture(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) fail(ErrorKind::Io, "cannot run '{}'", cmd);
+  char buf[4096];
+  size_t k;
+  while ((k = fread(buf, 1, sizeof buf, p)) > 0)
+    out.append(buf, k);
+  *rc = pclose(p);
+  return out;
+}
+
+std::string quote(const fs::path& p) {
+  std::string s = "'";
+  for (char c : p.string()) {
+    if (c == '\'')
+      s.append("'\\''");
+    else
+      s.push_back(c);
+  }
+  s.push_back('\'');
+  return s;
+}
+
+uint64_t fnv1a(uint64_t h, std::string_view s) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+} // namespace
+
+bool haveVerilator() {
+  int rc = 0;
+  runCapture("verilator --version >/dev/null 2>&1", &rc);
+  return rc == 0;
+}
+
+fs::path buildModel(const fs::path& outdir, const std::string& top, bool* cached) {
+  std::vector<fs::path> sources;
+  for (const auto& e : fs::directory_iterator(outdir / "rtl"))
+    if (e.path().extension() == ".v") sources.push_back(e.path());
+  std::sort(sources.begin(), sources.end());
+  fs::path tb = outdir / "tb" / "tb.cpp";
+  int rc = 0;
+  std::string version = runCapture("verilator --version 2>&1", &rc);
+  if (rc != 0) fail(ErrorKind::Io, "verilator is not on PATH (needed by triad sim)");
+  uint64_t h = fnv1a(1469598103934665603ull, version + top);
+  for (const fs::path& p : sources)
+    h = fnv1a(fnv1a(h, p.filename().string()), frontend::readFile(p));
+  h = fnv1a(h, frontend::readFile(tb));
+  fs::path dir = outdir / "obj" / fmt::format("{:016x}", h);
+  fs::path exe = dir / "tb";
+  if (cached) *cached = fs::exists(exe);
+  if (fs::exists(exe)) return exe;
+  fs::create_directories(dir);
+  std::string cmd = fmt::format("verilator --cc --exe --build -j 2 -Wno-fatal --top-module {} "
+                                "-Mdir {} -o tb --output-split 20000 -LDFLAGS -pthread "
+                                "-MAKEFLAGS 'OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0'",
+                                top, quote(dir));
+  for (const fs::path& p : sources) {
+    cmd.push_back(' ');
+    cmd.append(quote(p));
+  }
+  cmd.push_back(' ');
+  cmd.append(quote(tb));
+  cmd.append(" 2>&1");
+  std::string log = runCapture(cmd, &rc);
+  if (rc != 0 || !fs::exists(exe))
+    fail(ErrorKind::Runtime, "verilator failed ({}):\n{}", cmd,
+         log.size() > 4000 ? log.substr(log.size() - 4000) : log);
+  return exe;
+}
+
+SimReport simulate(const fs::path& outdir, const std::string& top,
+                   const std::vector<int64_t>& inputs, const std::vector<int64_t>& expected,
+                   int64_t n, int64_t outElems, uint64_t seed) {
+  SimReport r;
+  r.samples = n;
+  auto t0 = std::chrono::steady_clock::now();
+  fs::path exe = buildModel(outdir, top, &r.cached);
+  auto t1 = std::chrono::steady_clock::now();
+  fs::path in = outdir / "sim_inputs.bin", out = outdir / "sim_outputs.bin";
+  {
+    std::ofstream f(in, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(inputs.data()),
+            std::streamsize(inputs.size() * sizeof(int64_t)));
+    if (!f) fail(ErrorKind::Io, "cannot write {}", in.string());
+  }
+  int rc = 0;
+  std::string js =
+      runCapture(fmt::format("{} {} {} {} {}", quote(exe), quote(in), n, quote(out), seed), &rc);
+  if (rc != 0) fail(ErrorKind::Runtime, "the testbench failed: {}", js);
+  r.runSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  r.buildSeconds = std::chrono::duration<double>(t1 - t0).count();
+  nlohmann::json j = nlohmann::json::parse(js);
+  std::string raw = frontend::readFile(out);
+  std::vector<int64_t> got(raw.size() / sizeof(int64_t));
+  std::copy_n(raw.data(), got.size() * sizeof(int64_t), reinterpret_cast<char*>(got.data()));
+  size_t vec = size_t(outElems);
+  int64_t passReceived[2] = {j["steady"]["received"].get<int64_t>(),
+                             j["random"]["received"].get<int64_t>()};
+  size_t off = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    r.missing += n - passReceived[pass];
+    for (int64_t s = 0; s < passReceived[pass]; ++s, off += vec)
+      if (!std::equal(got.begin() + long(off), got.begin() + long(off + vec),
+                      expected.begin() + long(size_t(s) * vec)))
+        ++r.mismatches;
+  }
+  r.outputs.assign(got.begin(), got.begin() + long(std::min(got.size(), size_t(n) * vec)));
+  const auto& a = j["steady"];
+  r.latencyCycles = a["first_out"].get<int64_t>() - a["first_accept"].get<int64_t>();
+  r.ii = n > 1
+             ? double(a["last_out"].get<int64_t>() - a["first_out"].get<int64_t>()) / double(n - 1)
+             : 0;
+  r.totalCycles = a["cycles"].get<int64_t>();
+  r.randomCycles = j["random"]["cycles"].get<int64_t>();
+  r.inferencesPerSecond = r.ii > 0 ? kClockHz / r.ii : 0;
+  return r;
+}
+
+} // namespace triad::sim

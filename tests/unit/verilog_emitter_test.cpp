@@ -1,0 +1,188 @@
+// The FPGA Verilog emitter: golden output for a tiny model, diagnostics, and (with Verilator on
+// PATH) lint and bit-exact simulation against the emulator for several rounding/overflow modes.
+#include "fpga/Emulator.h"
+#include "fpga/VerilogEmitter.h"
+#include "frontend/TensorIO.h"
+#include "ir/Graph.h"
+#include "ir/ops/Linear.h"
+#include "ir/ops/Normalization.h"
+#include "sim/Simulator.h"
+#include "tests/unit/Golden.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <random>
+
+using namespace triad;
+using namespace triad::ir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// x[B,6] -> Gemm(6->4, bias) -> Relu -> Gemm(4->3, no bias) -> Softmax
+Graph tinyMlp(int64_t batch, bool softmax) {
+  Graph g;
+  g.name = "tiny_mlp";
+  g.opset = 17;
+  Value* x = g.addInput("x", TensorType{DType::F32, {batch, 6}, {}});
+  std::vector<float> w1(24), w2(12);
+  for (size_t i = 0; i < w1.size(); ++i)
+    w1[i] = float(int(i * 7 % 13) - 6) * 0.37f;
+  for (size_t i = 0; i < w2.size(); ++i)
+    w2[i] = float(int(i * 5 % 11) - 5) * 0.61f;
+  Value* W1 = g.addConstant("fc1.weight", Tensor::fromVector<float>({4, 6}, w1));
+  Value* b1 = g.addConstant("fc1.bias", Tensor::fromVector<float>({4}, {0.5f, -0.75f, 1.25f, 0}));
+  Value* W2 = g.addConstant("fc2.weight", Tensor::fromVector<float>({3, 4}, w2));
+  auto attrs = std::make_shared<GemmAttrs>();
+  attrs->transB = true;
+  Node* fc1 = g.addNode(OpKind::Gemm, "/fc1/Gemm", {x, W1, b1}, attrs, {"h"},
+                        {TensorType{DType::F32, {batch, 4}, {}}});
+  Node* relu = g.addNode(OpKind::Relu, "/Relu", {fc1->output(0)}, nullptr, {"r"},
+                         {TensorType{DType::F32, {batch, 4}, {}}});
+  Node* fc2 = g.addNode(OpKind::Gemm, "/fc2/Gemm", {relu->output(0), W2}, attrs, {"logits"},
+                        {TensorType{DType::F32, {batch, 3}, {}}});
+  Value* out = fc2->output(0);
+  if (softmax) {
+    auto sa = std::make_shared<SoftmaxAttrs>();
+    sa->axes = {1};
+    out = g.addNode(OpKind::Softmax, "/Softmax", {out}, sa, {"y"},
+                    {TensorType{DType::F32, {batch, 3}, {}}})
+              ->output(0);
+  }
+  g.addOutput(out);
+  return g;
+}
+
+fpga::VerilogDesign emitTiny(const fpga::QuantConfig& cfg, const fpga::VerilogOptions& o,
+                             bool softmax = false) {
+  Graph g = tinyMlp(2, softmax);
+  fpga::Emulator emu(g, cfg);
+  return fpga::emitVerilog(g, emu, o);
+}
+
+// reuse 3: /fc1/Gemm at 3, /fc2/Gemm (4 inputs) at 2.
+fpga::VerilogOptions opts(int64_t reuse = 1) {
+  fpga::VerilogOptions o;
+  o.name = "tiny_mlp";
+  o.reuse = reuse;
+  if (reuse == 3) o.layerReuse = {{"/fc1/Gemm", 3}, {"/fc2/Gemm", 2}};
+  return o;
+}
+
+// Writes the design like `triad compile` (rtl/, tb/).
+fs::path writeDesign(const fpga::VerilogDesign& d, const std::string& name) {
+  fs::path dir = fs::path(TRIAD_BINARY_DIR) / "verilog_emitter_test" / name;
+  fs::create_directories(dir / "rtl");
+  fs::create_directories(dir / "tb");
+  std::ofstream(dir / "rtl" / (d.top + ".v")) << d.verilog;
+  for (const auto& [file, text] : fpga::rtlLibrary())
+    std::ofstream(dir / "rtl" / file) << text;
+  std::ofstream(dir / "tb" / "tb.cpp") << d.testbench;
+  return dir;
+}
+
+} // namespace
+
+TEST(VerilogEmitter, TinyMlpGolden) {
+  fpga::VerilogDesign d = emitTiny({}, opts(2));
+  triad::testing::expectGolden(d.verilog, "tiny_mlp_fpga.v");
+  EXPECT_EQ(d.stages.size(), 3u);
+  EXPECT_EQ(d.inElems, 6);
+  EXPECT_EQ(d.outElems, 3);
+  // Deterministic: compiling twice gives identical output.
+  EXPECT_EQ(emitTiny({}, opts(2)).verilog, d.verilog);
+  EXPECT_EQ(emitTiny({}, opts(2)).testbench, d.testbench);
+}
+
+TEST(VerilogEmitter, RejectsInvalidReuseListingValidOnes) {
+  try {
+    emitTiny({}, opts(4));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Usage);
+    EXPECT_NE(std::string(e.what()).find("'/fc1/Gemm' (6 inputs)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("valid: 1, 2, 3, 6"), std::string::npos) << e.what();
+  }
+}
+
+TEST(VerilogEmitter, SoftmaxIsUnsupportedUnlessCutWithUntil) {
+  try {
+    emitTiny({}, opts(), true);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("'/Softmax' (Softmax)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--until '/fc2/Gemm'"), std::string::npos) << e.what();
+  }
+  fpga::VerilogOptions o = opts();
+  o.until = "/fc2/Gemm";
+  EXPECT_EQ(emitTiny({}, o, true).verilog, emitTiny({}, opts()).verilog);
+  o.until = "/nope";
+  EXPECT_THROW(emitTiny({}, o, true), Error);
+}
+
+TEST(VerilogEmitter, NamesAreLegalAndKeywordSafe) {
+  EXPECT_EQ(fpga::verilogName("/fc1/Gemm"), "fc1_Gemm");
+  EXPECT_EQ(fpga::verilogName("module"), "module_");
+  EXPECT_EQ(fpga::verilogName("1x"), "l_1x");
+  EXPECT_EQ(fpga::verilogName("a..b//c"), "a_b_c");
+  EXPECT_EQ(fpga::verilogName("///"), "l_");
+}
+
+TEST(VerilogEmitter, LintsCleanWithVerilator) {
+  if (!sim::haveVerilator()) GTEST_SKIP() << "verilator is not on PATH";
+  for (int64_t r : {1, 2, 3}) {
+    fs::path dir = writeDesign(emitTiny({}, opts(r)), "lint_r" + std::to_string(r));
+    std::string cmd = "cd '" + (dir / "rtl").string() +
+                      "' && verilator --lint-only -Wall --top-module tiny_mlp *.v 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << "reuse " << r;
+  }
+}
+
+// Bit-exact against the emulator with random inputs, gaps and back-pressure, per mode.
+TEST(VerilogEmitter, SimulationMatchesEmulatorForEveryMode) {
+  if (!sim::haveVerilator()) GTEST_SKIP() << "verilator is not on PATH";
+  const char* configs[] = {
+      // defaults: exact accumulator, truncate + saturate results
+      R"({})",
+      // narrow accumulator that rounds and wraps, convergent + wrapping results
+      R"({"default": {"accumulator": {"precision": "fixed<12,4>", "rounding": "convergent",
+          "overflow": "wrap"}, "result": {"precision": "fixed<8,3>", "rounding": "convergent",
+          "overflow": "wrap"}}})",
+      // round half up + saturate everywhere, a coarse accumulator
+      R"({"default": {"accumulator": {"precision": "fixed<10,5>", "rounding": "round_half_up",
+          "overflow": "saturate"}, "result": {"precision": "fixed<9,2>", "rounding":
+          "round_half_up", "overflow": "saturate"}}})",
+      // truncating accumulator with saturation, wrapping results
+      R"({"default": {"weight": "fixed<10,3>", "accumulator": {"precision": "fixed<14,4>",
+          "rounding": "truncate", "overflow": "saturate"}, "result": {"precision": "fixed<12,3>",
+          "overflow": "wrap"}}})",
+  };
+  const int64_t n = 300;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-6, 6);
+  Tensor x(DType::F32, {n, 6});
+  for (int64_t i = 0; i < n * 6; ++i)
+    x.data<float>()[i] = u(rng);
+  for (size_t c = 0; c < std::size(configs); ++c) {
+    fpga::QuantConfig cfg = fpga::QuantConfig::fromJson(configs[c], "test.json");
+    Graph g = tinyMlp(n, false);
+    fpga::Emulator emu(g, cfg);
+    for (int64_t r : {1, 3}) {
+      fpga::VerilogDesign d = fpga::emitVerilog(g, emu, opts(r));
+      fs::path dir = writeDesign(d, "sim_c" + std::to_string(c) + "_r" + std::to_string(r));
+      fpga::EmulatorResult res = emu.run(std::span<const Tensor>(&x, 1), false);
+      std::vector<int64_t> in;
+      for (int64_t i = 0; i < n * 6; ++i)
+        in.push_back(fpga::quantize(x.data<float>()[i], d.inFormat, emu.inputQuant().rounding,
+                                    emu.inputQuant().overflow));
+      sim::SimReport rep =
+          sim::simulate(dir, d.top, in, res.layerRaw[d.lastLayer], n, d.outElems, 11);
+      EXPECT_EQ(rep.mismatches, 0) << "config " << c << " reuse " << r;
+      EXPECT_EQ(rep.missing, 0) << "config " << c << " reuse " << r;
+      EXPECT_EQ(rep.ii, double(r)) << "config " << c << " reuse " << r;
+    }
+  }
+}
