@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End to end: triad compile --target fpga + triad sim on jet_mlp (up to the logits, before
-# Softmax) at reuse 1 and 4 on 200 test inputs: 0 mismatches, II = R, a cached second build, and
+# Softmax) at reuse 1 and 4 on 1,000 test inputs: 0 mismatches, II = R, a cached second build, and
 # the must-fail cases (Softmax without --until, an invalid reuse factor). Exits 77 (skipped)
 # without verilator.
 # Usage: fpga_sim_test.sh TRIAD_BINARY SOURCE_DIR
@@ -16,7 +16,7 @@ trap 'rm -rf "$TMP"' EXIT
 fail=0
 PY=$SRC/.venv/bin/python
 [[ -x $PY ]] || PY=python3
-$PY -c "import numpy as np; np.save('$TMP/x.npy', np.load('$SRC/models/jet_test_x.npy')[:200])" || exit 1
+$PY -c "import numpy as np; np.save('$TMP/x.npy', np.load('$SRC/models/jet_test_x.npy')[:1000])" || exit 1
 MODEL=$SRC/models/jet_mlp.onnx
 
 "$TRIAD" compile "$MODEL" --target fpga -o "$TMP/bad" 2>"$TMP/err"
@@ -41,7 +41,7 @@ for r in 1 4; do
   if ! $PY - "$d/sim.json" $r <<'PYEOF'
 import json, sys
 j = json.load(open(sys.argv[1])); r = int(sys.argv[2])
-assert j["samples"] == 200, j
+assert j["samples"] == 1000, j
 assert j["mismatches"] == 0 and j["missing"] == 0, j
 assert j["ii"] == r, j
 PYEOF
