@@ -57,7 +57,9 @@ bool haveVerilator() {
   return rc == 0;
 }
 
-fs::path buildModel(const fs::path& outdir, const std::string& top, bool* cached) {
+fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cached) {
+  // Absolute: Verilator's make runs inside the object folder, so relative paths would break.
+  const fs::path outdir = fs::absolute(outdirArg);
   std::vector<fs::path> sources;
   for (const auto& e : fs::directory_iterator(outdir / "rtl"))
     if (e.path().extension() == ".v") sources.push_back(e.path());

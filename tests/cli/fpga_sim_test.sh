@@ -51,4 +51,8 @@ done
 if "$TRIAD" sim "$TMP/jet_r1" --input "$TMP/x.npy" | grep -q "cached build"; then
   echo "ok   cached build"
 else echo "FAIL: second sim did not reuse the build"; fail=1; fi
+# A relative output folder works too (Verilator's make runs elsewhere).
+if (cd "$TMP" && "$TRIAD" sim jet_r4 --input x.npy >/dev/null); then
+  echo "ok   relative folder"
+else echo "FAIL: triad sim with a relative folder"; fail=1; fi
 exit $fail
