@@ -217,30 +217,23 @@ std::shared_ptr<const Attrs> parseConv(const ParseContext& ctx) {
   return a;
 }
 
-std::vector<TensorType> inferConv(const InferContext& ctx) {
-  const auto& a = ctx.as<ConvAttrs>();
-  const TensorType& X = ctx.in(0);
-  const TensorType& W = ctx.in(1);
-  requireFloat(X, "input X");
-  requireSameDType(X, W, "inputs X and W");
+} // namespace
+
+Shape ops::convOutputShape(const ConvAttrs& a, const TensorType& X, const TensorType& W,
+                           std::string_view xName, std::string_view wName) {
   size_t k = a.kernel.size();
-  requireRank(X, int64_t(k) + 2, "input X");
-  requireRank(W, int64_t(k) + 2, "input W");
+  requireRank(X, int64_t(k) + 2, fmt::format("input {}", xName));
+  requireRank(W, int64_t(k) + 2, fmt::format("input {}", wName));
   int64_t C = X.shape[1], M = W.shape[0];
   if (C % a.group != 0 || M % a.group != 0)
     invalid("group {} does not divide the input channels ({}) and output channels ({})", a.group, C,
             M);
   if (W.shape[1] != C / a.group)
-    invalid("input W {} must have {} input channels per group (X {} with group {})",
-            shapeToString(W.shape), C / a.group, shapeToString(X.shape), a.group);
+    invalid("input {} {} must have {} input channels per group ({} {} with group {})", wName,
+            shapeToString(W.shape), C / a.group, xName, shapeToString(X.shape), a.group);
   if (spatialOf(W.shape) != a.kernel)
-    invalid("input W {} does not match kernel_shape [{}]", shapeToString(W.shape),
+    invalid("input {} {} does not match kernel_shape [{}]", wName, shapeToString(W.shape),
             fmt::join(a.kernel, ","));
-  if (ctx.has(2)) {
-    requireSameDType(X, ctx.in(2), "inputs X and B");
-    if (ctx.in(2).shape != Shape{M})
-      invalid("bias B {} must have shape [{}]", shapeToString(ctx.in(2).shape), M);
-  }
   Shape out{X.shape[0], M};
   for (size_t d = 0; d < k; ++d) {
     int64_t o = windowOutSize(X.shape[d + 2], a.kernel[d], a.strides[d], a.dilations[d], a.pads[d],
@@ -249,6 +242,23 @@ std::vector<TensorType> inferConv(const InferContext& ctx) {
       invalid("kernel {} (dilation {}) is larger than spatial dim {} of size {} plus padding",
               a.kernel[d], a.dilations[d], d, X.shape[d + 2]);
     out.push_back(o);
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<TensorType> inferConv(const InferContext& ctx) {
+  const auto& a = ctx.as<ConvAttrs>();
+  const TensorType& X = ctx.in(0);
+  const TensorType& W = ctx.in(1);
+  requireFloat(X, "input X");
+  requireSameDType(X, W, "inputs X and W");
+  Shape out = convOutputShape(a, X, W);
+  if (ctx.has(2)) {
+    requireSameDType(X, ctx.in(2), "inputs X and B");
+    if (ctx.in(2).shape != Shape{out[1]})
+      invalid("bias B {} must have shape [{}]", shapeToString(ctx.in(2).shape), out[1]);
   }
   return {TensorType{X.dtype, out, {}}};
 }

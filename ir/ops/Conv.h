@@ -65,6 +65,12 @@ struct WindowParams {
 WindowParams parseWindow(const AttrReader& attrs, const Shape& inSpatial,
                          const std::vector<int64_t>& kernel, bool readDilations = true);
 
+/// Output shape [N, M, out...] of a convolution of X [N, C, in...] with W [M, C/group, k...],
+/// checking both against the attributes; errors name the inputs as `xName` / `wName` (ONNX calls
+/// them X, W in Conv and x, w in ConvInteger/QLinearConv). Shared by every conv-like op.
+Shape convOutputShape(const ConvAttrs& a, const TensorType& X, const TensorType& W,
+                      std::string_view xName = "X", std::string_view wName = "W");
+
 /// Output size of one spatial dim of a sliding window with explicit pads. In ceil mode a last
 /// window that would start in the end padding is dropped (as PyTorch and ONNX Runtime do).
 int64_t windowOutSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,

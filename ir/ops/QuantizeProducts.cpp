@@ -248,33 +248,6 @@ std::shared_ptr<const Attrs> parseIntConv(const ParseContext& ctx, size_t wIndex
   return a;
 }
 
-/// Output shape [N, M, out...] of an integer conv, checking x and w against the attributes.
-Shape intConvShape(const ConvAttrs& a, const TensorType& X, const TensorType& W) {
-  size_t k = a.kernel.size();
-  requireRank(X, int64_t(k) + 2, "input x");
-  requireRank(W, int64_t(k) + 2, "input w");
-  int64_t C = X.shape[1], M = W.shape[0];
-  if (C % a.group != 0 || M % a.group != 0)
-    invalid("group {} does not divide the input channels ({}) and output channels ({})", a.group, C,
-            M);
-  if (W.shape[1] != C / a.group)
-    invalid("input w {} must have {} input channels per group (x {} with group {})",
-            shapeToString(W.shape), C / a.group, shapeToString(X.shape), a.group);
-  if (spatialOf(W.shape) != a.kernel)
-    invalid("input w {} does not match kernel_shape [{}]", shapeToString(W.shape),
-            fmt::join(a.kernel, ","));
-  Shape out{X.shape[0], M};
-  for (size_t d = 0; d < k; ++d) {
-    int64_t o = windowOutSize(X.shape[d + 2], a.kernel[d], a.strides[d], a.dilations[d], a.pads[d],
-                              a.pads[d + k]);
-    if (o < 1)
-      invalid("kernel {} (dilation {}) is larger than spatial dim {} of size {} plus padding",
-              a.kernel[d], a.dilations[d], d, X.shape[d + 2]);
-    out.push_back(o);
-  }
-  return out;
-}
-
 /// Shape of a per-output-channel zero point [M] broadcast against w [M, C/group, k...].
 Shape channelParamShape(const Shape& zp, const Shape& w) {
   if (isPerTensor(zp)) return {};
@@ -338,7 +311,7 @@ std::vector<TensorType> inferConvInteger(const InferContext& ctx) {
   const TensorType& W = ctx.in(1);
   requireInt8(X, "input x");
   requireInt8(W, "input w");
-  Shape out = intConvShape(a, X, W);
+  Shape out = convOutputShape(a, X, W, "x", "w");
   if (ctx.has(2)) {
     requireSameDType(X, ctx.in(2), "inputs x and x_zero_point");
     requirePerTensor(ctx.in(2), "input x_zero_point");
@@ -379,7 +352,7 @@ std::vector<TensorType> inferQLinearConv(const InferContext& ctx) {
   requireSameDType(W, ctx.in(5), "inputs w and w_zero_point");
   for (size_t i : {1, 4, 6})
     requireFloat(ctx.in(i), i == 1 ? "input x_scale" : i == 4 ? "input w_scale" : "input y_scale");
-  Shape out = intConvShape(a, X, W);
+  Shape out = convOutputShape(a, X, W, "x", "w");
   int64_t M = W.shape[0];
   requirePerTensor(ctx.in(1), "input x_scale");
   requirePerTensor(ctx.in(2), "input x_zero_point");
