@@ -25,15 +25,16 @@ from sklearn.model_selection import train_test_split
 SEED = 20261121
 
 
-class DigitsMLP(torch.nn.Module):
-    """64-64-32-32-10 with ReLU, softmax output."""
+class MLP(torch.nn.Module):
+    """n_in-64-32-32-n_out with ReLU, softmax output: digits_mlp (64 -> 10) and the hls4ml
+    jet-tagging architecture jet_mlp (16 -> 5)."""
 
-    def __init__(self):
+    def __init__(self, n_in, n_out):
         super().__init__()
-        self.fc1 = torch.nn.Linear(64, 64)
+        self.fc1 = torch.nn.Linear(n_in, 64)
         self.fc2 = torch.nn.Linear(64, 32)
         self.fc3 = torch.nn.Linear(32, 32)
-        self.fc4 = torch.nn.Linear(32, 10)
+        self.fc4 = torch.nn.Linear(32, n_out)
 
     def logits(self, x):
         x = torch.relu(self.fc1(x))
@@ -87,26 +88,6 @@ class ResBlockCNN(torch.nn.Module):
         x = torch.relu(self.bn2(x + r))
         x = torch.nn.functional.adaptive_avg_pool2d(x, 1)
         return self.fc(torch.flatten(x, 1))
-
-    def forward(self, x):
-        return torch.softmax(self.logits(x), dim=1)
-
-
-class JetMLP(torch.nn.Module):
-    """The hls4ml jet-tagging architecture: 16-64-32-32-5, ReLU, softmax output."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(16, 64)
-        self.fc2 = torch.nn.Linear(64, 32)
-        self.fc3 = torch.nn.Linear(32, 32)
-        self.fc4 = torch.nn.Linear(32, 5)
-
-    def logits(self, x):
-        x = torch.relu(self.fc1(x))
-        x = torch.relu(self.fc2(x))
-        x = torch.relu(self.fc3(x))
-        return self.fc4(x)
 
     def forward(self, x):
         return torch.softmax(self.logits(x), dim=1)
@@ -186,7 +167,7 @@ def main():
         results[name] = {"seed": SEED, "epochs": epochs, "torch_test_accuracy": round(acc, 6)}
         print(f"{name}: test accuracy {acc:.4f}")
 
-    build("digits_mlp", DigitsMLP(), xtr.reshape(-1, 64), ytr, xte.reshape(-1, 64), yte, 60, 2e-3,
+    build("digits_mlp", MLP(64, 10), xtr.reshape(-1, 64), ytr, xte.reshape(-1, 64), yte, 60, 2e-3,
           torch.zeros(1, 64))
     build("digits_cnn", DigitsCNN(), xtr[:, None], ytr, xte[:, None], yte, 40, 3e-3,
           torch.zeros(1, 1, 8, 8))
@@ -197,7 +178,7 @@ def main():
     jxtr, jxte, jytr, jyte = train_test_split(jx, jy, test_size=0.2, random_state=SEED, stratify=jy)
     np.save(os.path.join(args.out, "jet_test_x.npy"), jxte)
     np.save(os.path.join(args.out, "jet_test_y.npy"), jyte)
-    build("jet_mlp", JetMLP(), jxtr, jytr, jxte, jyte, 30, 2e-3, torch.zeros(1, 16))
+    build("jet_mlp", MLP(16, 5), jxtr, jytr, jxte, jyte, 30, 2e-3, torch.zeros(1, 16))
 
     with open(os.path.join(args.out, "training.json"), "w") as f:
         json.dump(results, f, indent=2, sort_keys=True)
