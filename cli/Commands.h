@@ -21,14 +21,20 @@ struct ModelOptions {
   bool printAfterAll = false;
   std::vector<std::string> printAfter;
   void add(CLI::App& cmd);
-  frontend::ImportResult load() const;
+  /// Imports the model; runs the pass pipeline with --opt (or when `optimizeAnyway`: compiled
+  /// targets always want it).
+  frontend::ImportResult load(bool optimizeAnyway = false) const;
 };
 
 using Action = std::function<int()>;
+/// triad compile --target cpu: writes standalone C++ (cli/CompileCpu.cpp).
+int compileCpu(const ModelOptions& model, const std::string& outdir);
 Action addInspect(CLI::App& app, const ir::TargetRegistry& targets);
 Action addRun(CLI::App& app, const ir::TargetRegistry& targets);
 Action addQuantize(CLI::App& app, const ir::TargetRegistry& targets);
 Action addCompile(CLI::App& app, const ir::TargetRegistry& targets);
 Action addSim(CLI::App& app, const ir::TargetRegistry& targets);
+Action addSynth(CLI::App& app, const ir::TargetRegistry& targets);
+Action addDevices(CLI::App& app, const ir::TargetRegistry& targets);
 
 } // namespace triad::cli

@@ -1,6 +1,7 @@
 // triad compile --target fpga: the Verilog design, its Verilator testbench and the emulator's
 // expected outputs; triad sim: runs that design in Verilator against them (docs/fpga.md).
 #include "cli/Commands.h"
+#include "cli/FpgaOptions.h"
 #include "fpga/Emulator.h"
 #include "fpga/VerilogEmitter.h"
 #include "frontend/TensorIO.h"
@@ -17,7 +18,8 @@ namespace {
 
 struct CompileOptions {
   ModelOptions model;
-  std::string target = "fpga", config, input, outdir, until;
+  std::string target = "fpga", config, input, outdir, until, defaultPrecision;
+  std::vector<std::string> precision;
   int64_t reuse = 1;
 };
 
@@ -35,10 +37,11 @@ nlohmann::json formatJson(const fpga::FixedFormat& f) {
 }
 
 int runCompile(CompileOptions o, bool batchGiven) {
+  if (o.target == "cpu") return compileCpu(o.model, o.outdir);
   if (o.target != "fpga")
-    fail(ErrorKind::Usage, "--target '{}': triad compile supports 'fpga'", o.target);
+    fail(ErrorKind::Usage, "--target '{}': triad compile supports 'fpga' and 'cpu'", o.target);
   fpga::QuantConfig cfg =
-      o.config.empty() ? fpga::QuantConfig{} : fpga::QuantConfig::load(o.config);
+      fpga::QuantConfig::fromCommandLine(o.config, o.defaultPrecision, o.precision);
   std::optional<ir::Tensor> x;
   if (!o.input.empty()) {
     x = readF32(o.input);
@@ -95,15 +98,16 @@ int runCompile(CompileOptions o, bool batchGiven) {
                         {"inputs", s.nIn},
                         {"outputs", s.nOut},
                         {"in", fpga::formatToString(s.in)},
-                        {"out", fpga::formatToString(s.out)}};
-    if (s.op != "Relu") {
-      l["reuse"] = s.reuse;
-      l["multipliers"] = s.nIn * s.nOut / s.reuse;
-      mults += s.nIn * s.nOut / s.reuse;
-    }
+                        {"out", fpga::formatToString(s.out)},
+                        {"latency_cycles", s.latency},
+                        {"multipliers", s.multipliers}};
+    if (s.op.starts_with("Gemm") || s.op.starts_with("MatMul")) l["reuse"] = s.reuse;
+    mults += s.multipliers;
     j["layers"].push_back(l);
   }
   j["multipliers"] = mults;
+  j["latency_cycles"] = d.latency;
+  j["blocks"] = d.blocks;
   if (x) {
     fpga::EmulatorResult res = emu.run(std::span<const ir::Tensor>(&*x, 1), false);
     int64_t n = x->rank() > 0 ? x->shape()[0] : 1;
@@ -117,12 +121,13 @@ int runCompile(CompileOptions o, bool batchGiven) {
     j["samples"] = n;
   }
   frontend::writeFileAtomic(out / "summary.json", j.dump(2) + "\n");
-  fmt::print("{}: {} layers, {} multipliers -> {}\n", d.top, d.stages.size(), mults, o.outdir);
+  fmt::print("{}: {} layers, {} multipliers, latency {} cycles -> {}\n", d.top, d.stages.size(),
+             mults, d.latency, o.outdir);
   return 0;
 }
 
 struct SimOptions {
-  std::string outdir, input, json, output;
+  std::string outdir, input, json, output, trace;
   uint64_t seed = 1;
 };
 
@@ -150,8 +155,8 @@ int runSim(const SimOptions& o) {
   ir::Tensor exp = frontend::readNpy(dir / "expected_raw.npy");
   std::vector<int64_t> expected(exp.values<int64_t>().begin(), exp.values<int64_t>().end());
   int64_t n = int64_t(inRaw.size()) / inElems;
-  sim::SimReport r =
-      sim::simulate(dir, s["top"].get<std::string>(), inRaw, expected, n, outElems, o.seed);
+  sim::SimReport r = sim::simulate(dir, s["top"].get<std::string>(), inRaw, expected, n, outElems,
+                                   o.seed, o.trace);
   fmt::print("{}: {} samples, latency {} cycles, II {}, {} cycles ({} with random gaps and "
              "back-pressure), {} mismatches, {} missing, {:.4g} inferences/s at 200 MHz{}\n",
              s["top"].get<std::string>(), n, r.latencyCycles, r.ii, r.totalCycles, r.randomCycles,
@@ -187,14 +192,15 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
   auto o = std::make_shared<CompileOptions>();
   CLI::App* cmd = app.add_subcommand(
       "compile", "Compile a model for a target (fpga: Verilog, a Verilator testbench, expected "
-                 "outputs)");
+                 "outputs; cpu: standalone C++ source with an example main)");
   o->model.add(*cmd);
-  cmd->add_option("--target", o->target, "Target (fpga)")->required();
+  cmd->add_option("--target", o->target, "Target (fpga, cpu)")->required();
   cmd->add_option("--config", o->config,
                   "Precision config (JSON, docs/fpga.md); may hold \"reuse\": {layer: R}")
       ->check(CLI::ExistingFile);
+  addPrecisionOptions(*cmd, o->defaultPrecision, o->precision);
   cmd->add_option("--reuse", o->reuse, "Reuse factor of Dense layers (divides the input count)");
-  cmd->add_option("--until", o->until, "Last layer of the design (e.g. the logits before Softmax)");
+  cmd->add_option("--until", o->until, "Last layer of the design (default: the whole model)");
   cmd->add_option("-i,--input", o->input,
                   "Inputs (.npy/.pb): calibration for \"auto\" and the expected outputs");
   cmd->add_option("-o,--output", o->outdir, "Output directory")->required();
@@ -212,6 +218,8 @@ Action addSim(CLI::App& app, const ir::TargetRegistry&) {
   cmd->add_option("--json", o->json, "Write the report as JSON");
   cmd->add_option("-o,--output", o->output, "Write the RTL's outputs (dequantized, .npy/.pb)");
   cmd->add_option("--seed", o->seed, "Seed of the random gaps and back-pressure");
+  cmd->add_option("--trace", o->trace,
+                  "Write the waveform of both passes (FILE.vcd or FILE.fst; a separate build)");
   return [o] { return runSim(*o); };
 }
 

@@ -13,12 +13,13 @@ void ModelOptions::add(CLI::App& cmd) {
       ->check(CLI::PositiveNumber);
   cmd.add_option("--dim", dims, "Value of another symbolic dimension, NAME=VALUE (repeatable)");
   cmd.add_flag("--opt", optimize,
-               "Run the target-independent passes (remove-identity, fold-batchnorm, dce)");
+               fmt::format("Run the target-independent passes ({}); compiled targets always do",
+                           fmt::join(ir::allPassNames(), ", ")));
   cmd.add_flag("--print-after-all", printAfterAll, "Print the IR after every pass (implies --opt)");
   cmd.add_option("--print-after", printAfter, "Print the IR after the named pass (implies --opt)");
 }
 
-frontend::ImportResult ModelOptions::load() const {
+frontend::ImportResult ModelOptions::load(bool optimizeAnyway) const {
   frontend::ImportOptions opts;
   opts.batch = batch;
   for (const std::string& d : dims) {
@@ -35,7 +36,7 @@ frontend::ImportResult ModelOptions::load() const {
     opts.dims[d.substr(0, eq)] = v;
   }
   frontend::ImportResult r = frontend::importOnnxFile(model, opts);
-  if (optimize || printAfterAll || !printAfter.empty()) {
+  if (optimize || optimizeAnyway || printAfterAll || !printAfter.empty()) {
     std::vector<std::string> known = ir::allPassNames();
     for (const std::string& p : printAfter)
       if (std::find(known.begin(), known.end(), p) == known.end())

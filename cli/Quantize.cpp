@@ -1,6 +1,7 @@
 // triad quantize: run a model through the bit-accurate fixed-point emulator (the FPGA target's
 // golden model) and report where precision is lost.
 #include "cli/Commands.h"
+#include "cli/FpgaOptions.h"
 #include "fpga/Emulator.h"
 #include "frontend/TensorIO.h"
 
@@ -13,7 +14,8 @@ namespace {
 
 struct QuantizeOptions {
   ModelOptions model;
-  std::string config, calibrate, input, output, json, labels;
+  std::string config, calibrate, input, output, json, labels, defaultPrecision;
+  std::vector<std::string> precision;
   bool report = false;
   bool batchGiven = false;
 };
@@ -51,7 +53,7 @@ std::vector<int64_t> argmaxRows(const ir::Tensor& t) {
 
 int runQuantize(const QuantizeOptions& o) {
   fpga::QuantConfig cfg =
-      o.config.empty() ? fpga::QuantConfig{} : fpga::QuantConfig::load(o.config);
+      fpga::QuantConfig::fromCommandLine(o.config, o.defaultPrecision, o.precision);
   ir::Tensor x = readInput(o.input);
   if (x.dtype() != ir::DType::F32) x = x.castTo(ir::DType::F32);
 
@@ -147,6 +149,7 @@ Action addQuantize(CLI::App& app, const ir::TargetRegistry&) {
   o->model.add(*cmd);
   cmd->add_option("--config", o->config, "Precision config (JSON, see docs/fpga.md)")
       ->check(CLI::ExistingFile);
+  addPrecisionOptions(*cmd, o->defaultPrecision, o->precision);
   cmd->add_option("--calibrate", o->calibrate,
                   "Calibration inputs (.npy/.pb) for \"auto\" precisions (default: --input)");
   cmd->add_option("-i,--input", o->input,

@@ -27,7 +27,7 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
   if (!target)
     fail(ErrorKind::Usage, "--target '{}' is not available (available: {})", o.target,
          targets.names());
-  frontend::ImportResult r = o.model.load();
+  frontend::ImportResult r = o.model.load(target->name() != "interp");
   const ir::Graph& g = r.graph;
 
   // Bind inputs: by name (name=file) or by position.
@@ -106,7 +106,10 @@ Action addRun(CLI::App& app, const ir::TargetRegistry& targets) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Run a model on input tensors and write its outputs");
   o->model.add(*cmd);
-  cmd->add_option("--target", o->target, "Where to run: interp (reference interpreter)")
+  cmd->add_option("--target", o->target,
+                  fmt::format("Where to run ({}): interp is the reference interpreter, cpu the "
+                              "compiled C++ (threads: TRIAD_THREADS)",
+                              targets.names()))
       ->capture_default_str();
   cmd->add_option(
       "-i,--input", o->inputs,

@@ -1,7 +1,9 @@
 // triad: compile ONNX models for CPU, GPU and FPGA from one graph IR.
 #include "cli/Commands.h"
+#include "cpu/CpuTarget.h"
 #include "ir/Diagnostics.h"
 
+#include <cstdlib>
 #include <fmt/format.h>
 
 namespace {
@@ -26,6 +28,11 @@ int main(int argc, char** argv) {
 
   ir::TargetRegistry targets;
   targets.add(ir::makeInterpreterTarget());
+  {
+    cpu::CpuOptions cpuOptions;
+    if (const char* t = std::getenv("TRIAD_THREADS")) cpuOptions.threads = std::atoi(t);
+    targets.add(cpu::makeCpuTarget(cpuOptions));
+  }
 
   std::map<CLI::App*, cli::Action> actions;
   auto add = [&](cli::Action (*f)(CLI::App&, const ir::TargetRegistry&)) {
@@ -40,6 +47,8 @@ int main(int argc, char** argv) {
   add(cli::addQuantize);
   add(cli::addCompile);
   add(cli::addSim);
+  add(cli::addSynth);
+  add(cli::addDevices);
 
   try {
     app.parse(argc, argv);

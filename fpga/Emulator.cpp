@@ -424,6 +424,16 @@ struct Emulator::Impl {
       known[size_t(L.out)] = true;
       L.info.input = L.in[0] >= 0 ? L.in[0] : (L.in.size() > 1 ? L.in[1] : -1);
       L.info.output = L.out;
+      L.info.inputs = L.in;
+      L.info.alpha = L.alpha;
+      L.info.lo = L.lo;
+      L.info.hi = L.hi;
+      L.info.constRaw = L.constRaw;
+      if (L.constIndex >= 0) L.info.constShape = L.inShapes[size_t(L.constIndex)];
+      L.info.table = L.table;
+      L.info.invTable = L.invTable;
+      L.info.tableShift = L.tableShift;
+      L.info.invShift = L.invShift;
       if (L.kind == LKind::Dense) {
         L.info.fanIn = L.K;
         L.info.fanOut = L.N;

@@ -29,6 +29,15 @@ struct LayerInfo {
   int64_t fanIn = 0, fanOut = 0; // Dense: K inputs and N outputs per row
   std::vector<int64_t> weights;  // Dense: quantized raw w[n][k] at n*K + k (weight format)
   std::vector<int64_t> biases;   // Dense: quantized raw b[n] (bias format); empty without bias
+  // What the RTL needs of the other layers (docs/fpga.md, the arithmetic contract):
+  std::vector<int> inputs;          // value ids of the operands; -1 for Add's constant operand
+  int64_t alpha = 0;                // LeakyRelu: the slope (weight format)
+  int64_t lo = 0, hi = 0;           // Clip: the bounds (input format)
+  std::vector<int64_t> constRaw;    // Add: the constant operand (bias format), row-major
+  ir::Shape constShape;             // Add: its shape
+  std::vector<int64_t> table;       // Sigmoid/Tanh (result format), Softmax's exp (exp format)
+  std::vector<int64_t> invTable;    // Softmax: the reciprocal table (inv format)
+  int tableShift = 0, invShift = 0; // index = clamp(floor(raw / 2^shift) + offset, 0, size-1)
   /// "w fixed<16,6> b fixed<16,6> acc fixed<16,6> -> fixed<16,6>" style summary.
   std::string formats() const;
 };

@@ -109,6 +109,21 @@ LayerSpec parseLayer(const Ctx& c, const std::string& where, const json& j) {
   return l;
 }
 
+// Copies what `src` sets over `dst`.
+void mergeLayer(LayerSpec& dst, const LayerSpec& src) {
+  if (src.precision) dst.precision = src.precision;
+  for (size_t i = 0; i < src.roles.size(); ++i) {
+    if (src.roles[i].precision) dst.roles[i].precision = src.roles[i].precision;
+    if (src.roles[i].rounding) dst.roles[i].rounding = src.roles[i].rounding;
+    if (src.roles[i].overflow) dst.roles[i].overflow = src.roles[i].overflow;
+  }
+  if (src.tableSize) dst.tableSize = src.tableSize;
+  if (src.tableRange) dst.tableRange = src.tableRange;
+  if (src.expPrecision) dst.expPrecision = src.expPrecision;
+  if (src.invPrecision) dst.invPrecision = src.invPrecision;
+  if (src.invRange) dst.invRange = src.invRange;
+}
+
 Quant resolveFormat(const FormatSpec& spec, Rounding r, Overflow o, std::optional<double> maxAbs,
                     int margin) {
   Quant q{spec.format, r, o};
@@ -258,6 +273,45 @@ Quant resolveInput(const QuantConfig& c, std::optional<double> maxAbs) {
   if (q.format.width > 32)
     fail(ErrorKind::Usage, "input format {} is wider than 32 bits", formatToString(q.format));
   return q;
+}
+
+void QuantConfig::applyOverride(std::string_view spec) {
+  const std::string label = "--precision";
+  std::string text(spec);
+  size_t eq = text.find('=');
+  size_t colon = eq == std::string::npos ? std::string::npos : text.rfind(':', eq);
+  if (eq == std::string::npos || colon == std::string::npos || colon == 0 || eq == colon + 1 ||
+      eq + 1 == text.size())
+    fail(ErrorKind::Usage,
+         "--precision '{}': expected LAYER:KEY=VALUE, e.g. /fc1/Gemm:weight=fixed<8,2> (KEY: "
+         "precision, weight, bias, accumulator, result, table_size, table_range, exp_precision, "
+         "inv_precision, inv_range)",
+         text);
+  std::string layer = text.substr(0, colon), key = text.substr(colon + 1, eq - colon - 1);
+  std::string value = text.substr(eq + 1);
+  json j = json::object();
+  json v = json::parse(value, nullptr, false);
+  j[key] = v.is_number() ? v : json(value);
+  Ctx c{label};
+  mergeLayer(layers[layer], parseLayer(c, fmt::format("layers['{}']", layer), j));
+}
+
+void QuantConfig::applyDefaultPrecision(std::string_view format) {
+  try {
+    defaults.precision = parseFormatSpec(format);
+  } catch (const Error& e) {
+    fail(ErrorKind::Usage, "--default-precision: {}", e.what());
+  }
+}
+
+QuantConfig QuantConfig::fromCommandLine(const std::string& path,
+                                         const std::string& defaultPrecision,
+                                         const std::vector<std::string>& overrides) {
+  QuantConfig c = path.empty() ? QuantConfig{} : load(path);
+  if (!defaultPrecision.empty()) c.applyDefaultPrecision(defaultPrecision);
+  for (const std::string& o : overrides)
+    c.applyOverride(o);
+  return c;
 }
 
 } // namespace triad::fpga

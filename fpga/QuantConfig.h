@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace triad::fpga {
 
@@ -66,6 +67,16 @@ struct QuantConfig {
   static QuantConfig fromJson(const std::string& text, const std::string& label);
   /// Reads and parses a file (Io error when unreadable).
   static QuantConfig load(const std::filesystem::path& path);
+  /// A command-line override "LAYER:KEY=VALUE" (`--precision`), KEY one of the layer keys of
+  /// the file (precision, weight, bias, accumulator, result, table_size, ...): sets that key of
+  /// layers[LAYER], keeping what else the file says. Usage error naming the flag when malformed.
+  void applyOverride(std::string_view spec);
+  /// `--default-precision FORMAT`: default.precision (roles the file sets keep their formats).
+  void applyDefaultPrecision(std::string_view format);
+  /// The config of a command: the file (if any), then --default-precision, then each
+  /// --precision override in order.
+  static QuantConfig fromCommandLine(const std::string& path, const std::string& defaultPrecision,
+                                     const std::vector<std::string>& overrides);
 };
 
 /// A fully resolved quantization: format and modes.

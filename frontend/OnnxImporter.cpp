@@ -1,8 +1,10 @@
 #include "frontend/OnnxImporter.h"
+#include "frontend/OnnxFunctions.h"
 #include "frontend/OnnxTensor.h"
 #include "frontend/TensorIO.h"
 #include "ir/Interpreter.h"
 #include "ir/Verifier.h"
+#include "ir/passes/Folding.h"
 
 #include <fmt/ranges.h>
 #include <map>
@@ -121,7 +123,6 @@ public:
     if (!model_.has_graph()) fail(ErrorKind::InvalidModel, "the model has no graph");
     graph().name = model_.graph().name().empty() ? "model" : model_.graph().name();
     checkOpset();
-    runOnnxShapeInference();
     const onnx::GraphProto& g = model_.graph();
     if (g.sparse_initializer_size() > 0)
       fail(ErrorKind::Unsupported, "sparse initializers ('{}') are not supported",
@@ -131,6 +132,9 @@ public:
       if (g.node(i).name().empty())
         model_.mutable_graph()->mutable_node(i)->set_name(
             fmt::format("{}_{}", g.node(i).op_type(), i));
+    // Calls of model-local functions are replaced by their bodies (named after the call).
+    inlineLocalFunctions(model_, opset_);
+    runOnnxShapeInference();
     importInitializers(g);
     importInputs(g);
     std::vector<const onnx::NodeProto*> order = topologicalOrder(g);
@@ -421,21 +425,12 @@ private:
       irInputs.pop_back();
 
     std::vector<std::optional<TensorType>> irTypes;
-    std::vector<const Tensor*> irConsts;
-    bool allConstant = true;
-    std::vector<Tensor> placeholders; // zero tensors standing in for values a fold ignores
-    placeholders.reserve(irInputs.size());
-    for (ir::Value* v : irInputs) {
+    for (ir::Value* v : irInputs)
       irTypes.push_back(v ? std::optional<TensorType>(v->type()) : std::nullopt);
-      if (v && !v->isConstant() && def.valueIndependent) {
-        placeholders.emplace_back(v->type());
-        irConsts.push_back(&placeholders.back());
-        continue;
-      }
-      irConsts.push_back(v && v->isConstant() ? &v->constant() : nullptr);
-      if (v && !v->isConstant()) allConstant = false;
-    }
-    std::vector<TensorType> types = def.infer(ir::InferContext{*attrs, irTypes, irConsts});
+    // The inputs known now (constants, and placeholders for value-independent ops), shared with
+    // the constant-fold pass (ir/passes/Folding.h).
+    ir::FoldInputs known(def, irInputs);
+    std::vector<TensorType> types = def.infer(ir::InferContext{*attrs, irTypes, known.tensors()});
     if (types.size() < size_t(n.output_size()))
       fail(ErrorKind::Unsupported, "declares {} outputs; Triad's {} computes only {}",
            n.output_size(), n.op_type(), types.size());
@@ -446,14 +441,12 @@ private:
       outNames.push_back(n.output(i).empty() ? fmt::format("{}:unused{}", n.name(), i)
                                              : n.output(i));
 
-    if (opts_.foldConstants && allConstant) {
-      std::vector<Tensor> outs;
-      for (const TensorType& t : types)
-        outs.emplace_back(t);
-      def.eval(ir::EvalContext{*attrs, irConsts, outs});
-      for (size_t i = 0; i < outs.size(); ++i)
-        values_[outNames[i]] = graph().addConstant(outNames[i], std::move(outs[i]));
-      return;
+    if (opts_.foldConstants) {
+      if (auto outs = ir::tryFoldNode(def, *attrs, known, types)) {
+        for (size_t i = 0; i < outs->size(); ++i)
+          values_[outNames[i]] = graph().addConstant(outNames[i], std::move((*outs)[i]));
+        return;
+      }
     }
     ir::Node* node = graph().addNode(def.kind, n.name(), irInputs, attrs, outNames, types);
     for (size_t i = 0; i < outNames.size(); ++i)

@@ -1,10 +1,12 @@
 // ONNX model -> ir::Graph.
 //
 // The importer reads the model (with external-data tensors next to it), checks the opset,
-// runs ONNX shape inference as a cross-check, fixes the symbolic batch dimension, sorts nodes
-// topologically, maps every node through the op registry (typed attributes, shape rules), folds
-// nodes whose inputs are all constant (which resolves PyTorch's Shape/Gather/Concat chains into
-// static shapes) and verifies the result. Every error names the file and the element at fault.
+// inlines model-local functions (frontend/OnnxFunctions.h), runs ONNX shape inference as a
+// cross-check, fixes the symbolic batch dimension, sorts nodes topologically, maps every node
+// through the op registry (typed attributes, shape rules), folds nodes whose inputs are all
+// constant (which resolves PyTorch's Shape/Gather/Concat chains into static shapes; the code is
+// shared with the constant-fold pass, ir/passes/Folding.h) and verifies the result. Every error
+// names the file and the element at fault.
 #pragma once
 
 #include "ir/Graph.h"
@@ -32,6 +34,8 @@ struct ImportOptions {
   /// use it for ONNX node tests that pass such operands as inputs. Return nullptr to decline.
   std::function<const ir::Tensor*(const std::string& inputName)> bindInput;
   /// Fold nodes whose inputs are all constant at import (on by default; needed for static shapes).
+  /// Results over 1M elements that are larger than their constant inputs (a large Expand or
+  /// ConstantOfShape) stay nodes, see ir/passes/Folding.h.
   bool foldConstants = true;
 };
 

@@ -18,10 +18,13 @@
 
 #include "ir/Tensor.h"
 
+#include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -32,7 +35,15 @@ public:
   virtual ~Attrs() = default;
   /// (name, printed value) pairs in declaration order.
   virtual std::vector<std::pair<std::string, std::string>> printed() const = 0;
+  /// Exact equality: same attribute struct and identical field values (for CSE).
   virtual bool equals(const Attrs& other) const = 0;
+  /// Hash consistent with equals (equal attributes hash equally), from the printed fields.
+  size_t hash() const {
+    size_t h = 0;
+    for (const auto& [name, value] : printed())
+      h = (h ^ std::hash<std::string>{}(name + "=" + value)) * 1099511628211ull;
+    return h;
+  }
 };
 
 /// Ops without attributes share this.
@@ -72,6 +83,21 @@ template <typename T> std::string printAttrValue(const T& v) {
   else
     return fmt::format("{}", v);
 }
+
+/// Exact equality of one field value: floating-point values compare by bit pattern (so a NaN
+/// equals the same NaN and -0 differs from 0: two nodes are interchangeable only when their
+/// attributes are identical), tensors by type and bytes.
+template <typename T> bool attrValueEquals(const T& a, const T& b) {
+  if constexpr (std::is_same_v<T, float>)
+    return std::memcmp(&a, &b, sizeof(float)) == 0;
+  else if constexpr (std::is_same_v<T, std::vector<float>>)
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  else if constexpr (std::is_same_v<T, std::optional<float>>)
+    return a.has_value() == b.has_value() && (!a || attrValueEquals(*a, *b));
+  else
+    return a == b;
+}
 } // namespace detail
 
 template <typename Derived> struct AttrsOf : Attrs {
@@ -85,9 +111,24 @@ template <typename Derived> struct AttrsOf : Attrs {
   bool equals(const Attrs& other) const override {
     auto* o = dynamic_cast<const Derived*>(&other);
     if (!o) return false;
-    // Field lists are identical for the same type, so comparing printed forms in order is
-    // exact for integers and strings and exact-enough (shortest round-trip) for floats.
-    return printed() == o->printed();
+    // Both objects list the same fields in the same order. Some fields are computed on the fly
+    // (temporaries that only live during the callback), so field i of `other` is compared from
+    // inside a second walk rather than remembered by address.
+    bool equal = true;
+    size_t i = 0;
+    static_cast<const Derived&>(*this).fields([&](const char*, const auto& mine) {
+      using T = std::decay_t<decltype(mine)>;
+      size_t j = 0;
+      o->fields([&](const char*, const auto& theirs) {
+        if (j++ != i) return;
+        if constexpr (std::is_same_v<T, std::decay_t<decltype(theirs)>>)
+          equal = equal && detail::attrValueEquals(mine, theirs);
+        else
+          equal = false;
+      });
+      ++i;
+    });
+    return equal;
   }
 };
 

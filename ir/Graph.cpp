@@ -1,6 +1,7 @@
 #include "ir/Graph.h"
 
 #include <algorithm>
+#include <set>
 
 namespace triad::ir {
 
@@ -75,6 +76,37 @@ void Graph::removeNodes(const std::function<bool(const Node&)>& dead) {
       v->producer_ = nullptr;
     return true;
   });
+}
+
+void Graph::sortNodes() {
+  // Kahn's algorithm, always taking the ready node that came first in the current order.
+  std::unordered_map<const Node*, size_t> position;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    position[nodes_[i].get()] = i;
+  std::vector<int> pending(nodes_.size(), 0);
+  std::vector<std::vector<size_t>> users(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    for (Value* v : nodes_[i]->inputs_) {
+      if (!v || !v->producer_) continue;
+      auto it = position.find(v->producer_);
+      if (it == position.end()) continue; // produced by a removed node: the verifier reports it
+      ++pending[i];
+      users[it->second].push_back(i);
+    }
+  std::set<size_t> ready;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (pending[i] == 0) ready.insert(i);
+  std::vector<std::unique_ptr<Node>> sorted;
+  sorted.reserve(nodes_.size());
+  while (!ready.empty()) {
+    size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    for (size_t u : users[i])
+      if (--pending[u] == 0) ready.insert(u);
+    sorted.push_back(std::move(nodes_[i]));
+  }
+  TRIAD_ASSERT(sorted.size() == nodes_.size(), "graph '{}' has a cycle", name);
+  nodes_ = std::move(sorted);
 }
 
 std::vector<Value*> Graph::constants() const {

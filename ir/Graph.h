@@ -102,6 +102,9 @@ public:
   /// Removes nodes for which `dead` is true. Values they produced stay owned by the graph but
   /// lose their producer; the verifier reports any that are still used.
   void removeNodes(const std::function<bool(const Node&)>& dead);
+  /// Restores topological order after a pass appended nodes whose users come earlier: a stable
+  /// sort (nodes already in order keep their relative order). Throws Internal on a cycle.
+  void sortNodes();
 
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Value*>& outputs() const { return outputs_; }

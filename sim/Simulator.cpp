@@ -51,13 +51,21 @@ uint64_t fnv1a(uint64_t h, std::string_view s) {
 
 } // namespace
 
+Trace traceKind(const fs::path& file) {
+  if (file.empty()) return Trace::None;
+  std::string ext = file.extension().string();
+  if (ext == ".vcd") return Trace::Vcd;
+  if (ext == ".fst") return Trace::Fst;
+  fail(ErrorKind::Usage, "--trace '{}': the waveform file must end in .vcd or .fst", file.string());
+}
+
 bool haveVerilator() {
   int rc = 0;
   runCapture("verilator --version >/dev/null 2>&1", &rc);
   return rc == 0;
 }
 
-fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cached) {
+fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cached, Trace trace) {
   // Absolute: Verilator's make runs inside the object folder, so relative paths would break.
   const fs::path outdir = fs::absolute(outdirArg);
   std::vector<fs::path> sources;
@@ -68,7 +76,10 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
   int rc = 0;
   std::string version = runCapture("verilator --version 2>&1", &rc);
   if (rc != 0) fail(ErrorKind::Io, "verilator is not on PATH (needed by triad sim)");
-  uint64_t h = fnv1a(1469598103934665603ull, version + top);
+  const char* traceFlags = trace == Trace::Vcd   ? " --trace -CFLAGS -DTRIAD_TRACE_VCD"
+                           : trace == Trace::Fst ? " --trace-fst -CFLAGS -DTRIAD_TRACE_FST"
+                                                 : "";
+  uint64_t h = fnv1a(1469598103934665603ull, version + top + traceFlags);
   for (const fs::path& p : sources)
     h = fnv1a(fnv1a(h, p.filename().string()), frontend::readFile(p));
   h = fnv1a(h, frontend::readFile(tb));
@@ -81,6 +92,7 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
                                 "-Mdir {} -o tb --output-split 20000 -LDFLAGS -pthread "
                                 "-MAKEFLAGS 'OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0'",
                                 top, quote(dir));
+  cmd += traceFlags;
   for (const fs::path& p : sources) {
     cmd.push_back(' ');
     cmd.append(quote(p));
@@ -97,11 +109,12 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
 
 SimReport simulate(const fs::path& outdir, const std::string& top,
                    const std::vector<int64_t>& inputs, const std::vector<int64_t>& expected,
-                   int64_t n, int64_t outElems, uint64_t seed) {
+                   int64_t n, int64_t outElems, uint64_t seed, const fs::path& traceFile) {
   SimReport r;
+  Trace trace = traceKind(traceFile);
   r.samples = n;
   auto t0 = std::chrono::steady_clock::now();
-  fs::path exe = buildModel(outdir, top, &r.cached);
+  fs::path exe = buildModel(outdir, top, &r.cached, trace);
   auto t1 = std::chrono::steady_clock::now();
   fs::path in = outdir / "sim_inputs.bin", out = outdir / "sim_outputs.bin";
   {
@@ -111,8 +124,11 @@ SimReport simulate(const fs::path& outdir, const std::string& top,
     if (!f) fail(ErrorKind::Io, "cannot write {}", in.string());
   }
   int rc = 0;
-  std::string js =
-      runCapture(fmt::format("{} {} {} {} {}", quote(exe), quote(in), n, quote(out), seed), &rc);
+  std::string js = runCapture(
+      fmt::format("{} {} {} {} {}{}", quote(exe), quote(in), n, quote(out), seed,
+                  trace == Trace::None ? std::string()
+                                       : std::string(" ") + quote(fs::absolute(traceFile))),
+      &rc);
   if (rc != 0) fail(ErrorKind::Runtime, "the testbench failed: {}", js);
   r.runSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   r.buildSeconds = std::chrono::duration<double>(t1 - t0).count();

@@ -26,16 +26,23 @@ struct SimReport {
   std::vector<int64_t> outputs; // raw outputs of the steady pass
 };
 
+/// Waveform tracing of a simulation.
+enum class Trace { None, Vcd, Fst };
+/// From a file name: .vcd or .fst (Usage error otherwise); empty: None.
+Trace traceKind(const std::filesystem::path& file);
+
 /// Verilator on PATH?
 bool haveVerilator();
 /// Verilates OUTDIR/rtl/*.v with OUTDIR/tb/tb.cpp (top `top`) unless a build with the same
-/// content hash exists under OUTDIR/obj/<hash>; returns the testbench executable.
+/// content hash (sources, Verilator version, trace mode) exists under OUTDIR/obj/<hash>; returns
+/// the testbench executable.
 std::filesystem::path buildModel(const std::filesystem::path& outdir, const std::string& top,
-                                 bool* cached = nullptr);
+                                 bool* cached = nullptr, Trace trace = Trace::None);
 /// Streams `n` raw inputs (n x inElems) through the design and compares with `expected`
-/// (n x outElems).
+/// (n x outElems). With `traceFile` (.vcd or .fst), writes the waveform of both passes there.
 SimReport simulate(const std::filesystem::path& outdir, const std::string& top,
                    const std::vector<int64_t>& inputs, const std::vector<int64_t>& expected,
-                   int64_t n, int64_t outElems, uint64_t seed);
+                   int64_t n, int64_t outElems, uint64_t seed,
+                   const std::filesystem::path& traceFile = {});
 
 } // namespace triad::sim

@@ -92,13 +92,17 @@ module triad_dense #(
             .out_data(cp[k*ACC_W+:ACC_W])
         );
       end
-      // Sum modulo 2^ACC_W.
-      reg [ACC_W-1:0] s;
-      integer j;
-      always @* begin
-        s = {ACC_W{1'b0}};
-        for (j = 0; j < KPR; j = j + 1) s = s + cp[j*ACC_W+:ACC_W];
+      // Sum modulo 2^ACC_W by a balanced adder tree (depth ceil(log2 KPR); the wrap makes the
+      // order irrelevant): a heap of 2*KPR-1 nodes, leaves KPR-1.., node i = 2i+1 + 2i+2.
+      /* verilator lint_off UNOPTFLAT */
+      wire [(2*KPR-1)*ACC_W-1:0] tree  /*verilator split_var*/;
+      /* verilator lint_on UNOPTFLAT */
+      genvar t;
+      assign tree[(KPR-1)*ACC_W+:KPR*ACC_W] = cp;
+      for (t = 0; t < KPR - 1; t = t + 1) begin : g_sum
+        assign tree[t*ACC_W+:ACC_W] = tree[(2*t+1)*ACC_W+:ACC_W] + tree[(2*t+2)*ACC_W+:ACC_W];
       end
+      wire [ACC_W-1:0] s = tree[0+:ACC_W];
       triad_cast #(
           .IN_W(B_W),
           .IN_FRAC(B_FRAC),

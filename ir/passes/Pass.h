@@ -6,6 +6,7 @@
 #pragma once
 
 #include "ir/Graph.h"
+#include "ir/passes/Folding.h"
 
 #include <functional>
 #include <memory>
@@ -51,8 +52,18 @@ private:
 
 // The passes (one file each in ir/passes/).
 std::unique_ptr<Pass> createRemoveIdentityPass(); // Identity, inference Dropout
-std::unique_ptr<Pass> createFoldBatchNormPass();  // BatchNormalization into Conv/Gemm
+/// Nodes computable ahead of run time become constants (Folding.h: size guard, Shape chains).
+std::unique_ptr<Pass> createConstantFoldPass(int64_t maxGrowthElements = kMaxFoldGrowthElements);
+/// Common subexpressions: identical constants, then nodes of the same kind, attributes and inputs.
+std::unique_ptr<Pass> createCsePass();
+std::unique_ptr<Pass> createFoldBatchNormPass(); // BatchNormalization into Conv/Gemm
+/// MatMul by a constant [K,N] followed by Add of a constant [N] bias -> Gemm (Reshapes around
+/// it when the activation has rank > 2).
+std::unique_ptr<Pass> createMatMulAddToGemmPass();
 std::unique_ptr<Pass> createDeadCodeEliminationPass();
+
+/// `base` if no value of `g` has that name, else `base.1`, `base.2`, ... (for values passes add).
+std::string freshValueName(const Graph& g, const std::string& base);
 
 /// The target-independent pipeline run before any target lowers a graph.
 PassManager defaultPipeline();

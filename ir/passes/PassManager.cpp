@@ -46,10 +46,23 @@ std::vector<PassRecord> PassManager::run(Graph& g, const PassOptions& opts) cons
   return records;
 }
 
+std::string freshValueName(const Graph& g, const std::string& base) {
+  std::string name = base;
+  for (int i = 1; g.findValue(name); ++i)
+    name = fmt::format("{}.{}", base, i);
+  return name;
+}
+
+// Order: identities first (they hide constant inputs and duplicates), then folding (which
+// creates constants that CSE can merge), CSE (so that duplicated BatchNormalization or bias
+// chains are seen once), the pattern rewrites, and dce last to drop everything they orphaned.
 PassManager defaultPipeline() {
   PassManager pm;
   pm.add(createRemoveIdentityPass());
+  pm.add(createConstantFoldPass());
+  pm.add(createCsePass());
   pm.add(createFoldBatchNormPass());
+  pm.add(createMatMulAddToGemmPass());
   pm.add(createDeadCodeEliminationPass());
   return pm;
 }

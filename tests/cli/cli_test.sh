@@ -56,6 +56,15 @@ check quantize-unknown-layer 2 "/fc9/Gemm" -- "$TRIAD" quantize "$SRC/models/dig
   --config "$TMP/nolayer.json" --input "$SRC/models/digits_test_x_flat.npy"
 check quantize-unsupported-op 5 "Conv" -- "$TRIAD" quantize "$CNN" --input "$X"
 
+# GPU target: OpenCL devices. No platform at all (an empty ICD vendor folder) is "unsupported".
+mkdir -p "$TMP/no-icd"
+check devices-no-platform 5 "no OpenCL device found" -- env OCL_ICD_VENDORS="$TMP/no-icd" "$TRIAD" devices
+if "$TRIAD" devices >/dev/null 2>&1; then # a platform is installed (PoCL in CI)
+  check devices-list 0 "selected: \[0\]" -- "$TRIAD" devices --device 0
+  check devices-json 0 '"opencl_c_version"' -- "$TRIAD" devices --json
+  check devices-bad-selector 2 "'no-such-gpu' matches no device" -- "$TRIAD" devices --device no-such-gpu
+fi
+
 # Must-fail cases: exit code and a message naming the culprit.
 check no-subcommand 2 "" -- "$TRIAD"
 check unknown-flag 2 "--frobnicate" -- "$TRIAD" inspect "$CNN" --frobnicate

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# End to end: triad compile --target fpga + triad sim on jet_mlp (up to the logits, before
-# Softmax) at reuse 1 and 4 on 1,000 test inputs: 0 mismatches, II = R, a cached second build, and
-# the must-fail cases (Softmax without --until, an invalid reuse factor). Exits 77 (skipped)
-# without verilator.
+# End to end: triad compile --target fpga + triad sim on the whole of jet_mlp (Dense, ReLU and the
+# final Softmax) at reuse 1 and 4 on 1,000 test inputs: 0 mismatches with the emulator in the
+# steady pass and in the pass with random input gaps and back-pressure, II = R, the predicted
+# latency, a cached second build; digits_mlp (whole model, reuse 8) on its 360 test inputs: the
+# argmax of the RTL's softmax agrees with float's and the accuracy is within 0.5 points; and the
+# must-fail cases (an op without RTL, an invalid reuse factor). Exits 77 (skipped) without
+# verilator.
 # Usage: fpga_sim_test.sh TRIAD_BINARY SOURCE_DIR
 set -u
 TRIAD=$1
@@ -19,12 +22,12 @@ PY=$SRC/.venv/bin/python
 $PY -c "import numpy as np; np.save('$TMP/x.npy', np.load('$SRC/models/jet_test_x.npy')[:1000])" || exit 1
 MODEL=$SRC/models/jet_mlp.onnx
 
-"$TRIAD" compile "$MODEL" --target fpga -o "$TMP/bad" 2>"$TMP/err"
+"$TRIAD" compile "$SRC/models/digits_cnn.onnx" --target fpga -o "$TMP/bad" 2>"$TMP/err"
 rc=$?
-if [[ $rc -ne 5 ]] || ! grep -q "'/Softmax' (Softmax).*--until '/fc4/Gemm'" "$TMP/err"; then
-  echo "FAIL softmax: exit $rc"; cat "$TMP/err"; fail=1
-else echo "ok   softmax is unsupported, --until suggested"; fi
-"$TRIAD" compile "$MODEL" --target fpga --until /fc4/Gemm --reuse 3 -o "$TMP/bad" 2>"$TMP/err"
+if [[ $rc -ne 5 ]] || ! grep -q "Conv" "$TMP/err"; then
+  echo "FAIL conv: exit $rc"; cat "$TMP/err"; fail=1
+else echo "ok   a model with Conv is unsupported (exit 5)"; fi
+"$TRIAD" compile "$MODEL" --target fpga --reuse 3 -o "$TMP/bad" 2>"$TMP/err"
 rc=$?
 if [[ $rc -ne 2 ]] || ! grep -q "valid: 1, 2, 4, 8, 16" "$TMP/err"; then
   echo "FAIL reuse 3: exit $rc"; cat "$TMP/err"; fail=1
@@ -32,21 +35,44 @@ else echo "ok   reuse 3 rejected with the valid values"; fi
 
 for r in 1 4; do
   d=$TMP/jet_r$r
-  if ! "$TRIAD" compile "$MODEL" --target fpga --until /fc4/Gemm --reuse $r --input "$TMP/x.npy" -o "$d"; then
+  if ! "$TRIAD" compile "$MODEL" --target fpga --reuse $r --input "$TMP/x.npy" -o "$d"; then
     echo "FAIL compile r=$r"; fail=1; continue
   fi
   if ! "$TRIAD" sim "$d" --input "$TMP/x.npy" --json "$d/sim.json" --output "$d/y.npy"; then
     echo "FAIL sim r=$r"; fail=1; continue
   fi
-  if ! $PY - "$d/sim.json" $r <<'PYEOF'
+  if ! $PY - "$d/sim.json" "$d/summary.json" $r <<'PYEOF'
 import json, sys
-j = json.load(open(sys.argv[1])); r = int(sys.argv[2])
+j = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2])); r = int(sys.argv[3])
 assert j["samples"] == 1000, j
 assert j["mismatches"] == 0 and j["missing"] == 0, j
 assert j["ii"] == r, j
+# Four Dense layers (R + 1 cycles each), three ReLUs and the Softmax (5 cycles).
+assert s["until"] == "/Softmax" and s["layers"][-1]["op"] == "Softmax", s
+assert j["latency_cycles"] == s["latency_cycles"] == 4 * (r + 1) + 3 + 5, (j, s["latency_cycles"])
 PYEOF
   then echo "FAIL r=$r: $(cat "$d/sim.json")"; fail=1; else echo "ok   jet_mlp r=$r"; fi
 done
+# digits_mlp, the whole model: the RTL's softmax picks the float model's class.
+$PY -c "import numpy as np; np.save('$TMP/dx.npy', np.load('$SRC/models/digits_test_x_flat.npy'))" || exit 1
+d=$TMP/digits
+if "$TRIAD" compile "$SRC/models/digits_mlp.onnx" --target fpga --reuse 8 --input "$TMP/dx.npy" -o "$d" &&
+   "$TRIAD" sim "$d" --input "$TMP/dx.npy" --json "$d/sim.json" --output "$d/y.npy" &&
+   "$TRIAD" run "$SRC/models/digits_mlp.onnx" --batch 360 -i "$TMP/dx.npy" -o "$d/yf.npy" &&
+   $PY - "$d" "$SRC/models/digits_test_y.npy" <<'PYEOF'
+import json, sys
+import numpy as np
+d = sys.argv[1]
+j = json.load(open(d + "/sim.json"))
+assert j["samples"] == 360 and j["mismatches"] == 0 and j["missing"] == 0, j
+y, yf, lab = np.load(d + "/y.npy"), np.load(d + "/yf.npy"), np.load(sys.argv[2])
+agree = float(np.mean(y.argmax(1) == yf.argmax(1)))
+acc, facc = float(np.mean(y.argmax(1) == lab)), float(np.mean(yf.argmax(1) == lab))
+print(f"digits_mlp RTL softmax: top-1 agreement with float {agree:.4f}, accuracy {acc:.4f} "
+      f"(float {facc:.4f})")
+assert agree >= 0.99 and acc >= facc - 0.005, (agree, acc, facc)
+PYEOF
+then echo "ok   digits_mlp softmax argmax"; else echo "FAIL digits_mlp"; fail=1; fi
 # Same design again: the Verilated build comes from the cache.
 if "$TRIAD" sim "$TMP/jet_r1" --input "$TMP/x.npy" | grep -q "cached build"; then
   echo "ok   cached build"

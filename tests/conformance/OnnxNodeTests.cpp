@@ -7,12 +7,14 @@
 // Each case runs in a forked child so that a crash is a "fail", not the end of the run.
 // With --expected FILE, every case listed there must pass (the list only grows: new passes are
 // reported so they can be added with --update-expected).
+#include "cpu/CpuTarget.h"
+#include "cpu/Lowering.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
 #include "ir/Interpreter.h"
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -24,6 +26,7 @@
 #include <regex>
 #include <set>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -47,10 +50,27 @@ struct CaseResult {
 using Backend =
     std::function<std::vector<Tensor>(const triad::ir::Graph&, const std::vector<Tensor>&)>;
 
+/// What the backend says about a passing case (the CPU target: "native" or "mixed: ...").
+thread_local std::string g_passNote;
+
 std::map<std::string, Backend> backends() {
-  return {{"interp", [](const triad::ir::Graph& g, const std::vector<Tensor>& in) {
-             return triad::ir::Interpreter(g).run(in);
-           }}};
+  return {
+      {"interp", [](const triad::ir::Graph& g,
+                    const std::vector<Tensor>& in) { return triad::ir::Interpreter(g).run(in); }},
+      // The CPU target compiles every node it lowers natively and runs the rest on the host's
+      // reference kernels; a case where no node is native says nothing about it.
+      {"cpu", [](const triad::ir::Graph& g, const std::vector<Tensor>& in) {
+         std::vector<std::string> host;
+         for (const auto& n : g.nodes())
+           if (auto s = triad::cpu::nativeSupport(*n); !s.ok)
+             host.push_back(fmt::format("{} ({})", triad::ir::opKindName(n->kind()), s.reason));
+         if (!g.nodes().empty() && host.size() == g.nodes().size())
+           triad::fail(ErrorKind::Unsupported, "no node has a native CPU lowering: {}",
+                       host.front());
+         auto exe = triad::cpu::makeCpuTarget()->compile(g);
+         g_passNote = host.empty() ? "native" : fmt::format("mixed: host runs {}", host.front());
+         return exe->run(in);
+       }}};
 }
 
 struct DataSet {
@@ -174,7 +194,7 @@ CaseResult runCase(const fs::path& dir, const Backend& backend, double rtol, dou
         if (auto why = compare(outs[i], ds.outputs[i].tensor, rtol, atol, g.outputs()[i]->name()))
           return {Status::Fail, fmt::format("data set {}: {}", s, *why)};
     }
-    return {Status::Pass, ""};
+    return {Status::Pass, g_passNote};
   } catch (const Error& e) {
     return classifyError(e);
   } catch (const std::exception& e) {
@@ -262,7 +282,11 @@ int main(int argc, char** argv) {
   double rtol = 1e-3, atol = 1e-7;
   int timeout = 120;
   bool noFork = false, updateExpected = false, verbose = false;
-  app.add_option("--backend", backendName, "Backend to test: interp")->capture_default_str();
+  int jobs = 1;
+  app.add_option("--backend", backendName, "Backend to test: interp, cpu")->capture_default_str();
+  app.add_option("-j,--jobs", jobs, "Cases run at once (each in its own child process)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--data", dataDir, "ONNX node test folder (onnx/backend/test/data/node)")
       ->required();
   app.add_option("--filter", filter, "Regex on test names (e.g. 'test_conv.*')")
@@ -286,7 +310,7 @@ int main(int argc, char** argv) {
 
   auto all = backends();
   if (!all.count(backendName)) {
-    fmt::print(stderr, "error: unknown backend '{}' (available: interp)\n", backendName);
+    fmt::print(stderr, "error: unknown backend '{}' (available: interp, cpu)\n", backendName);
     return 2;
   }
   if (!fs::is_directory(dataDir)) {
@@ -306,15 +330,35 @@ int main(int argc, char** argv) {
   std::map<std::string, CaseResult> results;
   int counts[3] = {0, 0, 0};
   auto t0 = std::chrono::steady_clock::now();
-  for (const auto& dir : cases) {
-    std::string name = dir.filename().string();
-    CaseResult r;
-    if (auto kb = knownBad.find(name); kb != knownBad.end())
-      r = {Status::Unsupported, fmt::format("known-bad ONNX test data: {}", kb->second)};
-    else
-      r = noFork ? runCase(dir, all[backendName], rtol, atol)
-                 : runIsolated(dir, all[backendName], rtol, atol, timeout);
+  // Cases run in child processes, `jobs` at a time; results print in case order.
+  std::vector<CaseResult> caseResults(cases.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < cases.size();) {
+      std::string name = cases[i].filename().string();
+      if (auto kb = knownBad.find(name); kb != knownBad.end())
+        caseResults[i] = {Status::Unsupported,
+                          fmt::format("known-bad ONNX test data: {}", kb->second)};
+      else
+        caseResults[i] = noFork ? runCase(cases[i], all[backendName], rtol, atol)
+                                : runIsolated(cases[i], all[backendName], rtol, atol, timeout);
+    }
+  };
+  if (noFork || jobs == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int j = 0; j < jobs; ++j)
+      pool.emplace_back(worker);
+    for (auto& t : pool)
+      t.join();
+  }
+  int nativePasses = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::string name = cases[i].filename().string();
+    const CaseResult& r = caseResults[i];
     ++counts[int(r.status)];
+    if (r.status == Status::Pass && r.reason == "native") ++nativePasses;
     if (verbose || r.status == Status::Fail)
       fmt::print("{:<12} {}  {}\n", statusName(r.status), name, r.reason.substr(0, 400));
     results[name] = r;
@@ -362,7 +406,8 @@ int main(int argc, char** argv) {
     j["counts"] = {{"pass", counts[0]},
                    {"fail", counts[1]},
                    {"unsupported", counts[2]},
-                   {"total", cases.size()}};
+                   {"total", cases.size()},
+                   {"native_pass", nativePasses}};
     nlohmann::json list = nlohmann::json::array();
     for (const auto& [name, r] : results)
       list.push_back({{"name", name}, {"status", statusName(r.status)}, {"reason", r.reason}});
@@ -372,6 +417,10 @@ int main(int argc, char** argv) {
   double pct = cases.empty() ? 0.0 : 100.0 * counts[0] / double(cases.size());
   fmt::print("backend {}: {} cases in {:.1f} s: {} pass ({:.1f}%), {} fail, {} unsupported\n",
              backendName, cases.size(), secs, counts[0], pct, counts[1], counts[2]);
+  if (backendName == "cpu")
+    fmt::print("cpu: {} passing cases compiled every node natively, {} ran some nodes on the "
+               "host\n",
+               nativePasses, counts[0] - nativePasses);
   fmt::print("{} passed, {} failed, {} skipped\n", counts[0], counts[1] + unsupportedRegressions,
              counts[2] - unsupportedRegressions);
   return counts[1] > 0 || regressions > 0 ? 1 : 0;

@@ -134,10 +134,19 @@ TEST(Passes, RemoveIdentityAndDce) {
   EXPECT_EQ(g.outputs()[0]->name(), "y"); // the output keeps its name
   EXPECT_NE(printed.find("// IR after pass 'dce' (changed)"), std::string::npos) << printed;
   EXPECT_NE(printed.find("%y: f32[4] = Relu(%x)"), std::string::npos) << printed;
-  ASSERT_EQ(records.size(), 3u);
+  std::vector<std::string> names;
+  for (const auto& r : records)
+    names.push_back(r.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"remove-identity", "constant-fold", "cse",
+                                             "fold-batchnorm", "matmul-add-to-gemm", "dce"}));
+  EXPECT_EQ(allPassNames(), names);
+  ASSERT_EQ(records.size(), 6u);
   EXPECT_TRUE(records[0].changed);  // remove-identity
-  EXPECT_FALSE(records[1].changed); // fold-batchnorm
-  EXPECT_TRUE(records[2].changed);  // dce
+  EXPECT_FALSE(records[1].changed); // constant-fold
+  EXPECT_FALSE(records[2].changed); // cse
+  EXPECT_FALSE(records[3].changed); // fold-batchnorm
+  EXPECT_FALSE(records[4].changed); // matmul-add-to-gemm
+  EXPECT_TRUE(records[5].changed);  // dce
 }
 
 TEST(Passes, ManagerNamesABrokenPass) {

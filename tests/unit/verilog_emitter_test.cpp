@@ -107,20 +107,26 @@ TEST(VerilogEmitter, RejectsInvalidReuseListingValidOnes) {
   }
 }
 
-TEST(VerilogEmitter, SoftmaxIsUnsupportedUnlessCutWithUntil) {
-  try {
-    emitTiny({}, opts(), true);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
-    EXPECT_NE(std::string(e.what()).find("'/Softmax' (Softmax)"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("--until '/fc2/Gemm'"), std::string::npos) << e.what();
-  }
+TEST(VerilogEmitter, SoftmaxEndsTheDesignUnlessCutWithUntil) {
+  fpga::VerilogDesign d = emitTiny({}, opts(), true);
+  ASSERT_EQ(d.stages.size(), 4u);
+  EXPECT_EQ(d.stages.back().op, "Softmax");
+  EXPECT_EQ(d.stages.back().multipliers, 3);
+  // Dense R + 1 = 2, Relu 1, Dense 2, Softmax 5.
+  EXPECT_EQ(d.latency, 10);
   fpga::VerilogOptions o = opts();
   o.until = "/fc2/Gemm";
   EXPECT_EQ(emitTiny({}, o, true).verilog, emitTiny({}, opts()).verilog);
   o.until = "/nope";
-  EXPECT_THROW(emitTiny({}, o, true), Error);
+  try {
+    emitTiny({}, o, true);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Usage);
+    EXPECT_NE(std::string(e.what()).find("layers: /fc1/Gemm, /Relu, /fc2/Gemm, /Softmax"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(VerilogEmitter, NamesAreLegalAndKeywordSafe) {
@@ -185,4 +191,41 @@ TEST(VerilogEmitter, SimulationMatchesEmulatorForEveryMode) {
       EXPECT_EQ(rep.ii, double(r)) << "config " << c << " reuse " << r;
     }
   }
+}
+
+// `triad sim --trace`: a separate Verilator build with tracing writes the waveform of both passes
+// (VCD as text, FST binary); the results stay bit-exact; other extensions are a usage error.
+TEST(VerilogEmitter, SimulationWritesVcdAndFstTraces) {
+  if (!sim::haveVerilator()) GTEST_SKIP() << "verilator is not on PATH";
+  const int64_t n = 12;
+  Graph g = tinyMlp(n, true);
+  fpga::Emulator emu(g, fpga::QuantConfig{});
+  fpga::VerilogDesign d = fpga::emitVerilog(g, emu, opts(2));
+  fs::path dir = writeDesign(d, "trace");
+  Tensor x(DType::F32, {n, 6});
+  for (int64_t i = 0; i < n * 6; ++i)
+    x.data<float>()[i] = float(i % 11) * 0.7f - 3.5f;
+  fpga::EmulatorResult res = emu.run(std::span<const Tensor>(&x, 1), false);
+  std::vector<int64_t> in;
+  for (int64_t i = 0; i < n * 6; ++i)
+    in.push_back(fpga::quantize(x.data<float>()[i], d.inFormat, emu.inputQuant().rounding,
+                                emu.inputQuant().overflow));
+  for (const char* name : {"wave.vcd", "wave.fst"}) {
+    fs::path trace = dir / name;
+    fs::remove(trace);
+    sim::SimReport rep =
+        sim::simulate(dir, d.top, in, res.layerRaw[d.lastLayer], n, d.outElems, 3, trace);
+    EXPECT_EQ(rep.mismatches, 0) << name;
+    EXPECT_EQ(rep.missing, 0) << name;
+    ASSERT_TRUE(fs::exists(trace)) << name;
+    EXPECT_GT(fs::file_size(trace), 1000u) << name;
+    if (trace.extension() == ".vcd") {
+      std::string text = frontend::readFile(trace);
+      EXPECT_NE(text.find("$enddefinitions"), std::string::npos);
+      EXPECT_NE(text.find("out_tvalid"), std::string::npos);
+    }
+  }
+  EXPECT_THROW(sim::simulate(dir, d.top, in, res.layerRaw[d.lastLayer], n, d.outElems, 3,
+                             dir / "wave.txt"),
+               Error);
 }

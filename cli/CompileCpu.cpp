@@ -1,0 +1,29 @@
+// triad compile --target cpu: the model as standalone C++ (no dependency on Triad): <name>.cpp,
+// <name>.h, the run-time kernels triad_kernels.h, the weights blob <name>.weights, an example
+// main.cpp and a Makefile.
+#include "cli/Commands.h"
+#include "cpu/CodeGen.h"
+#include "cpu/CpuTarget.h"
+
+#include <fmt/format.h>
+
+namespace triad::cli {
+
+int compileCpu(const ModelOptions& model, const std::string& outdir) {
+  frontend::ImportResult r = model.load(true);
+  cpu::CodeGenOptions co;
+  std::string base = std::filesystem::path(model.model).stem().string();
+  co.prefix = co.stem = cpu::cIdentifier(base);
+  co.standalone = true;
+  cpu::GeneratedCode code = cpu::generateCpp(r.graph, co);
+  cpu::writeSources(code, outdir, true);
+  fmt::print("wrote {}/{}.cpp, {}.h, triad_kernels.h, {}.weights ({} bytes), main.cpp, Makefile\n",
+             outdir, co.stem, co.stem, co.stem, code.weights.size());
+  fmt::print("{} nodes in {} functions: {}\n", code.nodes, code.groups, code.fusionSummary);
+  fmt::print("arena {} bytes (one buffer per intermediate: {}), {} in place, {} views\n",
+             code.arenaBytes, code.unsharedBytes, code.inPlace, code.views);
+  fmt::print("build and run: make -C {} && (cd {} && ./{})\n", outdir, outdir, co.stem);
+  return 0;
+}
+
+} // namespace triad::cli

@@ -1,0 +1,584 @@
+#include "cpu/CodeGen.h"
+
+#include "cpu/Lowering.h"
+#include "ir/Diagnostics.h"
+#include "ir/MemoryPlan.h"
+#include "ir/ScalarExpr.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace triad::cpu {
+
+using namespace ir;
+
+std::string cIdentifier(std::string_view name) {
+  std::string s;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (ok)
+      s.push_back(c);
+    else if (!s.empty() && s.back() != '_')
+      s.push_back('_');
+  }
+  while (!s.empty() && s.back() == '_')
+    s.pop_back();
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) s = "l" + s;
+  return s;
+}
+
+std::string shapeComment(const TensorType& t) {
+  return typeToString(t);
+}
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+int64_t alignUp(int64_t v) {
+  return (v + kAlign - 1) / kAlign * kAlign;
+}
+
+std::vector<int64_t> stridesOf(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int d = int(s.size()) - 2; d >= 0; --d)
+    st[size_t(d)] = st[size_t(d) + 1] * s[size_t(d) + 1];
+  return st;
+}
+
+/// How one operand of an elementwise loop is read, relative to a segment of the output that
+/// starts at linear index `i0` and never crosses a chunk of `chunk` elements.
+struct OperandAccess {
+  std::string literal;                  // a constant scalar, inlined
+  bool invariant = false;               // the same element for the whole segment
+  std::vector<std::string> offsetTerms; // summed to the element offset of i0
+};
+
+/// Broadcasting analysis of operands against the output shape. `chunk` is the number of
+/// trailing output elements over which every operand is either contiguous or invariant.
+struct Broadcast {
+  int64_t chunk = 1;
+  std::vector<OperandAccess> access;
+};
+
+Broadcast analyzeBroadcast(const Shape& out, const std::vector<const Value*>& operands,
+                           bool perElement, const std::string& index = "i0") {
+  const size_t r = out.size();
+  std::vector<Shape> padded;
+  for (const Value* v : operands) {
+    Shape t(r, 1);
+    const Shape& s = v->type().shape;
+    std::copy(s.begin(), s.end(), t.begin() + std::ptrdiff_t(r - s.size()));
+    padded.push_back(t);
+  }
+  // Extend the suffix while every operand stays all-full or all-broadcast over it.
+  std::vector<int> status(operands.size(), 0); // 0 undecided, 1 full, 2 broadcast
+  size_t suffixStart = r;
+  if (!perElement) {
+    while (suffixStart > 0) {
+      size_t d = suffixStart - 1;
+      bool ok = true;
+      std::vector<int> next = status;
+      for (size_t k = 0; k < operands.size(); ++k) {
+        if (out[d] == 1) continue;
+        int st = padded[k][d] == out[d] ? 1 : 2;
+        if (next[k] == 0)
+          next[k] = st;
+        else if (next[k] != st)
+          ok = false;
+      }
+      if (!ok) break;
+      status = next;
+      --suffixStart;
+    }
+  }
+  Broadcast b;
+  for (size_t d = suffixStart; d < r; ++d)
+    b.chunk *= out[d];
+  std::vector<int64_t> outStrides = stridesOf(out);
+  for (size_t k = 0; k < operands.size(); ++k) {
+    OperandAccess a;
+    const Value* v = operands[k];
+    if (v->isConstant() && v->constant().numElements() == 1) {
+      a.literal = scalarLiteral(v->constant());
+      b.access.push_back(a);
+      continue;
+    }
+    a.invariant = status[k] != 1;
+    std::vector<int64_t> inStrides = stridesOf(padded[k]);
+    // Offset of i0 from the dims before the suffix (all dims when per element), merging runs
+    // of consecutive full dims into one term.
+    size_t d = 0;
+    size_t end = perElement ? r : suffixStart;
+    while (d < end) {
+      if (padded[k][d] != out[d] || out[d] == 1) {
+        ++d;
+        continue;
+      }
+      size_t e = d;
+      int64_t extent = out[d];
+      while (e + 1 < end && padded[k][e + 1] == out[e + 1]) {
+        ++e;
+        extent *= out[e];
+      }
+      std::string q = outStrides[e] == 1 ? index : fmt::format("{} / {}", index, outStrides[e]);
+      std::string term = d == 0 ? q : fmt::format("({}) % {}", q, extent);
+      if (inStrides[e] != 1) term = fmt::format("({}) * {}", term, inStrides[e]);
+      a.offsetTerms.push_back(term);
+      d = e + 1;
+    }
+    // Contiguous operands also advance within the chunk (i0 need not start one).
+    if (!perElement && !a.invariant)
+      a.offsetTerms.push_back(suffixStart == 0 ? index : fmt::format("{} % {}", index, b.chunk));
+    if (perElement) a.invariant = true; // every element is its own segment
+    b.access.push_back(a);
+  }
+  return b;
+}
+
+struct ValueRef {
+  std::string ptr; // typed pointer expression
+};
+
+class Generator {
+public:
+  Generator(const Graph& g, const CodeGenOptions& opts) : g_(g), opts_(opts) {}
+
+  GeneratedCode run();
+
+private:
+  std::string pointer(const Value* v, bool writable) const;
+  std::string typeOf(const Value* v) const { return cppTypeName(v->type().dtype); }
+  void placeConstants();
+  void emitGroup(size_t gi, const FusionGroup& grp);
+  void emitChain(const FusionGroup& grp, Code& body);
+  /// The loop body computing the group's nodes from `first` on for elements
+  /// [i0, i0 + n); `anchorValue` is the expression of the anchor's output element j.
+  void emitSegment(const FusionGroup& grp, size_t first, const Value* out, bool perElement,
+                   Code& body, const std::string& anchorValue, const std::string& store);
+  void emitHostCall(const Node& n, Code& body);
+
+  const Graph& g_;
+  CodeGenOptions opts_;
+  MemoryPlan plan_;
+  std::unordered_map<const Value*, int64_t> weightOffset_;
+  std::vector<uint8_t> weights_;
+  Code fields_{1}, create_{1}, functions_, runBody_{1};
+  std::vector<const Node*> hostNodes_;
+  int64_t scratchBytes_ = 0;
+  std::set<std::string> idents_;
+};
+
+std::string Generator::pointer(const Value* v, bool writable) const {
+  const Location& loc = plan_.at(v);
+  std::string t = typeOf(v);
+  std::string cq = writable ? "" : "const ";
+  switch (loc.storage) {
+  case Storage::Input:
+    return fmt::format("(({}{}*)in[{}])", cq, t, loc.index);
+  case Storage::Output:
+    return fmt::format("(({}*)out[{}])", t, loc.index);
+  case Storage::Constant: {
+    const Value* owner = g_.values()[size_t(loc.owner)].get();
+    return fmt::format("((const {}*)(m.W + {}))", t, weightOffset_.at(owner));
+  }
+  case Storage::Arena:
+    return fmt::format("(({}*)(m.arena + {}))", t, loc.offset);
+  case Storage::None:
+    break;
+  }
+  TRIAD_ASSERT(false, "value {} has no storage", v->name());
+  return {};
+}
+
+void Generator::placeConstants() {
+  for (Value* c : g_.constants()) {
+    int64_t off = alignUp(int64_t(weights_.size()));
+    weights_.resize(size_t(off), 0);
+    const Tensor& t = c->constant();
+    weights_.insert(weights_.end(), t.raw(), t.raw() + t.byteSize());
+    weightOffset_[c] = off;
+  }
+  weights_.resize(size_t(alignUp(int64_t(weights_.size()))), 0);
+}
+
+void Generator::emitSegment(const FusionGroup& grp, size_t first, const Value* out, bool perElement,
+                            Code& body, const std::string& anchorValue, const std::string& store) {
+  // Operands: the external inputs of the nodes from `first` on (the anchor's own inputs are
+  // the kernel's business).
+  std::unordered_set<const Value*> inside;
+  if (first > 0) inside.insert(grp.nodes[0]->output(0));
+  std::vector<const Value*> operands;
+  for (size_t i = first; i < grp.nodes.size(); ++i) {
+    for (Value* v : grp.nodes[i]->inputs())
+      if (v && !inside.count(v) && std::find(operands.begin(), operands.end(), v) == operands.end())
+        operands.push_back(v);
+    inside.insert(grp.nodes[i]->output(0));
+  }
+  // Per element: every operand offset is computed from i = i0 + j inside the loop.
+  Broadcast bc = analyzeBroadcast(out->type().shape, operands, perElement, perElement ? "i" : "i0");
+  std::unordered_map<const Value*, std::string> expr;
+  if (first > 0) expr[grp.nodes[0]->output(0)] = anchorValue;
+  Code loads;
+  Code& operandCode = perElement ? loads : body;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const OperandAccess& a = bc.access[k];
+    if (!a.literal.empty()) {
+      expr[operands[k]] = a.literal;
+      continue;
+    }
+    std::string offset;
+    for (const std::string& t : a.offsetTerms)
+      offset += (offset.empty() ? "" : " + ") + t;
+    if (offset.empty()) offset = "0";
+    std::string p = pointer(operands[k], false);
+    if (a.invariant) {
+      operandCode.line("const {} s{} = {}[{}];", typeOf(operands[k]), k, p, offset);
+      expr[operands[k]] = fmt::format("s{}", k);
+    } else {
+      operandCode.line("const {}* p{} = {} + {};", typeOf(operands[k]), k, p, offset);
+      expr[operands[k]] = fmt::format("p{}[j]", k);
+    }
+  }
+  body.open("for (int64_t j = 0; j < n; ++j)");
+  if (perElement) {
+    body.line("const int64_t i = i0 + j;");
+    body.raw(loads.text());
+  }
+  std::string lastVar;
+  for (size_t i = first; i < grp.nodes.size(); ++i) {
+    const Node* nd = grp.nodes[i];
+    std::vector<std::string> ops;
+    for (Value* v : nd->inputs())
+      ops.push_back(v ? expr.at(v) : std::string());
+    std::string e = nd->kind() == OpKind::Expand ? ops[0] : scalarExpr(*nd, ops);
+    std::string var = fmt::format("t{}", i);
+    body.line("const {} {} = {}; // {} ({})", typeOf(nd->output(0)), var, e, nd->name(),
+              opKindName(nd->kind()));
+    expr[nd->output(0)] = var;
+    lastVar = var;
+  }
+  body.line("{} = {};", store, lastVar);
+  body.close();
+}
+
+void Generator::emitChain(const FusionGroup& grp, Code& body) {
+  const Value* out = grp.last()->output(0);
+  int64_t total = numElements(out->type().shape);
+  // The chunk decides the loop structure: rows of `chunk` contiguous elements, cut into
+  // blocks for the threads.
+  std::vector<const Value*> operands;
+  for (Value* v : grp.externalInputs())
+    operands.push_back(v);
+  int64_t chunk = analyzeBroadcast(out->type().shape, operands, false).chunk;
+  int64_t block = std::min<int64_t>(chunk, 16384);
+  int64_t blocksPerRow = (chunk + block - 1) / block;
+  int64_t tasks = total / chunk * blocksPerRow;
+  body.line("{}* y = {};", typeOf(out), pointer(out, true));
+  body.open("auto segment = [&](int64_t i0, int64_t n)");
+  emitSegment(grp, 0, out, false, body, "", "y[i0 + j]");
+  body.close("};");
+  if (tasks == 1) {
+    body.line("segment(0, {});", total);
+    return;
+  }
+  body.line("TRIAD_PARALLEL_FOR({})", total);
+  body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", tasks));
+  body.line("const int64_t row = t / {}, c0 = t % {} * {};", blocksPerRow, blocksPerRow, block);
+  body.line("segment(row * {} + c0, std::min<int64_t>({}, {} - c0));", chunk, block, chunk);
+  body.close();
+}
+
+void Generator::emitHostCall(const Node& n, Code& body) {
+  if (opts_.standalone)
+    fail(ErrorKind::Unsupported,
+         "node '{}' ({}) has no native CPU lowering ({}); standalone sources cannot call the "
+         "host's reference kernels",
+         n.name(), opKindName(n.kind()), nativeSupport(n).reason);
+  int call = int(hostNodes_.size());
+  hostNodes_.push_back(&n);
+  std::string ins, outs;
+  for (Value* v : n.inputs())
+    ins += (ins.empty() ? "" : ", ") +
+           (v ? std::string("(const void*)") + pointer(v, false) : std::string("nullptr"));
+  for (Value* v : n.outputs())
+    outs += (outs.empty() ? "" : ", ") + std::string("(void*)") + pointer(v, true);
+  body.line("// no native lowering ({}): the host runs the reference kernel",
+            nativeSupport(n).reason);
+  body.line("const void* ins[] = {{{}}};", ins.empty() ? "nullptr" : ins);
+  body.line("void* outs[] = {{{}}};", outs);
+  body.line("if (!m.host) return m.fail(\"layer '{}' needs the host's kernels\");",
+            cIdentifier(n.name()));
+  body.line(
+      "if (m.host(m.host_ctx, {}, ins, outs)) return m.fail(\"layer '{}' failed on the host\");",
+      call, cIdentifier(n.name()));
+}
+
+void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
+  const Node* head = grp.nodes.front();
+  // Functions are named after their layers: the first node, plus the last when fused.
+  std::string ident = cIdentifier(head->name());
+  if (grp.nodes.size() > 1) ident += "_" + cIdentifier(grp.last()->name());
+  if (!idents_.insert(ident).second) ident = fmt::format("{}_{}", ident, gi);
+  if (plan_.aliasStep[gi]) {
+    runBody_.line("// {} ({}): a view of {}, no code", head->name(), opKindName(head->kind()),
+                  head->input(0)->name());
+    return;
+  }
+  Code body(1);
+  std::string fname = fmt::format("layer_{}", ident);
+  functions_.line("");
+  // The comment block: every node with its output type.
+  for (const Node* n : grp.nodes)
+    functions_.line("// {} {} -> {}", opKindName(n->kind()), n->name(),
+                    shapeComment(n->output(0)->type()));
+  functions_.open(
+      fmt::format("static int {}(State& m, const void* const* in, void* const* out)", fname));
+  functions_.line("(void)m; (void)in; (void)out;");
+  const Lowering* low = findLowering(head->kind());
+  bool native = nativeSupport(*head).ok;
+  if (grp.nodes.size() == 1 && isViewOp(head->kind())) {
+    // A view whose output needs its own storage (a graph output): copy.
+    const Value* in = head->input(0);
+    const Value* o = head->output(0);
+    body.line("std::memcpy({}, {}, {});", pointer(o, true), pointer(in, false),
+              numElements(o->type().shape) * int64_t(dtypeSize(o->type().dtype)));
+  } else if (!native) {
+    TRIAD_ASSERT(grp.nodes.size() == 1, "host node {} was fused", head->name());
+    emitHostCall(*head, body);
+  } else if (low && low->emit) {
+    LowerContext ctx{*head, cIdentifier(head->name()), {}, {}, {}, body, create_, fields_, {}};
+    for (Value* v : head->inputs())
+      ctx.inputs.push_back(v ? pointer(v, false) : std::string());
+    if (grp.anchored && grp.nodes.size() > 1) {
+      const Value* out = grp.last()->output(0);
+      ctx.outputs.push_back(pointer(out, true));
+      ctx.epilogue = [this, &grp, out](const std::string& index, int64_t ld) {
+        // Row segments stay inside one broadcast chunk when the chunk is a multiple of the
+        // kernel's row length; otherwise every element computes its own operand offsets.
+        Code e;
+        e.open("[&](float* c, int row, int col0, int n)");
+        e.line("const int64_t i0 = {}; (void)i0; (void)row; (void)col0;", index);
+        std::vector<const Value*> operands;
+        std::unordered_set<const Value*> inside{grp.nodes[0]->output(0)};
+        for (size_t i = 1; i < grp.nodes.size(); ++i) {
+          for (Value* v : grp.nodes[i]->inputs())
+            if (v && !inside.count(v)) operands.push_back(v);
+          inside.insert(grp.nodes[i]->output(0));
+        }
+        int64_t chunk = analyzeBroadcast(out->type().shape, operands, false).chunk;
+        bool perElement = chunk % ld != 0;
+        emitSegment(grp, 1, out, perElement, e, "c[j]", "c[j]");
+        e.close("}");
+        return e.text();
+      };
+    } else {
+      for (Value* v : head->outputs())
+        ctx.outputs.push_back(pointer(v, true));
+    }
+    ctx.scratch = [this](int64_t bytes) {
+      scratchBytes_ = std::max(scratchBytes_, alignUp(bytes));
+      return std::string("m.scratch");
+    };
+    low->emit(ctx);
+  } else {
+    emitChain(grp, body);
+  }
+  functions_.raw(body.text());
+  functions_.line("return 0;");
+  functions_.close();
+  runBody_.line("if (int rc = {}(m, in, out)) return rc;", fname);
+}
+
+GeneratedCode Generator::run() {
+  FusionPolicy policy = cpuFusionPolicy();
+  if (!opts_.fuse) policy.isAnchor = [](const Node&) { return false; };
+  std::vector<FusionGroup> groups = formFusionGroups(g_, policy);
+  plan_ = planMemory(g_, groups);
+  placeConstants();
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    emitGroup(gi, groups[gi]);
+  // Graph outputs that are not written in place: duplicates, inputs, constants, views.
+  for (size_t i = 0; i < g_.outputs().size(); ++i) {
+    const Value* v = g_.outputs()[i];
+    const Location& loc = plan_.at(v);
+    if (loc.storage == Storage::Output && loc.index == int(i)) continue;
+    int64_t bytes = numElements(v->type().shape) * int64_t(dtypeSize(v->type().dtype));
+    runBody_.line("std::memcpy(out[{}], {}, {}); // graph output '{}'", i, pointer(v, false), bytes,
+                  v->name());
+  }
+
+  GeneratedCode gc;
+  const std::string& P = opts_.prefix;
+  std::string model = g_.name.empty() ? "model" : g_.name;
+  Code src;
+  src.line("// Generated by Triad from model '{}' for the CPU target. Do not edit.", model);
+  src.line("// {} nodes in {} functions; {}.", g_.nodes().size(), groups.size(),
+           describeFusion(groups));
+  src.line("// Memory: arena {} bytes for intermediates (one buffer each would take {}), {} "
+           "in-place, {} views;",
+           plan_.arenaBytes, plan_.unsharedBytes, plan_.inPlaceCount, plan_.aliasCount);
+  src.line("// weights {} bytes; scratch {} bytes.", weights_.size(), scratchBytes_);
+  src.line("//");
+  src.line("// Inputs:");
+  for (size_t i = 0; i < g_.inputs().size(); ++i)
+    src.line("//   in[{}]  {} {}", i, g_.inputs()[i]->name(), typeToString(g_.inputs()[i]->type()));
+  src.line("// Outputs:");
+  for (size_t i = 0; i < g_.outputs().size(); ++i)
+    src.line("//   out[{}] {} {}", i, g_.outputs()[i]->name(),
+             typeToString(g_.outputs()[i]->type()));
+  src.line("#include \"{}.h\"", opts_.stem);
+  src.line("#include \"triad_kernels.h\"");
+  src.line("");
+  src.line("#include <algorithm>");
+  src.line("#include <cmath>");
+  src.line("#include <cstdint>");
+  src.line("#include <cstdio>");
+  src.line("#include <cstdlib>");
+  src.line("#include <cstring>");
+  src.line("#include <vector>");
+  src.line("");
+  src.line("#if defined(_OPENMP)");
+  src.line("#define TRIAD_PRAGMA(x) _Pragma(#x)");
+  src.line("// Elementwise loops go parallel only when they are big enough to pay for the fork.");
+  src.line("#define TRIAD_PARALLEL_FOR(work) TRIAD_PRAGMA(omp parallel for schedule(static) "
+           "if ((work) >= 65536 && m.threads > 1) num_threads(m.threads))");
+  src.line("#else");
+  src.line("#define TRIAD_PARALLEL_FOR(work)");
+  src.line("#endif");
+  src.line("");
+  src.line("namespace {{");
+  src.line("");
+  std::string usings;
+  for (const std::string& f : scalarMathFunctions())
+    usings += fmt::format("using std::{}; ", f);
+  src.line("{}", usings);
+  src.line("");
+  src.open("struct State");
+  src.line("const unsigned char* W = nullptr; // weights blob");
+  src.line("unsigned char* arena = nullptr;   // {} bytes of intermediates", plan_.arenaBytes);
+  src.line("float* scratch = nullptr;         // {} bytes", scratchBytes_);
+  src.line("int threads = 1;");
+  src.line("triad_host_fn host = nullptr;");
+  src.line("void* host_ctx = nullptr;");
+  src.line("char error[512] = {{0}};");
+  src.line("std::vector<void*> owned;");
+  src.raw(fields_.text());
+  src.open("void* alloc(size_t bytes)");
+  src.line("void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);");
+  src.line("if (p) owned.push_back(p);");
+  src.line("return p;");
+  src.close();
+  src.open("int fail(const char* what)");
+  src.line("std::snprintf(error, sizeof error, \"%s\", what);");
+  src.line("return 1;");
+  src.close();
+  src.close("};");
+  src.raw(functions_.text());
+  src.line("");
+  src.line("}} // namespace");
+  src.line("");
+  src.line("extern \"C\" {{");
+  src.line("");
+  src.open(fmt::format("void* {}_create(const unsigned char* weights, int threads, triad_host_fn "
+                       "host, void* host_ctx)",
+                       P));
+  src.line("State* mp = new State;");
+  src.line("State& m = *mp;");
+  src.line("m.W = weights;");
+  src.line("m.threads = threads < 1 ? 1 : threads;");
+  src.line("triad_rt::set_num_threads(m.threads);");
+  src.line("m.host = host;");
+  src.line("m.host_ctx = host_ctx;");
+  src.line("m.arena = (unsigned char*)m.alloc({});", std::max<int64_t>(plan_.arenaBytes, 1));
+  src.line("m.scratch = (float*)m.alloc({});", std::max<int64_t>(scratchBytes_, 1));
+  src.raw(create_.text());
+  src.line("return mp;");
+  src.close();
+  src.line("");
+  src.open(fmt::format("int {}_run(void* model, const void* const* in, void* const* out)", P));
+  src.line("State& m = *static_cast<State*>(model);");
+  src.line("m.error[0] = 0;");
+  src.raw(runBody_.text());
+  src.line("return 0;");
+  src.close();
+  src.line("");
+  src.open(fmt::format("const char* {}_error(void* model)", P));
+  src.line("return static_cast<State*>(model)->error;");
+  src.close();
+  src.line("");
+  src.open(fmt::format("void {}_destroy(void* model)", P));
+  src.line("State* m = static_cast<State*>(model);");
+  src.line("for (void* p : m->owned) std::free(p);");
+  src.line("delete m;");
+  src.close();
+  src.line("");
+  src.line("size_t {}_weights_bytes(void) {{ return {}; }}", P, weights_.size());
+  src.line("");
+  src.line("}} // extern \"C\"");
+
+  Code h;
+  h.line("// Generated by Triad: the C API of model '{}' compiled for the CPU.", model);
+  h.line("#pragma once");
+  h.line("#include <stddef.h>");
+  h.line("#ifdef __cplusplus");
+  h.line("extern \"C\" {{");
+  h.line("#endif");
+  h.line("#ifndef TRIAD_HOST_FN_DEFINED");
+  h.line("#define TRIAD_HOST_FN_DEFINED");
+  h.line("/// Runs one node with the host's reference kernel; non-zero on failure (unused by");
+  h.line("/// standalone sources).");
+  h.line("typedef int (*triad_host_fn)(void* ctx, int call, const void* const* inputs, "
+         "void* const* outputs);");
+  h.line("#endif");
+  h.line("/// `weights`: the {}-byte blob written next to this file (64-byte aligned, must outlive "
+         "the model).",
+         weights_.size());
+  h.line("void* {}_create(const unsigned char* weights, int threads, triad_host_fn host, void* "
+         "host_ctx);",
+         P);
+  h.line("/// in: {} buffers, out: {} buffers (dense, row-major, in graph order). 0 on success.",
+         g_.inputs().size(), g_.outputs().size());
+  h.line("int {}_run(void* model, const void* const* in, void* const* out);", P);
+  h.line("const char* {}_error(void* model);", P);
+  h.line("void {}_destroy(void* model);", P);
+  h.line("size_t {}_weights_bytes(void);", P);
+  h.line("#ifdef __cplusplus");
+  h.line("}}");
+  h.line("#endif");
+
+  gc.stem = opts_.stem;
+  gc.prefix = P;
+  gc.source = src.text();
+  gc.header = h.text();
+  gc.weights = std::move(weights_);
+  gc.hostNodes = hostNodes_;
+  gc.arenaBytes = plan_.arenaBytes;
+  gc.unsharedBytes = plan_.unsharedBytes;
+  gc.scratchBytes = scratchBytes_;
+  gc.inPlace = plan_.inPlaceCount;
+  gc.views = plan_.aliasCount;
+  gc.groups = groups.size();
+  gc.nodes = g_.nodes().size();
+  gc.fusionSummary = describeFusion(groups);
+  for (const Value* v : g_.inputs())
+    gc.ioBytes.push_back(
+        {numElements(v->type().shape) * int64_t(dtypeSize(v->type().dtype)), true});
+  for (const Value* v : g_.outputs())
+    gc.ioBytes.push_back(
+        {numElements(v->type().shape) * int64_t(dtypeSize(v->type().dtype)), false});
+  return gc;
+}
+
+} // namespace
+
+GeneratedCode generateCpp(const Graph& g, const CodeGenOptions& opts) {
+  return Generator(g, opts).run();
+}
+
+} // namespace triad::cpu

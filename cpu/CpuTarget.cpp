@@ -1,0 +1,342 @@
+#include "cpu/CpuTarget.h"
+
+#include "cpu/Lowering.h"
+#include "cpu/RuntimeFiles.h"
+#include "frontend/TensorIO.h"
+#include "ir/Diagnostics.h"
+#include "ir/Interpreter.h"
+#include "ir/passes/Pass.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <map>
+#include <thread>
+#include <unistd.h>
+
+namespace triad::cpu {
+
+namespace fs = std::filesystem;
+using namespace ir;
+
+namespace {
+
+std::string envOr(const char* name, std::string dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : dflt;
+}
+
+std::string shellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'')
+      q += "'\\''";
+    else
+      q += c;
+  }
+  return q + "'";
+}
+
+std::string runCapture(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) fail(ErrorKind::Io, "cannot run '{}'", cmd);
+  char buf[4096];
+  size_t k;
+  while ((k = fread(buf, 1, sizeof buf, p)) > 0)
+    out.append(buf, k);
+  *rc = pclose(p);
+  return out;
+}
+
+uint64_t fnv1a(uint64_t h, std::string_view s) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string compilerOf(const CpuOptions& o) {
+  if (!o.compiler.empty()) return o.compiler;
+  return envOr("TRIAD_CXX", envOr("CXX", "c++"));
+}
+std::string flagsOf(const CpuOptions& o) {
+  if (!o.flags.empty()) return o.flags;
+  return envOr("TRIAD_CXXFLAGS", "-O3 -march=native");
+}
+fs::path cacheDirOf(const CpuOptions& o) {
+  if (!o.cacheDir.empty()) return o.cacheDir;
+  if (const char* d = std::getenv("TRIAD_CACHE_DIR"); d && *d) return fs::path(d) / "cpu";
+  return fs::path(envOr("HOME", "/tmp")) / ".cache" / "triad" / "cpu";
+}
+
+/// `c++ --version`, first line: part of the cache key.
+std::string compilerVersion(const std::string& cxx) {
+  int rc = 0;
+  std::string v = runCapture(shellQuote(cxx) + " --version 2>&1", &rc);
+  if (rc != 0)
+    fail(ErrorKind::Io, "the C++ compiler '{}' does not run (set TRIAD_CXX or CXX): {}", cxx, v);
+  return v.substr(0, v.find('\n'));
+}
+
+} // namespace
+
+int defaultThreads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : int(n);
+}
+
+void writeSources(const GeneratedCode& code, const fs::path& dir, bool example) {
+  fs::create_directories(dir);
+  const std::string& stem = code.stem;
+  const std::string& prefix = code.prefix;
+  frontend::writeFileAtomic(dir / (stem + ".cpp"), code.source);
+  frontend::writeFileAtomic(dir / (stem + ".h"), code.header);
+  for (const auto& [name, text] : runtimeFiles())
+    frontend::writeFileAtomic(dir / name, text);
+  frontend::writeFileAtomic(
+      dir / (stem + ".weights"),
+      std::string_view(reinterpret_cast<const char*>(code.weights.data()), code.weights.size()));
+  if (!example) return;
+  std::string main =
+      fmt::format(R"(// Example: runs {0} once on zero inputs and prints the first output values.
+// Build: make   (or: c++ -std=c++17 -O3 -march=native -fopenmp main.cpp {0}.cpp -o {0})
+#include "{0}.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+int main(int argc, char** argv) {{
+  const char* path = argc > 1 ? argv[1] : "{0}.weights";
+  FILE* f = std::fopen(path, "rb");
+  if (!f) {{ std::fprintf(stderr, "cannot open %s\n", path); return 1; }}
+  size_t n = {0}_weights_bytes();
+  unsigned char* w = static_cast<unsigned char*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
+  if (std::fread(w, 1, n, f) != n) {{ std::fprintf(stderr, "%s is truncated\n", path); return 1; }}
+  std::fclose(f);
+  void* model = {0}_create(w, 1, nullptr, nullptr);
+)",
+                  prefix);
+  main += "  // One dense buffer per input and output, in graph order.\n";
+  main += "  std::vector<std::vector<unsigned char>> in_buf, out_buf;\n";
+  for (const auto& [bytes, isIn] : code.ioBytes)
+    main += fmt::format("  {}.emplace_back({});\n", isIn ? "in_buf" : "out_buf", bytes);
+  main += fmt::format(R"(  std::vector<const void*> in;
+  std::vector<void*> out;
+  for (auto& b : in_buf) in.push_back(b.data());
+  for (auto& b : out_buf) out.push_back(b.data());
+  if ({0}_run(model, in.data(), out.data()) != 0) {{
+    std::fprintf(stderr, "%s\n", {0}_error(model));
+    return 1;
+  }}
+  const float* y = reinterpret_cast<const float*>(out_buf[0].data());
+  for (size_t i = 0; i < out_buf[0].size() / sizeof(float) && i < 8; ++i) std::printf("%g ", y[i]);
+  std::printf("\n");
+  {0}_destroy(model);
+  std::free(w);
+  return 0;
+}}
+)",
+                      prefix);
+  frontend::writeFileAtomic(dir / "main.cpp", main);
+  frontend::writeFileAtomic(
+      dir / "Makefile",
+      fmt::format("CXX ?= c++\nCXXFLAGS ?= -std=c++17 -O3 -march=native -fopenmp\n\n{0}: main.cpp "
+                  "{0}.cpp {0}.h triad_kernels.h\n\t$(CXX) $(CXXFLAGS) main.cpp {0}.cpp -o {0}\n",
+                  prefix));
+}
+
+BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts) {
+  BuildInfo info;
+  std::string cxx = compilerOf(opts), flags = flagsOf(opts);
+  static std::map<std::string, std::string> versions;
+  if (!versions.count(cxx)) versions[cxx] = compilerVersion(cxx);
+  uint64_t h = fnv1a(1469598103934665603ull, versions[cxx] + "\n" + flags + "\n");
+  h = fnv1a(h, code.source);
+  h = fnv1a(h, code.header);
+  for (const auto& [name, text] : runtimeFiles())
+    h = fnv1a(fnv1a(h, name), text);
+  fs::path root = cacheDirOf(opts);
+  info.dir = root / fmt::format("{:016x}", h);
+  info.code = std::move(code);
+  if (fs::exists(info.dir / "model.so")) {
+    info.cached = true;
+    return info;
+  }
+  // Build in a private folder, then publish it with one rename: a reader never sees a partial
+  // entry, and an interrupted build leaves only a stale temporary folder.
+  fs::path tmp = root / fmt::format("{:016x}.tmp.{}", h, getpid());
+  fs::remove_all(tmp);
+  writeSources(info.code, tmp, false);
+  auto t0 = std::chrono::steady_clock::now();
+  std::string cmd = fmt::format("cd {} && {} -std=c++17 {} -fopenmp -fPIC -shared -I. model.cpp -o "
+                                "model.so > build.log 2>&1",
+                                shellQuote(tmp.string()), shellQuote(cxx), flags);
+  int rc = std::system(cmd.c_str());
+  info.compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (rc != 0) {
+    std::string log = frontend::readFile(tmp / "build.log");
+    if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
+    fail(ErrorKind::Internal, "the generated C++ does not compile ({}); sources kept in {}:\n{}",
+         cmd, tmp.string(), log);
+  }
+  std::error_code ec;
+  fs::rename(tmp, info.dir, ec);
+  if (ec) { // another process published the same entry first: use it
+    fs::remove_all(tmp);
+    if (!fs::exists(info.dir / "model.so"))
+      fail(ErrorKind::Io, "cannot publish the compiled model to {}: {}", info.dir.string(),
+           ec.message());
+  }
+  return info;
+}
+
+namespace {
+
+using CreateFn = void* (*)(const unsigned char*, int,
+                           int (*)(void*, int, const void* const*, void* const*), void*);
+using RunFn = int (*)(void*, const void* const*, void* const*);
+using ErrorFn = const char* (*)(void*);
+using DestroyFn = void (*)(void*);
+
+class CompiledModel final : public CpuExecutable {
+public:
+  CompiledModel(const Graph& g, BuildInfo info, int threads) : g_(g), info_(std::move(info)) {
+    fs::path so = info_.dir / "model.so";
+    handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) fail(ErrorKind::Io, "cannot load {}: {}", so.string(), dlerror());
+    auto sym = [&](const char* name) {
+      void* p = dlsym(handle_, name);
+      if (!p) fail(ErrorKind::Internal, "{} lacks symbol {}", so.string(), name);
+      return p;
+    };
+    auto create = reinterpret_cast<CreateFn>(sym("triad_model_create"));
+    run_ = reinterpret_cast<RunFn>(sym("triad_model_run"));
+    error_ = reinterpret_cast<ErrorFn>(sym("triad_model_error"));
+    destroy_ = reinterpret_cast<DestroyFn>(sym("triad_model_destroy"));
+    // The weights must stay put and aligned for the model's lifetime.
+    const auto& w = info_.code.weights;
+    weights_ = static_cast<unsigned char*>(std::aligned_alloc(64, (w.size() + 64) / 64 * 64));
+    if (!w.empty()) std::memcpy(weights_, w.data(), w.size());
+    state_ = create(weights_, threads, &CompiledModel::hostCall, this);
+  }
+  ~CompiledModel() override {
+    if (state_) destroy_(state_);
+    std::free(weights_);
+    // The shared object stays loaded: OpenMP worker threads may still run its code.
+  }
+
+  const BuildInfo& build() const override { return info_; }
+
+  std::vector<Tensor> run(std::span<const Tensor> inputs) override {
+    if (inputs.size() != g_.inputs().size())
+      fail(ErrorKind::Runtime, "graph '{}' takes {} inputs, {} given", g_.name, g_.inputs().size(),
+           inputs.size());
+    std::vector<const void*> in;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Value* v = g_.inputs()[i];
+      if (inputs[i].dtype() != v->type().dtype || inputs[i].shape() != v->type().shape)
+        fail(ErrorKind::Runtime, "input '{}' expects {}, got {}", v->name(),
+             typeToString(v->type()), typeToString(inputs[i].type()));
+      in.push_back(inputs[i].raw());
+    }
+    std::vector<Tensor> outs;
+    std::vector<void*> out;
+    for (const Value* v : g_.outputs())
+      outs.emplace_back(v->type());
+    for (Tensor& t : outs)
+      out.push_back(t.raw());
+    runRaw(in.data(), out.data());
+    return outs;
+  }
+
+  void runRaw(const void* const* inputs, void* const* outputs) override {
+    hostError_.clear();
+    if (run_(state_, inputs, outputs) != 0) {
+      if (!hostError_.empty()) fail(hostErrorKind_, "{}", hostError_);
+      fail(ErrorKind::Runtime, "{}", error_(state_));
+    }
+  }
+
+private:
+  // Runs a node without a native lowering with its reference kernel, on copies of its operands.
+  static int hostCall(void* ctx, int call, const void* const* ins, void* const* outs) {
+    auto* self = static_cast<CompiledModel*>(ctx);
+    const Node& n = *self->info_.code.hostNodes[size_t(call)];
+    try {
+      std::vector<Tensor> inputs;
+      inputs.reserve(n.inputs().size());
+      std::vector<const Tensor*> ptrs;
+      for (size_t i = 0; i < n.inputs().size(); ++i) {
+        const Value* v = n.input(i);
+        if (!v) {
+          ptrs.push_back(nullptr);
+          continue;
+        }
+        inputs.emplace_back(v->type());
+        if (inputs.back().byteSize())
+          std::memcpy(inputs.back().raw(), ins[i], inputs.back().byteSize());
+        ptrs.push_back(&inputs.back());
+      }
+      std::vector<Tensor> results = evalNode(n, ptrs);
+      for (size_t i = 0; i < results.size(); ++i)
+        if (results[i].byteSize()) std::memcpy(outs[i], results[i].raw(), results[i].byteSize());
+      return 0;
+    } catch (const Error& e) {
+      self->hostError_ =
+          fmt::format("node '{}' ({}): {}", n.name(), opKindName(n.kind()), e.what());
+      self->hostErrorKind_ = e.kind();
+    } catch (const std::exception& e) {
+      self->hostError_ =
+          fmt::format("node '{}' ({}): {}", n.name(), opKindName(n.kind()), e.what());
+      self->hostErrorKind_ = ErrorKind::Internal;
+    }
+    return 1;
+  }
+
+  const Graph& g_;
+  BuildInfo info_;
+  void* handle_ = nullptr;
+  void* state_ = nullptr;
+  unsigned char* weights_ = nullptr;
+  RunFn run_ = nullptr;
+  ErrorFn error_ = nullptr;
+  DestroyFn destroy_ = nullptr;
+  std::string hostError_;
+  ErrorKind hostErrorKind_ = ErrorKind::Runtime;
+};
+
+class CpuTarget final : public Target {
+public:
+  explicit CpuTarget(CpuOptions o) : opts_(std::move(o)) {}
+  std::string_view name() const override { return "cpu"; }
+  std::string_view description() const override {
+    return "generated C++ with fused kernels, built by the system compiler (AVX2/AVX-512 FMA "
+           "GEMM, OpenMP threads)";
+  }
+  Support supports(const Node& n) const override { return nativeSupport(n); }
+  std::unique_ptr<Executable> compile(const Graph& g) const override {
+    CodeGenOptions co;
+    co.fuse = opts_.fuse;
+    BuildInfo info = buildSharedObject(generateCpp(g, co), opts_);
+    int threads = opts_.threads > 0 ? opts_.threads : defaultThreads();
+    return std::make_unique<CompiledModel>(g, std::move(info), threads);
+  }
+
+private:
+  CpuOptions opts_;
+};
+
+} // namespace
+
+std::unique_ptr<Target> makeCpuTarget(CpuOptions opts) {
+  return std::make_unique<CpuTarget>(std::move(opts));
+}
+
+} // namespace triad::cpu

@@ -1,0 +1,547 @@
+// The CPU lowering table (see cpu/Lowering.h): one entry per natively compiled op kind that is
+// not a plain elementwise op. Heavy ops call the run-time kernels of cpu/runtime/triad_kernels.h;
+// data movement is emitted as loops and memcpy.
+#include "cpu/Lowering.h"
+
+#include "ir/MemoryPlan.h"
+#include "ir/ScalarExpr.h"
+#include "ir/ops/Conv.h"
+#include "ir/ops/Linear.h"
+#include "ir/ops/Movement.h"
+#include "ir/ops/Normalization.h"
+#include "ir/ops/Pool.h"
+
+#include <numeric>
+#include <unordered_map>
+
+namespace triad::cpu {
+
+using namespace ir;
+
+namespace {
+
+Support no(std::string why) {
+  return {false, std::move(why)};
+}
+
+int64_t prod(const Shape& s, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t p = 1;
+  const size_t end = std::min(to, s.size());
+  for (size_t i = from; i < end; ++i)
+    p *= s[i];
+  return p;
+}
+
+bool allF32(const Node& n) {
+  for (Value* v : n.inputs())
+    if (v && v->type().dtype != DType::F32) return false;
+  for (Value* v : n.outputs())
+    if (v->type().dtype != DType::F32) return false;
+  return true;
+}
+
+Support requireF32(const Node& n) {
+  return allF32(n) ? Support{} : no("only float32 inputs and outputs are compiled");
+}
+
+const Shape& shapeOf(const Value* v) {
+  return v->type().shape;
+}
+int64_t elemBytes(const Value* v) {
+  return int64_t(dtypeSize(v->type().dtype));
+}
+
+/// Emits `auto epi_chain = <group epilogue>;` when there is one and returns the epilogue to pass
+/// to a kernel: `pre` (statements over c[j], j < n, with row/col0 in scope) followed by the
+/// group's chain.
+std::string epilogueWith(LowerContext& c, const std::string& pre, const std::string& index,
+                         int64_t ld) {
+  bool chain = c.hasEpilogue();
+  if (chain) c.body.line("auto epi_chain = {};", c.epilogue(index, ld));
+  if (pre.empty()) return chain ? "epi_chain" : "triad_rt::EpiNone{}";
+  return fmt::format("[&](float* c, int row, int col0, int n) {{ (void)row; (void)col0; {} {} }}",
+                     pre, chain ? "epi_chain(c, row, col0, n);" : "");
+}
+
+// --- Gemm ---------------------------------------------------------------------------------------
+
+Support supportsGemm(const Node& n) {
+  return requireF32(n);
+}
+
+void emitGemm(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<GemmAttrs>();
+  const Shape& sa = shapeOf(n.input(0));
+  const Shape& sb = shapeOf(n.input(1));
+  int64_t M = a.transA ? sa[1] : sa[0], K = a.transA ? sa[0] : sa[1];
+  int64_t N = a.transB ? sb[0] : sb[1];
+  int64_t lda = sa[1], ldb = sb[1];
+  c.body.line("// Y[{}, {}] = {}A * {}B{}", M, N, a.transA ? "t" : "", a.transB ? "t" : "",
+              n.input(2) ? " + C" : "");
+  // alpha and C (beta) go into the epilogue, before the group's chain.
+  std::string pre;
+  if (a.alpha != 1.0f)
+    pre += fmt::format("for (int j = 0; j < n; ++j) c[j] *= {};", floatLiteral(a.alpha));
+  if (n.input(2) && a.beta != 0.0f) {
+    Shape cs = shapeOf(n.input(2));
+    while (cs.size() < 2)
+      cs.insert(cs.begin(), 1);
+    std::string idx = cs[0] == 1 && cs[1] == 1 ? "0"
+                      : cs[0] == 1             ? "col0 + j"
+                      : cs[1] == 1             ? "row"
+                                               : fmt::format("row * {} + col0 + j", N);
+    std::string beta = a.beta == 1.0f ? "" : floatLiteral(a.beta) + " * ";
+    c.body.line("const float* __restrict bias = {};", c.inputs[2]);
+    pre += fmt::format("for (int j = 0; j < n; ++j) c[j] += {}bias[{}];", beta, idx);
+  }
+  std::string epi = epilogueWith(c, pre, fmt::format("int64_t(row) * {} + col0", N), N);
+  if (n.input(1)->isConstant()) {
+    std::string packed = "pk_" + c.ident;
+    c.fields.line("float* {} = nullptr; // {}: B packed for the GEMM kernel", packed, n.name());
+    c.create.line("m.{} = (float*)m.alloc(triad_rt::packed_b_size({}, {}) * sizeof(float));",
+                  packed, K, N);
+    c.create.line("triad_rt::pack_b({}, {}, {}, {}, {}, m.{});", K, N, c.inputs[1], ldb,
+                  a.transB ? "true" : "false", packed);
+    c.body.line("triad_rt::gemm_packed_b({}, {}, {}, {}, {}, {}, m.{}, {}, {}, {});", M, N, K,
+                c.inputs[0], lda, a.transA ? "true" : "false", packed, c.outputs[0], N, epi);
+  } else {
+    c.body.line("triad_rt::gemm({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});", M, N, K,
+                c.inputs[0], lda, a.transA ? "true" : "false", c.inputs[1], ldb,
+                a.transB ? "true" : "false", c.outputs[0], N, epi);
+  }
+}
+
+// --- MatMul (numpy semantics, batch broadcasting) ---------------------------------------------
+
+Support supportsMatMul(const Node& n) {
+  return requireF32(n);
+}
+
+void emitMatMul(LowerContext& c) {
+  const Node& n = c.node;
+  Shape sa = shapeOf(n.input(0)), sb = shapeOf(n.input(1));
+  if (sa.size() == 1) sa.insert(sa.begin(), 1);
+  if (sb.size() == 1) sb.push_back(1);
+  int64_t M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  size_t rank = std::max(ba.size(), bb.size());
+  ba.insert(ba.begin(), rank - ba.size(), 1);
+  bb.insert(bb.begin(), rank - bb.size(), 1);
+  Shape batch(rank);
+  for (size_t i = 0; i < rank; ++i)
+    batch[i] = std::max(ba[i], bb[i]);
+  int64_t batches = prod(batch), batchesA = prod(ba), batchesB = prod(bb);
+  c.body.line("// {} x [{}, {}] * [{}, {}]", batches, M, K, K, N);
+  bool packB = n.input(1)->isConstant() && batchesB == 1;
+  std::string packed = "pk_" + c.ident;
+  if (packB) {
+    c.fields.line("float* {} = nullptr; // {}: B packed for the GEMM kernel", packed, n.name());
+    c.create.line("m.{} = (float*)m.alloc(triad_rt::packed_b_size({}, {}) * sizeof(float));",
+                  packed, K, N);
+    c.create.line("triad_rt::pack_b({}, {}, {}, {}, false, m.{});", K, N, c.inputs[1], N, packed);
+  }
+  if (batchesB == 1) {
+    // One GEMM: A's batches stack into rows.
+    int64_t rows = batchesA * M;
+    std::string epi = epilogueWith(c, "", fmt::format("int64_t(row) * {} + col0", N), N);
+    if (batches != batchesA) {
+      // B broadcast over more batches than A has (rare): fall through to the loop below.
+    } else if (packB) {
+      c.body.line("triad_rt::gemm_packed_b({}, {}, {}, {}, {}, false, m.{}, {}, {}, {});", rows, N,
+                  K, c.inputs[0], K, packed, c.outputs[0], N, epi);
+      return;
+    } else {
+      c.body.line("triad_rt::gemm({}, {}, {}, {}, {}, false, {}, {}, false, {}, {}, {});", rows, N,
+                  K, c.inputs[0], K, c.inputs[1], N, c.outputs[0], N, epi);
+      return;
+    }
+  }
+  // Batched: batch index b decomposes over `batch`; A and B broadcast where their dim is 1.
+  std::vector<int64_t> strideA(rank), strideB(rank), strideO(rank);
+  int64_t sA = M * K, sB = K * N, sO = 1;
+  for (size_t i = rank; i-- > 0;) {
+    strideA[i] = ba[i] == 1 ? 0 : sA;
+    strideB[i] = bb[i] == 1 ? 0 : sB;
+    sA *= ba[i];
+    sB *= bb[i];
+    strideO[i] = sO;
+    sO *= batch[i];
+  }
+  std::string offA = "0", offB = "0";
+  for (size_t i = 0; i < rank; ++i) {
+    std::string bi = fmt::format("(b / {} % {})", strideO[i], batch[i]);
+    if (strideA[i]) offA += fmt::format(" + {} * {}", bi, strideA[i]);
+    if (strideB[i]) offB += fmt::format(" + {} * {}", bi, strideB[i]);
+  }
+  c.body.open(fmt::format("for (int64_t b = 0; b < {}; ++b)", batches));
+  std::string epi =
+      epilogueWith(c, "", fmt::format("b * {} + int64_t(row) * {} + col0", M * N, N), N);
+  if (packB)
+    c.body.line(
+        "triad_rt::gemm_packed_b({}, {}, {}, {} + {}, {}, false, m.{}, {} + b * {}, {}, {});", M, N,
+        K, c.inputs[0], offA, K, packed, c.outputs[0], M * N, N, epi);
+  else
+    c.body.line(
+        "triad_rt::gemm({}, {}, {}, {} + {}, {}, false, {} + {}, {}, false, {} + b * {}, {}, "
+        "{});",
+        M, N, K, c.inputs[0], offA, K, c.inputs[1], offB, N, c.outputs[0], M * N, N, epi);
+  c.body.close();
+}
+
+// --- Conv (1-D and 2-D, NCHW) -----------------------------------------------------------------
+
+Support supportsConv(const Node& n) {
+  if (auto s = requireF32(n); !s.ok) return s;
+  size_t r = shapeOf(n.input(0)).size();
+  if (r != 3 && r != 4) return no("only 1-D and 2-D convolutions are compiled");
+  if (!n.input(1)->isConstant()) return no("weights must be constant");
+  if (n.input(2) && !n.input(2)->isConstant()) return no("bias must be constant");
+  return {};
+}
+
+void emitConv(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<ConvAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  const Shape& y = shapeOf(n.output(0));
+  bool oneD = x.size() == 3;
+  auto k = [&](const std::vector<int64_t>& v, size_t i2d, int64_t dflt) {
+    // 2-D index i2d (0 = H, 1 = W); 1-D convs are 2-D with H = 1.
+    if (oneD) return i2d == 0 ? dflt : v[0];
+    return v[i2d];
+  };
+  size_t sp = oneD ? 1 : 2;
+  std::vector<int64_t> begin(a.pads.begin(), a.pads.begin() + std::ptrdiff_t(sp));
+  std::vector<int64_t> end(a.pads.begin() + std::ptrdiff_t(sp), a.pads.end());
+  // The shape, at run time and again at creation (weight packing).
+  std::vector<std::string> shapeLines = {
+      "triad_rt::Conv2dShape s;",
+      fmt::format("s.N = {}; s.C = {}; s.H = {}; s.W = {};", x[0], x[1], oneD ? 1 : x[2], x.back()),
+      fmt::format("s.OC = {}; s.KH = {}; s.KW = {}; s.group = {};", y[1], k(a.kernel, 0, 1),
+                  k(a.kernel, 1, 1), a.group),
+      fmt::format("s.stride_h = {}; s.stride_w = {}; s.dil_h = {}; s.dil_w = {};",
+                  k(a.strides, 0, 1), k(a.strides, 1, 1), k(a.dilations, 0, 1),
+                  k(a.dilations, 1, 1)),
+      fmt::format("s.pad_t = {}; s.pad_l = {}; s.pad_b = {}; s.pad_r = {};", k(begin, 0, 0),
+                  k(begin, 1, 0), k(end, 0, 0), k(end, 1, 0))};
+  c.body.line("// {} -> {}", shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()));
+  for (const std::string& l : shapeLines)
+    c.body.line("{}", l);
+  // The same shape at creation, for packing the weights.
+  std::string packed = "pk_" + c.ident;
+  c.fields.line("float* {} = nullptr; // {}: weights packed for the convolution kernel", packed,
+                n.name());
+  c.create.open("");
+  for (const std::string& l : shapeLines)
+    c.create.line("{}", l);
+  c.create.line("m.{} = (float*)m.alloc(triad_rt::conv2d_packed_weights_size(s) * sizeof(float));",
+                packed);
+  c.create.line("triad_rt::conv2d_pack_weights(s, {}, m.{});", c.inputs[1], packed);
+  c.create.close();
+  int64_t oh = oneD ? 1 : y[2], ow = y.back();
+  int64_t P = oh * ow;
+  // Scratch: an upper bound of conv2d_scratch_bytes (im2col of one group) plus alignment slack.
+  int64_t Kg = (x[1] / a.group) * k(a.kernel, 0, 1) * k(a.kernel, 1, 1);
+  std::string scratch = c.scratch(Kg * P * 4 + 64);
+  c.body.line("float* y = {};", c.outputs[0]);
+  std::string pre;
+  if (n.input(2)) {
+    c.body.line("const float* __restrict bias = {};", c.inputs[2]);
+    pre = "const float bv = bias[row]; for (int j = 0; j < n; ++j) c[j] += bv;";
+  }
+  std::string epi = epilogueWith(c, pre, "c - y", P);
+  c.body.line("triad_rt::conv2d(s, {}, m.{}, y, {}, {});", c.inputs[0], packed, scratch, epi);
+}
+
+// --- Pooling ------------------------------------------------------------------------------------
+
+Support supportsPool(const Node& n) {
+  if (auto s = requireF32(n); !s.ok) return s;
+  if (shapeOf(n.input(0)).size() != 4) return no("only 2-D pooling is compiled");
+  if (n.outputs().size() > 1) return no("the Indices output is not compiled");
+  const auto& a = n.attrs<PoolAttrs>();
+  if (n.kind() == OpKind::AveragePool && (a.dilations[0] != 1 || a.dilations[1] != 1))
+    return no("dilated average pooling is not compiled");
+  return {};
+}
+
+void emitPool(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<PoolAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  const Shape& y = shapeOf(n.output(0));
+  c.body.line("triad_rt::Pool2dShape s;");
+  c.body.line("s.N = {}; s.C = {}; s.H = {}; s.W = {}; s.KH = {}; s.KW = {};", x[0], x[1], x[2],
+              x[3], a.kernel[0], a.kernel[1]);
+  c.body.line("s.stride_h = {}; s.stride_w = {}; s.dil_h = {}; s.dil_w = {};", a.strides[0],
+              a.strides[1], a.dilations[0], a.dilations[1]);
+  c.body.line("s.pad_t = {}; s.pad_l = {}; s.pad_b = {}; s.pad_r = {}; s.OH = {}; s.OW = {};",
+              a.pads[0], a.pads[1], a.pads[2], a.pads[3], y[2], y[3]);
+  if (n.kind() == OpKind::MaxPool)
+    c.body.line("triad_rt::max_pool2d(s, {}, {});", c.inputs[0], c.outputs[0]);
+  else
+    c.body.line("triad_rt::avg_pool2d(s, {}, {}, {});", c.inputs[0], c.outputs[0],
+                a.countIncludePad ? "true" : "false");
+}
+
+Support supportsGlobalPool(const Node& n) {
+  if (auto s = requireF32(n); !s.ok) return s;
+  return shapeOf(n.input(0)).size() >= 3 ? Support{} : no("input must have spatial dims");
+}
+
+void emitGlobalPool(LowerContext& c) {
+  const Shape& x = shapeOf(c.node.input(0));
+  const char* fn =
+      c.node.kind() == OpKind::GlobalAveragePool ? "global_avg_pool" : "global_max_pool";
+  c.body.line("triad_rt::{}({}, {}, {}, {});", fn, x[0] * x[1], prod(x, 2), c.inputs[0],
+              c.outputs[0]);
+}
+
+// --- Softmax, LogSoftmax, LayerNormalization, BatchNormalization ---------------------------------
+
+Support supportsSoftmax(const Node& n) {
+  if (auto s = requireF32(n); !s.ok) return s;
+  const auto& axes = n.attrs<SoftmaxAttrs>().axes;
+  size_t r = shapeOf(n.input(0)).size();
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != int64_t(r - axes.size() + i))
+      return no("softmax over non-trailing axes is not compiled");
+  return axes.empty() ? no("scalar softmax") : Support{};
+}
+
+void emitSoftmax(LowerContext& c) {
+  const Shape& x = shapeOf(c.node.input(0));
+  size_t first = size_t(c.node.attrs<SoftmaxAttrs>().axes.front());
+  const char* fn = c.node.kind() == OpKind::Softmax ? "softmax_rows" : "log_softmax_rows";
+  c.body.line("triad_rt::{}({}, {}, {}, {});", fn, c.inputs[0], c.outputs[0], prod(x, 0, first),
+              prod(x, first));
+}
+
+Support supportsLayerNorm(const Node& n) {
+  if (auto s = requireF32(n); !s.ok) return s;
+  if (n.outputs().size() > 1) return no("the Mean/InvStdDev outputs are not compiled");
+  const Shape& x = shapeOf(n.input(0));
+  int64_t inner = prod(x, size_t(n.attrs<LayerNormAttrs>().axis));
+  for (size_t i = 1; i < 3; ++i)
+    if (n.input(i) && numElements(shapeOf(n.input(i))) != inner)
+      return no("scale and bias must cover the normalized dims exactly");
+  return {};
+}
+
+void emitLayerNorm(LowerContext& c) {
+  const Shape& x = shapeOf(c.node.input(0));
+  const auto& a = c.node.attrs<LayerNormAttrs>();
+  c.body.line("triad_rt::layernorm_rows({}, {}, {}, {}, {}, {}, {});", c.inputs[0], c.outputs[0],
+              prod(x, 0, size_t(a.axis)), prod(x, size_t(a.axis)), c.inputs[1],
+              c.node.input(2) ? c.inputs[2] : "nullptr", floatLiteral(a.epsilon));
+}
+
+Support supportsBatchNorm(const Node& n) {
+  if (auto s = requireF32(n); !s.ok) return s;
+  for (size_t i = 1; i < 5; ++i)
+    if (!n.input(i)->isConstant()) return no("scale, bias, mean and variance must be constant");
+  return shapeOf(n.input(0)).size() >= 2 ? Support{} : no("input needs a channel dim");
+}
+
+void emitBatchNorm(LowerContext& c) {
+  const Node& n = c.node;
+  const Shape& x = shapeOf(n.input(0));
+  int64_t C = x[1], inner = prod(x, 2), outer = x[0];
+  std::string ab = "bn_" + c.ident;
+  c.fields.line("float* {} = nullptr; // {}: per-channel scale and shift", ab, n.name());
+  c.create.line("m.{} = (float*)m.alloc({} * sizeof(float));", ab, 2 * C);
+  c.create.open(fmt::format("for (int64_t ch = 0; ch < {}; ++ch)", C));
+  c.create.line("const float s = {}[ch] / std::sqrt({}[ch] + {});", c.inputs[1], c.inputs[4],
+                floatLiteral(n.attrs<NormAttrs>().epsilon));
+  c.create.line("m.{0}[ch] = s; m.{0}[{1} + ch] = {2}[ch] - {3}[ch] * s;", ab, C, c.inputs[2],
+                c.inputs[3]);
+  c.create.close();
+  c.body.line("const float* __restrict x = {};", c.inputs[0]);
+  c.body.line("float* __restrict y = {};", c.outputs[0]);
+  c.body.open(fmt::format("for (int64_t p = 0; p < {}; ++p)", outer * C));
+  c.body.line("const float s = m.{0}[p % {1}], t = m.{0}[{1} + p % {1}];", ab, C);
+  c.body.line("for (int64_t i = 0; i < {0}; ++i) y[p * {0} + i] = x[p * {0} + i] * s + t;", inner);
+  c.body.close();
+}
+
+// --- Data movement (any element type: bytes) -----------------------------------------------------
+
+Support anyType(const Node&) {
+  return {};
+}
+
+/// Emits a copy of a strided sub-block: for every index of `extent` (row-major), copy one
+/// element (or a contiguous run along the last dim when both strides there are 1).
+void emitStridedCopy(Code& body, const std::string& dst, const std::string& src,
+                     const Shape& extent, const std::vector<int64_t>& dstStride,
+                     const std::vector<int64_t>& srcStride, int64_t srcBase, int64_t elem) {
+  size_t r = extent.size();
+  bool runs = r > 0 && dstStride.back() == 1 && srcStride.back() == 1;
+  size_t loops = runs ? r - 1 : r;
+  body.line("const unsigned char* __restrict sb = (const unsigned char*){};", src);
+  body.line("unsigned char* __restrict db = (unsigned char*){};", dst);
+  std::string di = "0", si = std::to_string(srcBase);
+  for (size_t d = 0; d < loops; ++d) {
+    body.open(fmt::format("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})", d, extent[d]));
+    di += fmt::format(" + i{} * {}", d, dstStride[d]);
+    si += fmt::format(" + i{} * {}", d, srcStride[d]);
+  }
+  int64_t run = runs ? extent.back() : 1;
+  body.line("std::memcpy(db + ({}) * {}, sb + ({}) * {}, {});", di, elem, si, elem, run * elem);
+  for (size_t d = 0; d < loops; ++d)
+    body.close();
+}
+
+void emitTranspose(LowerContext& c) {
+  const Shape& x = shapeOf(c.node.input(0));
+  const auto& perm = c.node.attrs<TransposeAttrs>().perm;
+  std::vector<int64_t> xs(x.size(), 1);
+  for (size_t d = x.size(); d-- > 1;)
+    xs[d - 1] = xs[d] * x[d];
+  const Shape& y = shapeOf(c.node.output(0));
+  std::vector<int64_t> ys(y.size(), 1), src(y.size());
+  for (size_t d = y.size(); d-- > 1;)
+    ys[d - 1] = ys[d] * y[d];
+  for (size_t d = 0; d < y.size(); ++d)
+    src[d] = xs[size_t(perm[d])];
+  emitStridedCopy(c.body, c.outputs[0], c.inputs[0], y, ys, src, 0, elemBytes(c.node.input(0)));
+}
+
+void emitSlice(LowerContext& c) {
+  const auto& a = c.node.attrs<SliceAttrs>();
+  const Shape& x = shapeOf(c.node.input(0));
+  std::vector<int64_t> xs(x.size(), 1);
+  for (size_t d = x.size(); d-- > 1;)
+    xs[d - 1] = xs[d] * x[d];
+  const Shape& y = a.outShape;
+  std::vector<int64_t> ys(y.size(), 1), src(y.size());
+  for (size_t d = y.size(); d-- > 1;)
+    ys[d - 1] = ys[d] * y[d];
+  int64_t base = 0;
+  for (size_t d = 0; d < y.size(); ++d) {
+    src[d] = xs[d] * a.steps[d];
+    base += a.starts[d] * xs[d];
+  }
+  if (numElements(y) == 0) return;
+  emitStridedCopy(c.body, c.outputs[0], c.inputs[0], y, ys, src, base, elemBytes(c.node.input(0)));
+}
+
+void emitConcat(LowerContext& c) {
+  const Node& n = c.node;
+  size_t axis = size_t(n.attrs<AxisAttrs>().axis);
+  const Shape& y = shapeOf(n.output(0));
+  int64_t outer = prod(y, 0, axis), elem = elemBytes(n.output(0));
+  int64_t yrow = prod(y, axis) * elem;
+  c.body.line("unsigned char* db = (unsigned char*){};", c.outputs[0]);
+  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outer));
+  int64_t off = 0;
+  for (size_t i = 0; i < n.inputs().size(); ++i) {
+    int64_t row = prod(shapeOf(n.input(i)), axis) * elem;
+    if (row == 0) continue;
+    c.body.line("std::memcpy(db + o * {} + {}, (const unsigned char*){} + o * {}, {});", yrow, off,
+                c.inputs[i], row, row);
+    off += row;
+  }
+  c.body.close();
+}
+
+void emitSplit(LowerContext& c) {
+  const Node& n = c.node;
+  size_t axis = size_t(n.attrs<SplitAttrs>().axis);
+  const Shape& x = shapeOf(n.input(0));
+  int64_t outer = prod(x, 0, axis), elem = elemBytes(n.input(0));
+  int64_t xrow = prod(x, axis) * elem;
+  c.body.line("const unsigned char* sb = (const unsigned char*){};", c.inputs[0]);
+  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outer));
+  int64_t off = 0;
+  for (size_t i = 0; i < n.outputs().size(); ++i) {
+    int64_t row = prod(shapeOf(n.output(i)), axis) * elem;
+    if (row == 0) continue;
+    c.body.line("std::memcpy((unsigned char*){} + o * {}, sb + o * {} + {}, {});", c.outputs[i],
+                row, xrow, off, row);
+    off += row;
+  }
+  c.body.close();
+}
+
+Support supportsGather(const Node& n) {
+  DType t = n.input(1)->type().dtype;
+  return t == DType::I64 || t == DType::I32 ? Support{} : no("indices must be int64 or int32");
+}
+
+void emitGather(LowerContext& c) {
+  const Node& n = c.node;
+  size_t axis = size_t(n.attrs<AxisAttrs>().axis);
+  const Shape& x = shapeOf(n.input(0));
+  int64_t outer = prod(x, 0, axis), dim = x[axis], elem = elemBytes(n.input(0));
+  int64_t inner = prod(x, axis + 1) * elem;
+  int64_t count = numElements(shapeOf(n.input(1)));
+  c.body.line("const unsigned char* sb = (const unsigned char*){};", c.inputs[0]);
+  c.body.line("unsigned char* db = (unsigned char*){};", c.outputs[0]);
+  c.body.open(fmt::format("for (int64_t k = 0; k < {}; ++k)", count));
+  c.body.line("int64_t ix = (int64_t){}[k];", c.inputs[1]);
+  c.body.line("if (ix < 0) ix += {};", dim);
+  c.body.line("if (ix < 0 || ix >= {}) return m.fail(\"Gather '{}': an index is out of range "
+              "[-{}, {})\");",
+              dim, n.name(), dim, dim);
+  c.body.line("for (int64_t o = 0; o < {0}; ++o) std::memcpy(db + (o * {1} + k) * {2}, sb + "
+              "(o * {3} + ix) * {2}, {2});",
+              outer, count, inner, dim);
+  c.body.close();
+}
+
+const std::unordered_map<OpKind, Lowering>& table() {
+  static const std::unordered_map<OpKind, Lowering> t = {
+      {OpKind::Gemm, {supportsGemm, emitGemm, true}},
+      {OpKind::MatMul, {supportsMatMul, emitMatMul, true}},
+      {OpKind::Conv, {supportsConv, emitConv, true}},
+      {OpKind::MaxPool, {supportsPool, emitPool, false}},
+      {OpKind::AveragePool, {supportsPool, emitPool, false}},
+      {OpKind::GlobalAveragePool, {supportsGlobalPool, emitGlobalPool, false}},
+      {OpKind::GlobalMaxPool, {supportsGlobalPool, emitGlobalPool, false}},
+      {OpKind::Softmax, {supportsSoftmax, emitSoftmax, false}},
+      {OpKind::LogSoftmax, {supportsSoftmax, emitSoftmax, false}},
+      {OpKind::LayerNormalization, {supportsLayerNorm, emitLayerNorm, false}},
+      {OpKind::BatchNormalization, {supportsBatchNorm, emitBatchNorm, false}},
+      {OpKind::Transpose, {anyType, emitTranspose, false}},
+      {OpKind::Slice, {anyType, emitSlice, false}},
+      {OpKind::Concat, {anyType, emitConcat, false}},
+      {OpKind::Split, {anyType, emitSplit, false}},
+      {OpKind::Gather, {supportsGather, emitGather, false}},
+  };
+  return t;
+}
+
+} // namespace
+
+const Lowering* findLowering(OpKind k) {
+  auto it = table().find(k);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+Support nativeSupport(const Node& n) {
+  if (isViewOp(n.kind())) return {};
+  if (n.kind() == OpKind::Expand) return {};
+  if (const Lowering* l = findLowering(n.kind())) return l->supports ? l->supports(n) : Support{};
+  if (hasScalarExpr(n)) return {};
+  for (Value* v : n.inputs())
+    if (v && v->type().dtype != DType::F32)
+      return no(fmt::format("no CPU lowering for {} with {} inputs", opKindName(n.kind()),
+                            dtypeName(v->type().dtype)));
+  return no(fmt::format("no CPU lowering for {}", opKindName(n.kind())));
+}
+
+FusionPolicy cpuFusionPolicy() {
+  FusionPolicy p;
+  p.isAnchor = [](const Node& n) {
+    const Lowering* l = findLowering(n.kind());
+    return l && l->anchor && nativeSupport(n).ok;
+  };
+  p.isFusableElementwise = [](const Node& n) {
+    return (hasScalarExpr(n) && !findLowering(n.kind())) || n.kind() == OpKind::Expand;
+  };
+  return p;
+}
+
+} // namespace triad::cpu

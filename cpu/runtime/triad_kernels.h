@@ -1,0 +1,1249 @@
+// Triad CPU run-time kernels: GEMM, convolution, pooling and row-wise helpers for generated code.
+//
+// Header-only C++17 with no dependency beyond the standard library, <immintrin.h> and (optional)
+// OpenMP. Embedded in the triad binary and written next to every generated source, so emitted
+// code builds on its own. Everything is fp32, row-major (matrices) or NCHW (tensors).
+//
+// The SIMD width is chosen at compile time from the target macros, so `-march=native` picks the
+// host's best:  __AVX512F__ -> 16 lanes, 14x32 GEMM micro-kernel;  __AVX2__ + __FMA__ -> 8 lanes,
+// 6x16;  otherwise a portable scalar path (4x8 micro-kernel), correct everywhere.
+//
+// Threading: OpenMP when compiled with -fopenmp, `set_num_threads(n)` (default: OpenMP's
+// max threads). Parallel regions are only opened when the work is large enough
+// (kParallelMinWork multiply-adds or equivalent); small layers run inline on the calling thread
+// and never pay the fork/join cost (a few microseconds).
+//
+// Memory: GEMM packs operands into thread-local buffers that grow on first use and are then
+// reused (no allocation in steady state). Convolution's im2col buffer is supplied by the caller
+// (`conv2d_scratch_bytes`). Constant operands (weights) can be packed once at load time
+// (`pack_a` / `pack_b`, `conv2d_pack_weights`).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <utility>
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace triad_rt {
+
+// ============================================================================================
+// SIMD abstraction: `vf` is one vector of kW floats (a plain float in the scalar build).
+// ============================================================================================
+
+#if defined(__AVX512F__)
+#define TRIAD_RT_ISA "avx512"
+using vf = __m512;
+constexpr int kW = 16;
+inline vf vload(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+inline void vstore(float* p, vf v) {
+  _mm512_storeu_ps(p, v);
+}
+inline vf vset1(float x) {
+  return _mm512_set1_ps(x);
+}
+inline vf vzero() {
+  return _mm512_setzero_ps();
+}
+inline vf vfma(vf a, vf b, vf c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+inline vf vadd(vf a, vf b) {
+  return _mm512_add_ps(a, b);
+}
+inline vf vsub(vf a, vf b) {
+  return _mm512_sub_ps(a, b);
+}
+inline vf vmul(vf a, vf b) {
+  return _mm512_mul_ps(a, b);
+}
+inline vf vdiv(vf a, vf b) {
+  return _mm512_div_ps(a, b);
+}
+// GCC 12 warns (-Wmaybe-uninitialized, PR105593) inside intrinsics built on
+// _mm512_undefined_*; the full-mask forms below take an explicit source and compile to the
+// same unmasked instructions.
+inline vf vmax(vf a, vf b) {
+  return _mm512_mask_max_ps(a, 0xFFFF, a, b);
+}
+inline vf vmin(vf a, vf b) {
+  return _mm512_mask_min_ps(a, 0xFFFF, a, b);
+}
+inline float vhsum(vf v) {
+  alignas(64) float t[16];
+  _mm512_store_ps(t, v);
+  __m256 s8 = _mm256_add_ps(_mm256_load_ps(t), _mm256_load_ps(t + 8));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline float vhmax(vf v) {
+  alignas(64) float t[16];
+  _mm512_store_ps(t, v);
+  __m256 s8 = _mm256_max_ps(_mm256_load_ps(t), _mm256_load_ps(t + 8));
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+// 2^n for integer-valued n in [-127, 127] (n = -127 gives 0).
+inline vf vpow2i(vf n) {
+  const __m512i z = _mm512_setzero_si512();
+  __m512i i = _mm512_mask_cvtps_epi32(z, 0xFFFF, n);
+  i = _mm512_add_epi32(i, _mm512_set1_epi32(127));
+  return _mm512_castsi512_ps(_mm512_mask_slli_epi32(z, 0xFFFF, i, 23));
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+#define TRIAD_RT_ISA "avx2"
+using vf = __m256;
+constexpr int kW = 8;
+inline vf vload(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline void vstore(float* p, vf v) {
+  _mm256_storeu_ps(p, v);
+}
+inline vf vset1(float x) {
+  return _mm256_set1_ps(x);
+}
+inline vf vzero() {
+  return _mm256_setzero_ps();
+}
+inline vf vfma(vf a, vf b, vf c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+inline vf vadd(vf a, vf b) {
+  return _mm256_add_ps(a, b);
+}
+inline vf vsub(vf a, vf b) {
+  return _mm256_sub_ps(a, b);
+}
+inline vf vmul(vf a, vf b) {
+  return _mm256_mul_ps(a, b);
+}
+inline vf vdiv(vf a, vf b) {
+  return _mm256_div_ps(a, b);
+}
+inline vf vmax(vf a, vf b) {
+  return _mm256_max_ps(a, b);
+}
+inline vf vmin(vf a, vf b) {
+  return _mm256_min_ps(a, b);
+}
+inline float vhsum(vf v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline float vhmax(vf v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline vf vpow2i(vf n) {
+  __m256i i = _mm256_cvtps_epi32(n);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(i, _mm256_set1_epi32(127)), 23));
+}
+#else
+#define TRIAD_RT_ISA "scalar"
+#define TRIAD_RT_SCALAR 1
+using vf = float;
+constexpr int kW = 1;
+#endif
+
+// Scalar primitives, always defined (the vector tail loops use them; in the scalar build they
+// are the vector primitives too). Branch-free so that loops calling them auto-vectorize.
+#ifdef TRIAD_RT_SCALAR
+inline vf vload(const float* p) {
+  return *p;
+}
+inline void vstore(float* p, vf v) {
+  *p = v;
+}
+inline vf vset1(float x) {
+  return x;
+}
+inline vf vzero() {
+  return 0.0f;
+}
+inline float vhsum(float v) {
+  return v;
+}
+inline float vhmax(float v) {
+  return v;
+}
+#endif
+inline float vfma(float a, float b, float c) {
+  return a * b + c;
+}
+inline float vadd(float a, float b) {
+  return a + b;
+}
+inline float vsub(float a, float b) {
+  return a - b;
+}
+inline float vmul(float a, float b) {
+  return a * b;
+}
+inline float vdiv(float a, float b) {
+  return a / b;
+}
+inline float vmax(float a, float b) {
+  return a > b ? a : b;
+}
+inline float vmin(float a, float b) {
+  return a < b ? a : b;
+}
+inline float vpow2i(float n) {
+  int32_t i = (static_cast<int32_t>(n) + 127) << 23;
+  float r;
+  std::memcpy(&r, &i, sizeof r);
+  return r;
+}
+template <class V> inline V vsplat(float x);
+template <> inline float vsplat<float>(float x) {
+  return x;
+}
+#ifndef TRIAD_RT_SCALAR
+template <> inline vf vsplat<vf>(float x) {
+  return vset1(x);
+}
+#endif
+
+// ============================================================================================
+// Transcendental functions, generic over float and vf (same algorithm, so vector bodies and
+// scalar tails agree).
+// ============================================================================================
+
+/// e^x, Cephes-style: x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial for e^r, times 2^n.
+/// Max relative error about 1.5e-7 (measured in tests/cpu_kernels) for x in [-87, 88.37];
+/// results below about 1e-38 flush to 0 (no denormals); x > 88.376 is clamped (no inf).
+template <class V> inline V exp_t(V x) {
+  x = vmin(vmax(x, vsplat<V>(-88.3762626647949f)), vsplat<V>(88.3762626647949f));
+  // Round to nearest with the 1.5 * 2^23 trick (exact for |t| < 2^22, no SSE4.1 needed).
+  V t = vmul(x, vsplat<V>(1.44269504088896341f));
+  V n = vsub(vadd(t, vsplat<V>(12582912.0f)), vsplat<V>(12582912.0f));
+  V r = vfma(n, vsplat<V>(-0.693359375f), x);
+  r = vfma(n, vsplat<V>(2.12194440e-4f), r);
+  V p = vsplat<V>(1.9875691500e-4f);
+  p = vfma(p, r, vsplat<V>(1.3981999507e-3f));
+  p = vfma(p, r, vsplat<V>(8.3334519073e-3f));
+  p = vfma(p, r, vsplat<V>(4.1665795894e-2f));
+  p = vfma(p, r, vsplat<V>(1.6666665459e-1f));
+  p = vfma(p, r, vsplat<V>(5.0000001201e-1f));
+  V r2 = vmul(r, r);
+  p = vfma(p, r2, vadd(r, vsplat<V>(1.0f)));
+  return vmul(p, vpow2i(n));
+}
+
+/// erf(x): rational minimax approximation x*P(x^2)/Q(x^2) on [-4, 4] (erf is +-1 in fp32 beyond),
+/// the form used by Eigen. Max relative error about 4e-7 (a few ulp).
+template <class V> inline V erf_t(V x) {
+  x = vmin(vmax(x, vsplat<V>(-4.0f)), vsplat<V>(4.0f));
+  V x2 = vmul(x, x);
+  V p = vfma(x2, vsplat<V>(-2.72614225801306e-10f), vsplat<V>(2.77068142495902e-08f));
+  p = vfma(x2, p, vsplat<V>(-2.10102402082508e-06f));
+  p = vfma(x2, p, vsplat<V>(-5.69250639462346e-05f));
+  p = vfma(x2, p, vsplat<V>(-7.34990630326855e-04f));
+  p = vfma(x2, p, vsplat<V>(-2.95459980854025e-03f));
+  p = vfma(x2, p, vsplat<V>(-1.60960333262415e-02f));
+  p = vmul(x, p);
+  V q = vfma(x2, vsplat<V>(-1.45660718464996e-05f), vsplat<V>(-2.13374055278905e-04f));
+  q = vfma(x2, q, vsplat<V>(-1.68282697438203e-03f));
+  q = vfma(x2, q, vsplat<V>(-7.37332916720468e-03f));
+  q = vfma(x2, q, vsplat<V>(-1.42647390514189e-02f));
+  return vdiv(p, q);
+}
+
+/// tanh(x): rational approximation on [-7.9, 7.9] (+-1 beyond). Max relative error about 4e-7.
+template <class V> inline V tanh_t(V x) {
+  x = vmin(vmax(x, vsplat<V>(-7.90531110763549805f)), vsplat<V>(7.90531110763549805f));
+  V x2 = vmul(x, x);
+  V p = vfma(x2, vsplat<V>(-2.76076847742355e-16f), vsplat<V>(2.00018790482477e-13f));
+  p = vfma(x2, p, vsplat<V>(-8.60467152213735e-11f));
+  p = vfma(x2, p, vsplat<V>(5.12229709037114e-08f));
+  p = vfma(x2, p, vsplat<V>(1.48572235717979e-05f));
+  p = vfma(x2, p, vsplat<V>(6.37261928875436e-04f));
+  p = vfma(x2, p, vsplat<V>(4.89352455891786e-03f));
+  p = vmul(x, p);
+  V q = vfma(x2, vsplat<V>(1.19825839466702e-06f), vsplat<V>(1.18534705686654e-04f));
+  q = vfma(x2, q, vsplat<V>(2.26843463243900e-03f));
+  q = vfma(x2, q, vsplat<V>(4.89352518554385e-03f));
+  return vdiv(p, q);
+}
+
+/// 1 / (1 + e^-x).
+template <class V> inline V sigmoid_t(V x) {
+  return vdiv(vsplat<V>(1.0f), vadd(vsplat<V>(1.0f), exp_t(vsub(vsplat<V>(0.0f), x))));
+}
+/// GELU with erf (BERT's Erf pattern): 0.5 x (1 + erf(x / sqrt 2)).
+template <class V> inline V gelu_t(V x) {
+  V e = erf_t(vmul(x, vsplat<V>(0.70710678118654752f)));
+  return vmul(vmul(x, vsplat<V>(0.5f)), vadd(vsplat<V>(1.0f), e));
+}
+
+// Scalar entry points for generated elementwise code (inline, branch-free: loops auto-vectorize).
+inline float exp_s(float x) {
+  return exp_t<float>(x);
+}
+inline float erf_s(float x) {
+  return erf_t<float>(x);
+}
+inline float tanh_s(float x) {
+  return tanh_t<float>(x);
+}
+inline float sigmoid_s(float x) {
+  return sigmoid_t<float>(x);
+}
+inline float gelu_s(float x) {
+  return gelu_t<float>(x);
+}
+
+namespace detail {
+/// y[i] = f(x[i]) with vector body and scalar tail; x == y allowed.
+template <class F> inline void map_rows(const float* x, float* y, ptrdiff_t n, F f) {
+  ptrdiff_t i = 0;
+#ifndef TRIAD_RT_SCALAR
+  for (; i + kW <= n; i += kW)
+    vstore(y + i, f(vload(x + i)));
+#endif
+  for (; i < n; ++i)
+    y[i] = f(x[i]);
+}
+} // namespace detail
+
+// Array versions (in place allowed: x == y).
+inline void exp_array(const float* x, float* y, ptrdiff_t n) {
+  detail::map_rows(x, y, n, [](auto v) { return exp_t(v); });
+}
+inline void erf_array(const float* x, float* y, ptrdiff_t n) {
+  detail::map_rows(x, y, n, [](auto v) { return erf_t(v); });
+}
+inline void tanh_array(const float* x, float* y, ptrdiff_t n) {
+  detail::map_rows(x, y, n, [](auto v) { return tanh_t(v); });
+}
+inline void sigmoid_array(const float* x, float* y, ptrdiff_t n) {
+  detail::map_rows(x, y, n, [](auto v) { return sigmoid_t(v); });
+}
+inline void gelu_array(const float* x, float* y, ptrdiff_t n) {
+  detail::map_rows(x, y, n, [](auto v) { return gelu_t(v); });
+}
+inline void relu_array(const float* x, float* y, ptrdiff_t n) {
+  detail::map_rows(x, y, n, [](auto v) { return vmax(v, vsplat<decltype(v)>(0.0f)); });
+}
+/// y[i] = x[i] + z[i] (residual add); any of them may alias.
+inline void add_array(const float* x, const float* z, float* y, ptrdiff_t n) {
+  ptrdiff_t i = 0;
+#ifndef TRIAD_RT_SCALAR
+  for (; i + kW <= n; i += kW)
+    vstore(y + i, vadd(vload(x + i), vload(z + i)));
+#endif
+  for (; i < n; ++i)
+    y[i] = x[i] + z[i];
+}
+
+// ============================================================================================
+// Threading
+// ============================================================================================
+
+/// Below this much work (multiply-adds or element-ops) a call stays on the calling thread.
+constexpr double kParallelMinWork = 1 << 18;
+
+namespace detail {
+inline int& thread_setting() {
+  static int n = 0;
+  return n;
+}
+} // namespace detail
+
+/// Threads used by every kernel (n < 1 resets to the default, OpenMP's max threads).
+inline void set_num_threads(int n) {
+  detail::thread_setting() = n < 1 ? 0 : n;
+}
+inline int num_threads() {
+#ifdef _OPENMP
+  int n = detail::thread_setting();
+  return n > 0 ? n : omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+namespace detail {
+inline int thread_id() {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+inline int team_size() {
+#ifdef _OPENMP
+  return omp_get_num_threads();
+#else
+  return 1;
+#endif
+}
+inline void team_barrier(int nth) {
+#ifdef _OPENMP
+  if (nth > 1) {
+#pragma omp barrier
+  }
+#else
+  (void)nth;
+#endif
+}
+/// Threads worth using for `items` independent items of `work_per_item` each (1 = inline).
+inline int threads_for(ptrdiff_t items, double work_per_item) {
+  int nt = num_threads();
+  if (nt <= 1 || items <= 1 || static_cast<double>(items) * work_per_item < kParallelMinWork)
+    return 1;
+  return static_cast<int>(std::min<ptrdiff_t>(nt, items));
+}
+} // namespace detail
+
+/// f(i) for i in [0, n), statically split over threads when n * work_per_item is large enough.
+template <class F> inline void parallel_for(ptrdiff_t n, double work_per_item, F&& f) {
+  int nt = detail::threads_for(n, work_per_item);
+  if (nt <= 1) {
+    for (ptrdiff_t i = 0; i < n; ++i)
+      f(i);
+    return;
+  }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (ptrdiff_t i = 0; i < n; ++i)
+    f(i);
+#endif
+}
+
+// ============================================================================================
+// Scratch memory
+// ============================================================================================
+
+namespace detail {
+struct AlignedBuffer {
+  float* p = nullptr;
+  size_t n = 0;
+  AlignedBuffer() = default;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  ~AlignedBuffer() { std::free(p); }
+  float* get(size_t floats) {
+    if (floats > n) {
+      std::free(p);
+      size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+      p = static_cast<float*>(std::aligned_alloc(64, bytes));
+      if (!p) {
+        n = 0;
+        throw std::bad_alloc();
+      }
+      n = floats;
+    }
+    return p;
+  }
+};
+/// Per-thread growing buffers: slot 0 packs A blocks, slot 1 packs B blocks, slot 2 edge tiles.
+inline float* tls_buffer(int slot, size_t floats) {
+  thread_local AlignedBuffer bufs[3];
+  return bufs[slot].get(floats);
+}
+} // namespace detail
+
+// ============================================================================================
+// GEMM: C[M,N] = A[M,K] * B[K,N], then epi(row segment) on each finished block of C.
+// ============================================================================================
+
+// Register blocking (MR x NR micro-tile of C, NR = kNV vectors) and cache blocking (KC x NR
+// micro-panels of B stay in L1, MC x KC blocks of A in L2, KC x NC blocks of B in L3).
+#if defined(__AVX512F__)
+constexpr int kMR = 14, kNV = 2, kKC = 256, kMC = 14 * 24, kNC = 2048;
+#elif defined(__AVX2__) && defined(__FMA__)
+constexpr int kMR = 6, kNV = 2, kKC = 256, kMC = 6 * 48, kNC = 2048;
+#else
+constexpr int kMR = 4, kNV = 8, kKC = 256, kMC = 4 * 64, kNC = 1024;
+#endif
+constexpr int kNR = kNV * kW;
+
+// ---- Epilogues: called as epi(float* c, int row, int col0, int n) once per finished row
+// segment c[0..n) of C = C[row, col0 .. col0+n), while the block is in cache. Must be
+// thread-safe across distinct segments (it is called from every thread).
+
+/// No epilogue.
+struct EpiNone {
+  void operator()(float*, int, int, int) const {}
+};
+/// A lambda to run after the built-in part (EpiNone-like when not given).
+struct NoThen {
+  void operator()(float*, int, int, int) const {}
+};
+/// c[j] += bias[row], then `then` (activation, residual add, ...).
+template <class Then = NoThen> struct EpiBiasRow {
+  const float* bias;
+  Then then{};
+  void operator()(float* c, int row, int col0, int n) const {
+    vf b = vset1(bias[row]);
+    int j = 0;
+#ifndef TRIAD_RT_SCALAR
+    for (; j + kW <= n; j += kW)
+      vstore(c + j, vadd(vload(c + j), b));
+#endif
+    for (; j < n; ++j)
+      c[j] += bias[row];
+    (void)b;
+    then(c, row, col0, n);
+  }
+};
+/// c[j] += bias[col0 + j], then `then`.
+template <class Then = NoThen> struct EpiBiasCol {
+  const float* bias;
+  Then then{};
+  void operator()(float* c, int row, int col0, int n) const {
+    add_array(c, bias + col0, c, n);
+    then(c, row, col0, n);
+  }
+};
+template <class Then = NoThen> inline EpiBiasRow<Then> epi_bias_row(const float* b, Then t = {}) {
+  return EpiBiasRow<Then>{b, t};
+}
+template <class Then = NoThen> inline EpiBiasCol<Then> epi_bias_col(const float* b, Then t = {}) {
+  return EpiBiasCol<Then>{b, t};
+}
+/// Ready-made `then` parts.
+struct ThenRelu {
+  void operator()(float* c, int, int, int n) const { relu_array(c, c, n); }
+};
+struct ThenGelu {
+  void operator()(float* c, int, int, int n) const { gelu_array(c, c, n); }
+};
+
+// ---- Packed layouts. Packed A: panels of kMR rows; panel p holds rows [p*kMR, p*kMR + kMR)
+// for all K as K groups of kMR floats (zero-padded rows past M), at offset p*kMR*K.
+// Packed B: panels of kNR columns; panel q holds columns [q*kNR, ...) as K groups of kNR floats
+// (zero-padded columns past N), at offset q*kNR*K. Sizes are in floats.
+inline size_t packed_a_size(int M, int K) {
+  return static_cast<size_t>((M + kMR - 1) / kMR) * kMR * static_cast<size_t>(K);
+}
+inline size_t packed_b_size(int K, int N) {
+  return static_cast<size_t>((N + kNR - 1) / kNR) * kNR * static_cast<size_t>(K);
+}
+
+namespace detail {
+/// A strided matrix view: element (i, j) at p[i * rs + j * cs].
+struct View {
+  const float* p;
+  ptrdiff_t rs, cs;
+  const float* at(ptrdiff_t i, ptrdiff_t j) const { return p + i * rs + j * cs; }
+};
+
+/// Packs rows [i0, i0+mr) x cols [k0, k0+kc) of A into one kMR-panel (k-major, kMR per k).
+inline void pack_a_panel(View a, int i0, int mr, int k0, int kc, float* dst) {
+  if (a.cs == 1) {
+    for (int i = 0; i < mr; ++i) {
+      const float* src = a.at(i0 + i, k0);
+      for (int k = 0; k < kc; ++k)
+        dst[k * kMR + i] = src[k];
+    }
+  } else {
+    for (int k = 0; k < kc; ++k) {
+      const float* src = a.at(i0, k0 + k);
+      for (int i = 0; i < mr; ++i)
+        dst[k * kMR + i] = src[i * a.rs];
+    }
+  }
+  if (mr < kMR)
+    for (int k = 0; k < kc; ++k)
+      for (int i = mr; i < kMR; ++i)
+        dst[k * kMR + i] = 0.0f;
+}
+
+/// Packs rows [k0, k0+kc) x cols [j0, j0+nr) of B into one kNR-panel (k-major, kNR per k).
+inline void pack_b_panel(View b, int k0, int kc, int j0, int nr, float* dst) {
+  if (b.cs == 1) {
+    for (int k = 0; k < kc; ++k) {
+      const float* src = b.at(k0 + k, j0);
+      float* d = dst + static_cast<ptrdiff_t>(k) * kNR;
+      if (nr == kNR) {
+        for (int v = 0; v < kNV; ++v)
+          vstore(d + v * kW, vload(src + v * kW));
+      } else {
+        std::memcpy(d, src, sizeof(float) * nr);
+        std::memset(d + nr, 0, sizeof(float) * (kNR - nr));
+      }
+    }
+  } else {
+    // Transposed B (b.rs == 1): column j is contiguous in k.
+    for (int j = 0; j < nr; ++j) {
+      const float* src = b.at(k0, j0 + j);
+      for (int k = 0; k < kc; ++k)
+        dst[static_cast<ptrdiff_t>(k) * kNR + j] = src[k * b.rs];
+    }
+    if (nr < kNR)
+      for (int k = 0; k < kc; ++k)
+        for (int j = nr; j < kNR; ++j)
+          dst[static_cast<ptrdiff_t>(k) * kNR + j] = 0.0f;
+  }
+}
+
+/// The micro-kernel: C[0..MRt, 0..kNR) (+)= Apanel[kc x kMR] * Bpanel[kc x kNR], accumulators
+/// in registers (MRt * kNV vectors). `acc` adds to C (later K blocks), else overwrites.
+template <int MRt>
+inline void ukernel(int kc, const float* __restrict a, const float* __restrict b,
+                    float* __restrict c, ptrdiff_t ldc, bool acc) {
+  vf r[MRt][kNV];
+  if (acc) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MRt; ++i)
+#pragma GCC unroll 8
+      for (int v = 0; v < kNV; ++v)
+        r[i][v] = vload(c + i * ldc + v * kW);
+  } else {
+#pragma GCC unroll 16
+    for (int i = 0; i < MRt; ++i)
+#pragma GCC unroll 8
+      for (int v = 0; v < kNV; ++v)
+        r[i][v] = vzero();
+  }
+  for (int k = 0; k < kc; ++k) {
+    vf bv[kNV];
+#pragma GCC unroll 8
+    for (int v = 0; v < kNV; ++v)
+      bv[v] = vload(b + v * kW);
+#pragma GCC unroll 16
+    for (int i = 0; i < MRt; ++i) {
+      vf av = vset1(a[i]);
+#pragma GCC unroll 8
+      for (int v = 0; v < kNV; ++v)
+        r[i][v] = vfma(av, bv[v], r[i][v]);
+    }
+    a += kMR;
+    b += kNR;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MRt; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < kNV; ++v)
+      vstore(c + i * ldc + v * kW, r[i][v]);
+}
+
+using UkernelFn = void (*)(int, const float*, const float*, float*, ptrdiff_t, bool);
+template <int... Is>
+constexpr std::array<UkernelFn, sizeof...(Is)> ukernel_table(std::integer_sequence<int, Is...>) {
+  return {{&ukernel<Is + 1>...}};
+}
+/// ukernel<mr> for mr in [1, kMR].
+inline UkernelFn ukernel_for(int mr) {
+  static constexpr auto table = ukernel_table(std::make_integer_sequence<int, kMR>());
+  return table[mr - 1];
+}
+
+/// One GEMM problem; A and B either strided views or pre-packed (full K, layouts above).
+struct GemmProblem {
+  int M, N, K;
+  View a;
+  const float* a_packed; // non-null: packed A
+  View b;
+  const float* b_packed; // non-null: packed B
+  float* c;
+  ptrdiff_t ldc;
+};
+
+/// Runs on every thread of the team (tid, nth); same control flow on all threads.
+template <class Epi>
+void gemm_worker(const GemmProblem& g, Epi& epi, float* bbuf, int tid, int nth) {
+  const int M = g.M, N = g.N, K = g.K;
+  const int mblocks = (M + kMC - 1) / kMC;
+  float* abuf = g.a_packed ? nullptr : tls_buffer(0, static_cast<size_t>(kMC) * kKC);
+  float* tile = tls_buffer(2, static_cast<size_t>(kMR) * kNR);
+  for (int jc = 0; jc < N; jc += kNC) {
+    const int nc = std::min(kNC, N - jc);
+    const int npanels = (nc + kNR - 1) / kNR;
+    // Work items: (MC block, chunk of its column panels). With several threads, at least 4 items
+    // per thread, handed out dynamically: on a busy machine a thread that loses its core does
+    // fewer items instead of holding the others up.
+    int nchunks = 1;
+    if (nth > 1) nchunks = std::min(npanels, std::max(1, (4 * nth + mblocks - 1) / mblocks));
+    const int nitems = mblocks * nchunks;
+
+    // C[item] (+)= A[ic block, pc..pc+kc) * B block (panels from bblk, bstride apart).
+    int packed_ic = -1, packed_pc = -1;
+    auto compute = [&](int it, int pc, int kc, const float* bblk, ptrdiff_t bstride) {
+      const int ic = (it / nchunks) * kMC;
+      const int chunk = it % nchunks;
+      const int mc = std::min(kMC, M - ic);
+      const int mpanels = (mc + kMR - 1) / kMR;
+      const bool last_k = pc + kc == K;
+      const float* ablk;
+      ptrdiff_t astride;
+      if (g.a_packed) {
+        ablk = g.a_packed + static_cast<ptrdiff_t>(ic) * K + static_cast<ptrdiff_t>(pc) * kMR;
+        astride = static_cast<ptrdiff_t>(kMR) * K;
+      } else {
+        astride = static_cast<ptrdiff_t>(kMR) * kc;
+        if (packed_ic != ic || packed_pc != pc) {
+          for (int p = 0; p < mpanels; ++p)
+            pack_a_panel(g.a, ic + p * kMR, std::min(kMR, mc - p * kMR), pc, kc,
+                         abuf + p * astride);
+          packed_ic = ic;
+          packed_pc = pc;
+        }
+        ablk = abuf;
+      }
+      const int q0 = npanels * chunk / nchunks, q1 = npanels * (chunk + 1) / nchunks;
+      for (int q = q0; q < q1; ++q) {
+        const int j = jc + q * kNR;
+        const int nr = std::min(kNR, N - j);
+        const float* bp = bblk + q * bstride;
+        for (int p = 0; p < mpanels; ++p) {
+          const int i = ic + p * kMR;
+          const int mr = std::min(kMR, M - i);
+          const float* ap = ablk + p * astride;
+          float* cp = g.c + static_cast<ptrdiff_t>(i) * g.ldc + j;
+          UkernelFn uk = ukernel_for(mr);
+          if (nr == kNR) {
+            uk(kc, ap, bp, cp, g.ldc, pc > 0);
+          } else {
+            // Right edge: run the full-width kernel on a private tile, copy the valid part.
+            if (pc > 0)
+              for (int r = 0; r < mr; ++r)
+                std::memcpy(tile + r * kNR, cp + r * g.ldc, sizeof(float) * nr);
+            uk(kc, ap, bp, tile, kNR, pc > 0);
+            for (int r = 0; r < mr; ++r)
+              std::memcpy(cp + r * g.ldc, tile + r * kNR, sizeof(float) * nr);
+          }
+          if (last_k)
+            for (int r = 0; r < mr; ++r)
+              epi(cp + r * g.ldc, i + r, j, nr);
+        }
+      }
+    };
+    auto for_items = [&](auto&& body) {
+      if (nth == 1) {
+        for (int it = 0; it < nitems; ++it)
+          body(it);
+      } else {
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1) nowait
+#endif
+        for (int it = 0; it < nitems; ++it)
+          body(it);
+      }
+    };
+
+    if (g.b_packed) {
+      // No shared buffer: each item runs all K blocks itself (a C tile never changes threads
+      // between K blocks), so no barrier at all.
+      const float* bj = g.b_packed + static_cast<ptrdiff_t>(jc / kNR) * kNR * K;
+      for_items([&](int it) {
+        for (int pc = 0; pc < K; pc += kKC)
+          compute(it, pc, std::min(kKC, K - pc), bj + static_cast<ptrdiff_t>(pc) * kNR,
+                  static_cast<ptrdiff_t>(kNR) * K);
+      });
+    } else {
+      for (int pc = 0; pc < K; pc += kKC) {
+        const int kc = std::min(kKC, K - pc);
+        const ptrdiff_t bstride = static_cast<ptrdiff_t>(kNR) * kc;
+        for (int q = npanels * tid / nth; q < npanels * (tid + 1) / nth; ++q)
+          pack_b_panel(g.b, pc, kc, jc + q * kNR, std::min(kNR, nc - q * kNR), bbuf + q * bstride);
+        team_barrier(nth); // B block packed
+        for_items([&](int it) { compute(it, pc, kc, bbuf, bstride); });
+        team_barrier(nth); // all tiles of this K block done; bbuf is free again
+      }
+    }
+  }
+}
+
+template <class Epi> void gemm_run(const GemmProblem& g, Epi& epi) {
+  if (g.M <= 0 || g.N <= 0) return;
+  if (g.K <= 0) {
+    for (int i = 0; i < g.M; ++i) {
+      std::memset(g.c + i * g.ldc, 0, sizeof(float) * g.N);
+      epi(g.c + i * g.ldc, i, 0, g.N);
+    }
+    return;
+  }
+  double work = static_cast<double>(g.M) * g.N * g.K;
+  int nt = num_threads();
+  if (nt > 1 && work < kParallelMinWork * 2) nt = 1;
+  float* bbuf = nullptr;
+  if (!g.b_packed)
+    bbuf = tls_buffer(1, static_cast<size_t>(kKC) * ((std::min(kNC, g.N) + kNR - 1) / kNR) * kNR);
+  if (nt <= 1) {
+    gemm_worker(g, epi, bbuf, 0, 1);
+    return;
+  }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+  gemm_worker(g, epi, bbuf, thread_id(), team_size());
+#endif
+}
+
+inline View view_a(const float* A, int lda, bool transA) {
+  return transA ? View{A, 1, lda} : View{A, lda, 1};
+}
+inline View view_b(const float* B, int ldb, bool transB) {
+  return transB ? View{B, 1, ldb} : View{B, ldb, 1};
+}
+} // namespace detail
+
+/// Packs A (M x K; transA: A is stored K x M, lda its row stride) into dst[packed_a_size(M, K)].
+inline void pack_a(int M, int K, const float* A, int lda, bool transA, float* dst) {
+  detail::View a = detail::view_a(A, lda, transA);
+  int panels = (M + kMR - 1) / kMR;
+  parallel_for(panels, static_cast<double>(kMR) * K, [&](ptrdiff_t p) {
+    int i = static_cast<int>(p) * kMR;
+    detail::pack_a_panel(a, i, std::min(kMR, M - i), 0, K,
+                         dst + p * kMR * static_cast<ptrdiff_t>(K));
+  });
+}
+/// Packs B (K x N; transB: B is stored N x K, ldb its row stride) into dst[packed_b_size(K, N)].
+inline void pack_b(int K, int N, const float* B, int ldb, bool transB, float* dst) {
+  detail::View b = detail::view_b(B, ldb, transB);
+  int panels = (N + kNR - 1) / kNR;
+  parallel_for(panels, static_cast<double>(kNR) * K, [&](ptrdiff_t q) {
+    int j = static_cast<int>(q) * kNR;
+    detail::pack_b_panel(b, 0, K, j, std::min(kNR, N - j),
+                         dst + q * kNR * static_cast<ptrdiff_t>(K));
+  });
+}
+
+/// C[M,N] = op(A) * op(B), row-major; op(A) = A (M x K, row stride lda) or, with transA, the
+/// transpose of A stored K x M; likewise B (K x N, or N x K with transB). Then epi on C.
+template <class Epi = EpiNone>
+void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb,
+          bool transB, float* C, int ldc, Epi epi = {}) {
+  detail::GemmProblem g{
+      M,       N, K,  detail::view_a(A, lda, transA), nullptr, detail::view_b(B, ldb, transB),
+      nullptr, C, ldc};
+  detail::gemm_run(g, epi);
+}
+/// As gemm, with B pre-packed by pack_b(K, N, ...).
+template <class Epi = EpiNone>
+void gemm_packed_b(int M, int N, int K, const float* A, int lda, bool transA, const float* Bp,
+                   float* C, int ldc, Epi epi = {}) {
+  detail::GemmProblem g{M,  N, K,  detail::view_a(A, lda, transA), nullptr, detail::View{},
+                        Bp, C, ldc};
+  detail::gemm_run(g, epi);
+}
+/// As gemm, with A pre-packed by pack_a(M, K, ...) (convolution weights).
+template <class Epi = EpiNone>
+void gemm_packed_a(int M, int N, int K, const float* Ap, const float* B, int ldb, bool transB,
+                   float* C, int ldc, Epi epi = {}) {
+  detail::GemmProblem g{M,       N, K,  detail::View{}, Ap, detail::view_b(B, ldb, transB),
+                        nullptr, C, ldc};
+  detail::gemm_run(g, epi);
+}
+
+// ============================================================================================
+// Convolution, NCHW: y[N, OC, OH, OW] = conv(x[N, C, H, W], w[OC, C/group, KH, KW]), then
+// epi(float* c, int oc, int p0, int n) on each finished segment y[n, oc, p0 .. p0+n) of an
+// output plane (p = oh * OW + ow). The offset c - y locates the same element in any tensor of
+// y's shape (residual adds). Algorithms by shape:
+//   pointwise (1x1, stride 1, no pad): per image and group, y = W[OCg, Cg] * x[Cg, H*W], no copy;
+//   depthwise (group == C, any channel multiplier): direct vectorised kernel;
+//   otherwise im2col into the caller's scratch buffer [Cg*KH*KW, OH*OW] + GEMM, weights packed.
+// ============================================================================================
+
+struct Conv2dShape {
+  int N = 1, C = 1, H = 1, W = 1; // input
+  int OC = 1, KH = 1, KW = 1;     // output channels, kernel
+  int group = 1;
+  int stride_h = 1, stride_w = 1;
+  int dil_h = 1, dil_w = 1;
+  int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0; // begin/end pads per axis (asymmetric ok)
+  int OH() const { return (H + pad_t + pad_b - dil_h * (KH - 1) - 1) / stride_h + 1; }
+  int OW() const { return (W + pad_l + pad_r - dil_w * (KW - 1) - 1) / stride_w + 1; }
+  int Cg() const { return C / group; }
+  int OCg() const { return OC / group; }
+  int Kg() const { return Cg() * KH * KW; }
+};
+
+enum class ConvAlgo { Pointwise, Depthwise, Im2col };
+
+inline ConvAlgo conv2d_algo(const Conv2dShape& s) {
+  if (s.group == s.C && s.group > 1 && s.Cg() == 1) return ConvAlgo::Depthwise;
+  if (s.KH == 1 && s.KW == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 &&
+      s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0)
+    return ConvAlgo::Pointwise;
+  return ConvAlgo::Im2col;
+}
+
+/// Floats of the packed weights (conv2d_pack_weights).
+inline size_t conv2d_packed_weights_size(const Conv2dShape& s) {
+  if (conv2d_algo(s) == ConvAlgo::Depthwise) return static_cast<size_t>(s.OC) * s.KH * s.KW;
+  return static_cast<size_t>(s.group) * packed_a_size(s.OCg(), s.Kg());
+}
+/// Packs w[OC, C/group, KH, KW] for conv2d (once, at model load).
+inline void conv2d_pack_weights(const Conv2dShape& s, const float* w, float* dst) {
+  if (conv2d_algo(s) == ConvAlgo::Depthwise) {
+    std::memcpy(dst, w, sizeof(float) * conv2d_packed_weights_size(s));
+    return;
+  }
+  size_t per_group = packed_a_size(s.OCg(), s.Kg());
+  for (int g = 0; g < s.group; ++g)
+    pack_a(s.OCg(), s.Kg(), w + static_cast<size_t>(g) * s.OCg() * s.Kg(), s.Kg(), false,
+           dst + g * per_group);
+}
+/// Bytes of caller-owned scratch conv2d needs (0 for pointwise and depthwise).
+inline size_t conv2d_scratch_bytes(const Conv2dShape& s) {
+  if (conv2d_algo(s) != ConvAlgo::Im2col) return 0;
+  return static_cast<size_t>(s.Kg()) * s.OH() * s.OW() * sizeof(float) + 64;
+}
+
+namespace detail {
+/// col[(c*KH + kh)*KW + kw, oh*OW + ow] = x[c, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw] (0 outside).
+inline void im2col(const Conv2dShape& s, const float* x, float* col) {
+  const int OH = s.OH(), OW = s.OW(), KHW = s.KH * s.KW;
+  const ptrdiff_t P = static_cast<ptrdiff_t>(OH) * OW;
+  parallel_for(static_cast<ptrdiff_t>(s.Cg()) * KHW, static_cast<double>(P), [&](ptrdiff_t row) {
+    const int c = static_cast<int>(row / KHW), kh = static_cast<int>(row % KHW) / s.KW,
+              kw = static_cast<int>(row % s.KW);
+    const float* xc = x + static_cast<ptrdiff_t>(c) * s.H * s.W;
+    float* dst = col + row * P;
+    const int off_w = kw * s.dil_w - s.pad_l;
+    // Valid ow: 0 <= ow*sw + off_w < W.
+    int ow_lo = off_w >= 0 ? 0 : (-off_w + s.stride_w - 1) / s.stride_w;
+    int ow_hi = s.W - off_w <= 0 ? 0 : (s.W - 1 - off_w) / s.stride_w + 1;
+    ow_lo = std::min(ow_lo, OW);
+    ow_hi = std::max(ow_lo, std::min(ow_hi, OW));
+    for (int oh = 0; oh < OH; ++oh) {
+      float* d = dst + static_cast<ptrdiff_t>(oh) * OW;
+      const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+      if (ih < 0 || ih >= s.H) {
+        std::memset(d, 0, sizeof(float) * OW);
+        continue;
+      }
+      const float* src = xc + static_cast<ptrdiff_t>(ih) * s.W + off_w;
+      for (int ow = 0; ow < ow_lo; ++ow)
+        d[ow] = 0.0f;
+      if (s.stride_w == 1)
+        std::memcpy(d + ow_lo, src + ow_lo, sizeof(float) * (ow_hi - ow_lo));
+      else
+        for (int ow = ow_lo; ow < ow_hi; ++ow)
+          d[ow] = src[static_cast<ptrdiff_t>(ow) * s.stride_w];
+      for (int ow = ow_hi; ow < OW; ++ow)
+        d[ow] = 0.0f;
+    }
+  });
+}
+
+/// Depthwise: output channel oc reads input channel oc / (OC / C).
+template <class Epi>
+void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, float* y, Epi& epi) {
+  const int OH = s.OH(), OW = s.OW(), mult = s.OCg();
+  const ptrdiff_t planes = static_cast<ptrdiff_t>(s.N) * s.OC;
+  parallel_for(planes, static_cast<double>(OH) * OW * s.KH * s.KW, [&](ptrdiff_t pl) {
+    const int n = static_cast<int>(pl / s.OC), oc = static_cast<int>(pl % s.OC);
+    const int ic = oc / mult;
+    const float* xp = x + (static_cast<ptrdiff_t>(n) * s.C + ic) * s.H * s.W;
+    const float* wp = w + static_cast<ptrdiff_t>(oc) * s.KH * s.KW;
+    float* yp = y + pl * OH * OW;
+    for (int oh = 0; oh < OH; ++oh) {
+      float* yr = yp + static_cast<ptrdiff_t>(oh) * OW;
+      std::memset(yr, 0, sizeof(float) * OW);
+      for (int kh = 0; kh < s.KH; ++kh) {
+        const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+        if (ih < 0 || ih >= s.H) continue;
+        const float* xr = xp + static_cast<ptrdiff_t>(ih) * s.W;
+        for (int kw = 0; kw < s.KW; ++kw) {
+          const float wv = wp[kh * s.KW + kw];
+          const int off = kw * s.dil_w - s.pad_l;
+          int lo = off >= 0 ? 0 : (-off + s.stride_w - 1) / s.stride_w;
+          int hi = s.W - off <= 0 ? 0 : (s.W - 1 - off) / s.stride_w + 1;
+          lo = std::min(lo, OW);
+          hi = std::max(lo, std::min(hi, OW));
+          if (s.stride_w == 1) {
+            const float* src = xr + off;
+            int ow = lo;
+#ifndef TRIAD_RT_SCALAR
+            vf wvv = vset1(wv);
+            for (; ow + kW <= hi; ow += kW)
+              vstore(yr + ow, vfma(wvv, vload(src + ow), vload(yr + ow)));
+#endif
+            for (; ow < hi; ++ow)
+              yr[ow] += wv * src[ow];
+          } else {
+            for (int ow = lo; ow < hi; ++ow)
+              yr[ow] += wv * xr[static_cast<ptrdiff_t>(ow) * s.stride_w + off];
+          }
+        }
+      }
+      epi(yr, oc, oh * OW, OW);
+    }
+  });
+}
+} // namespace detail
+
+/// The convolution. packed_w from conv2d_pack_weights; scratch: conv2d_scratch_bytes(s) bytes
+/// (may be null when that is 0). Epilogue: see above; EpiNone, epi_bias_row(bias) (bias per
+/// output channel), or any functor.
+template <class Epi = EpiNone>
+void conv2d(const Conv2dShape& s, const float* x, const float* packed_w, float* y, void* scratch,
+            Epi epi = {}) {
+  const ConvAlgo algo = conv2d_algo(s);
+  if (algo == ConvAlgo::Depthwise) {
+    detail::depthwise_conv2d(s, x, packed_w, y, epi);
+    return;
+  }
+  const int OCg = s.OCg(), Cg = s.Cg(), Kg = s.Kg();
+  const ptrdiff_t P = static_cast<ptrdiff_t>(s.OH()) * s.OW(),
+                  HW = static_cast<ptrdiff_t>(s.H) * s.W;
+  const size_t wgroup = packed_a_size(OCg, Kg);
+  float* col = nullptr;
+  if (algo == ConvAlgo::Im2col) {
+    uintptr_t p = reinterpret_cast<uintptr_t>(scratch);
+    col = reinterpret_cast<float*>((p + 63) / 64 * 64);
+  }
+  for (int n = 0; n < s.N; ++n) {
+    for (int g = 0; g < s.group; ++g) {
+      const float* xg = x + (static_cast<ptrdiff_t>(n) * s.C + static_cast<ptrdiff_t>(g) * Cg) * HW;
+      float* yg = y + (static_cast<ptrdiff_t>(n) * s.OC + static_cast<ptrdiff_t>(g) * OCg) * P;
+      const int oc0 = g * OCg;
+      auto gepi = [&epi, oc0](float* c, int row, int col0, int len) {
+        epi(c, oc0 + row, col0, len);
+      };
+      const float* bsrc = xg;
+      if (algo == ConvAlgo::Im2col) {
+        detail::im2col(s, xg, col);
+        bsrc = col;
+      }
+      gemm_packed_a(OCg, static_cast<int>(P), Kg, packed_w + g * wgroup, bsrc, static_cast<int>(P),
+                    false, yg, static_cast<int>(P), gepi);
+    }
+  }
+}
+
+// ============================================================================================
+// Pooling, NCHW. The caller gives the output size (so ceil_mode is its choice).
+// ============================================================================================
+
+struct Pool2dShape {
+  int N = 1, C = 1, H = 1, W = 1;
+  int KH = 1, KW = 1;
+  int stride_h = 1, stride_w = 1;
+  int dil_h = 1, dil_w = 1; // MaxPool only
+  int pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;
+  int OH = 1, OW = 1;
+};
+
+namespace detail {
+/// For each output (plane, oh, ow): f(yptr, plane input, ih0, ih1, iw0, iw1, padded window size)
+/// where [ih0, ih1) x [iw0, iw1) is the in-bounds part of the window (dilation 1).
+template <class F> void pool_planes(const Pool2dShape& s, const float* x, float* y, F f) {
+  const ptrdiff_t planes = static_cast<ptrdiff_t>(s.N) * s.C;
+  parallel_for(planes, static_cast<double>(s.OH) * s.OW * s.KH * s.KW, [&](ptrdiff_t pl) {
+    const float* xp = x + pl * s.H * s.W;
+    float* yp = y + pl * s.OH * s.OW;
+    for (int oh = 0; oh < s.OH; ++oh) {
+      const int h0 = oh * s.stride_h - s.pad_t;
+      const int hend = std::min(h0 + s.KH, s.H + s.pad_b);
+      const int ih0 = std::max(h0, 0), ih1 = std::min(h0 + s.KH, s.H);
+      for (int ow = 0; ow < s.OW; ++ow) {
+        const int w0 = ow * s.stride_w - s.pad_l;
+        const int wend = std::min(w0 + s.KW, s.W + s.pad_r);
+        const int iw0 = std::max(w0, 0), iw1 = std::min(w0 + s.KW, s.W);
+        const int padded = (hend - h0) * (wend - w0);
+        yp[oh * s.OW + ow] = f(xp, ih0, ih1, iw0, iw1, padded);
+      }
+    }
+  });
+}
+} // namespace detail
+
+/// Max pooling (with dilations). A window with no input element gives the lowest float.
+inline void max_pool2d(const Pool2dShape& s, const float* x, float* y) {
+  if (s.dil_h == 1 && s.dil_w == 1) {
+    detail::pool_planes(s, x, y, [&](const float* xp, int ih0, int ih1, int iw0, int iw1, int) {
+      float m = std::numeric_limits<float>::lowest();
+      for (int ih = ih0; ih < ih1; ++ih)
+        for (int iw = iw0; iw < iw1; ++iw)
+          m = std::max(m, xp[static_cast<ptrdiff_t>(ih) * s.W + iw]);
+      return m;
+    });
+    return;
+  }
+  const ptrdiff_t planes = static_cast<ptrdiff_t>(s.N) * s.C;
+  parallel_for(planes, static_cast<double>(s.OH) * s.OW * s.KH * s.KW, [&](ptrdiff_t pl) {
+    const float* xp = x + pl * s.H * s.W;
+    float* yp = y + pl * s.OH * s.OW;
+    for (int oh = 0; oh < s.OH; ++oh)
+      for (int ow = 0; ow < s.OW; ++ow) {
+        float m = std::numeric_limits<float>::lowest();
+        for (int kh = 0; kh < s.KH; ++kh) {
+          const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+          if (ih < 0 || ih >= s.H) continue;
+          for (int kw = 0; kw < s.KW; ++kw) {
+            const int iw = ow * s.stride_w - s.pad_l + kw * s.dil_w;
+            if (iw >= 0 && iw < s.W) m = std::max(m, xp[static_cast<ptrdiff_t>(ih) * s.W + iw]);
+          }
+        }
+        yp[oh * s.OW + ow] = m;
+      }
+  });
+}
+
+/// Average pooling. count_include_pad: divide by the window clipped to the padded input
+/// (ONNX/PyTorch); else by the number of in-bounds elements. An empty window gives 0.
+inline void avg_pool2d(const Pool2dShape& s, const float* x, float* y, bool count_include_pad) {
+  detail::pool_planes(
+      s, x, y, [&](const float* xp, int ih0, int ih1, int iw0, int iw1, int padded) {
+        float sum = 0.0f;
+        for (int ih = ih0; ih < ih1; ++ih)
+          for (int iw = iw0; iw < iw1; ++iw)
+            sum += xp[static_cast<ptrdiff_t>(ih) * s.W + iw];
+        const int cnt =
+            count_include_pad ? padded : std::max(0, ih1 - ih0) * std::max(0, iw1 - iw0);
+        return cnt > 0 ? sum / static_cast<float>(cnt) : 0.0f;
+      });
+}
+
+namespace detail {
+inline float sum_array(const float* x, ptrdiff_t n) {
+  ptrdiff_t i = 0;
+  float s = 0.0f;
+#ifndef TRIAD_RT_SCALAR
+  vf a0 = vzero(), a1 = vzero();
+  for (; i + 2 * kW <= n; i += 2 * kW) {
+    a0 = vadd(a0, vload(x + i));
+    a1 = vadd(a1, vload(x + i + kW));
+  }
+  s = vhsum(vadd(a0, a1));
+#endif
+  for (; i < n; ++i)
+    s += x[i];
+  return s;
+}
+inline float max_of(const float* x, ptrdiff_t n) {
+  ptrdiff_t i = 0;
+  float m = -std::numeric_limits<float>::infinity();
+#ifndef TRIAD_RT_SCALAR
+  if (n >= kW) {
+    vf a = vload(x);
+    for (i = kW; i + kW <= n; i += kW)
+      a = vmax(a, vload(x + i));
+    m = vhmax(a);
+  }
+#endif
+  for (; i < n; ++i)
+    m = std::max(m, x[i]);
+  return m;
+}
+} // namespace detail
+
+/// y[p] = mean of x[p, 0..hw) for each of `planes` planes (GlobalAveragePool: planes = N*C).
+inline void global_avg_pool(ptrdiff_t planes, ptrdiff_t hw, const float* x, float* y) {
+  parallel_for(planes, static_cast<double>(hw), [&](ptrdiff_t p) {
+    y[p] = detail::sum_array(x + p * hw, hw) / static_cast<float>(hw);
+  });
+}
+/// y[p] = max of x[p, 0..hw).
+inline void global_max_pool(ptrdiff_t planes, ptrdiff_t hw, const float* x, float* y) {
+  parallel_for(planes, static_cast<double>(hw),
+               [&](ptrdiff_t p) { y[p] = detail::max_of(x + p * hw, hw); });
+}
+
+// ============================================================================================
+// Row-wise ops over the last axis: `rows` rows of n contiguous floats (x == y allowed).
+// ============================================================================================
+
+/// Numerically stable softmax: y = exp(x - max) / sum.
+inline void softmax_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t n) {
+  parallel_for(rows, 8.0 * static_cast<double>(n), [&](ptrdiff_t r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const float m = detail::max_of(xr, n);
+    ptrdiff_t i = 0;
+    float sum = 0.0f;
+#ifndef TRIAD_RT_SCALAR
+    vf vm = vset1(m), acc = vzero();
+    for (; i + kW <= n; i += kW) {
+      vf e = exp_t(vsub(vload(xr + i), vm));
+      vstore(yr + i, e);
+      acc = vadd(acc, e);
+    }
+    sum = vhsum(acc);
+#endif
+    for (; i < n; ++i) {
+      yr[i] = exp_s(xr[i] - m);
+      sum += yr[i];
+    }
+    const float inv = 1.0f / sum;
+    i = 0;
+#ifndef TRIAD_RT_SCALAR
+    vf vinv = vset1(inv);
+    for (; i + kW <= n; i += kW)
+      vstore(yr + i, vmul(vload(yr + i), vinv));
+#endif
+    for (; i < n; ++i)
+      yr[i] *= inv;
+  });
+}
+
+/// Log-softmax: y = x - max - log(sum exp(x - max)).
+inline void log_softmax_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t n) {
+  parallel_for(rows, 8.0 * static_cast<double>(n), [&](ptrdiff_t r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const float m = detail::max_of(xr, n);
+    float sum = 0.0f;
+    for (ptrdiff_t i = 0; i < n; ++i)
+      sum += exp_s(xr[i] - m);
+    const float ls = std::log(sum);
+    for (ptrdiff_t i = 0; i < n; ++i)
+      yr[i] = (xr[i] - m) - ls; // not xr - (m + ls): that loses digits when |m| is large
+  });
+}
+
+/// Layer normalization: y = (x - mean) / sqrt(var + eps) * scale + bias (biased variance, two
+/// passes for accuracy); scale and bias have n elements (bias may be null).
+inline void layernorm_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t n,
+                           const float* scale, const float* bias, float eps) {
+  parallel_for(rows, 4.0 * static_cast<double>(n), [&](ptrdiff_t r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    const float mean = detail::sum_array(xr, n) / static_cast<float>(n);
+    ptrdiff_t i = 0;
+    float ss = 0.0f;
+#ifndef TRIAD_RT_SCALAR
+    vf vmean = vset1(mean), acc = vzero();
+    for (; i + kW <= n; i += kW) {
+      vf d = vsub(vload(xr + i), vmean);
+      acc = vfma(d, d, acc);
+    }
+    ss = vhsum(acc);
+#endif
+    for (; i < n; ++i)
+      ss += (xr[i] - mean) * (xr[i] - mean);
+    const float rstd = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+    i = 0;
+#ifndef TRIAD_RT_SCALAR
+    vf vr = vset1(rstd);
+    for (; i + kW <= n; i += kW) {
+      vf d = vmul(vsub(vload(xr + i), vmean), vr);
+      vf o = bias ? vfma(d, vload(scale + i), vload(bias + i)) : vmul(d, vload(scale + i));
+      vstore(yr + i, o);
+    }
+#endif
+    for (; i < n; ++i)
+      yr[i] = (xr[i] - mean) * rstd * scale[i] + (bias ? bias[i] : 0.0f);
+  });
+}
+
+} // namespace triad_rt

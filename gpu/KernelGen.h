@@ -1,0 +1,186 @@
+// OpenCL C kernel generators. Each function returns readable OpenCL C 1.2 source (no extensions,
+// f32) for one layer: the kernel is named after the layer, commented with its shapes and
+// parameters, and specialised for its static shapes (sizes are literals, edge checks are only
+// emitted where a size is not a multiple of the tile). Tile sizes, register blocking, vector
+// widths and work-group sizes are the fields of a parameter struct, so the auto-tuner
+// (gpu/Tuner.h) can search them. Several generated kernels can go into one program
+// (programSource): the fixed per-program cost of an OpenCL build is then paid once.
+//
+// Epilogue hook: GEMM and convolution take an Epilogue, a snippet of OpenCL C statements that
+// rewrites `acc` (the float output value) before it is stored, with extra kernel parameters it
+// may read (e.g. a bias buffer). This is where fused bias, activation and elementwise chains plug
+// in. Each generator documents the index variables in scope.
+#pragma once
+
+#include "gpu/OpenCL.h"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace triad::gpu {
+
+/// One generated kernel: self-contained source, its name, and how to launch it.
+struct GeneratedKernel {
+  std::string name;                // OpenCL kernel name (a C identifier from the layer name)
+  std::string source;              // OpenCL C 1.2
+  NDRange range;                   // launch geometry for the shape it was generated for
+  std::vector<std::string> params; // kernel parameter names in order (buffers, then epilogue's)
+  size_t localMemBytes = 0;        // static __local memory per work-group
+};
+
+/// One program from several kernels, with one banner. Helpers shared between kernels (work-group
+/// reductions) are include-guarded, so any mix of kernels concatenates.
+std::string programSource(std::span<const GeneratedKernel> kernels);
+std::string programSource(const GeneratedKernel& kernel);
+
+/// "/layer1/Conv" -> "layer1_Conv": a C identifier that is not an OpenCL C keyword.
+std::string kernelIdentifier(std::string_view layer);
+
+/// Statements applied to each output value `acc` (float) before it is stored.
+struct Epilogue {
+  std::string code;                // e.g. "acc = fmax(acc + bias[col], 0.0f);"
+  std::vector<std::string> params; // e.g. {"__global const float* restrict bias"}
+  std::string description;         // for the kernel's comment, e.g. "bias + ReLU"
+  bool empty() const { return code.empty(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// GEMM: C[b][M,N] = op(A[b])[M,K] · op(B[b])[K,N], op = optional transpose.
+// Kernel parameters: (A, B, C, epilogue params...). Epilogue variables: acc, row, col, batch.
+
+struct GemmShape {
+  int64_t M = 1, N = 1, K = 1;
+  bool transA = false; // A is stored [K, M]
+  bool transB = false; // B is stored [N, K]
+  int64_t batch = 1;
+  bool broadcastA = false; // one A for every batch (e.g. MatMul with a 2-D weight)
+  bool broadcastB = false;
+  std::string toString() const; // "4x100x70x60 (AT)" = batch x M x N x K
+};
+
+struct GemmParams {
+  int wgM = 8, wgN = 8;     // work-group size: wgN x wgM work-items (dim 0 runs along N)
+  int workM = 4, workN = 4; // register tile: outputs per work-item (TM x TN)
+  int tileK = 8;            // K step of the local-memory tiles
+  int vectorWidth = 4; // 1, 2, 4, 8 or 16: B is read from local memory as floatN; divides workN
+  int tileM() const { return wgM * workM; }
+  int tileN() const { return wgN * workN; }
+  int workGroupSize() const { return wgM * wgN; }
+  std::string toString() const; // "wg 8x8 work 4x4 k 8 vec 4"
+  bool operator==(const GemmParams&) const = default;
+};
+
+/// Throws ErrorKind::Usage naming the parameter at fault.
+void validateGemmParams(const GemmParams& p);
+
+GeneratedKernel generateGemm(std::string_view layer, const GemmShape& shape,
+                             const GemmParams& params = {}, const Epilogue& epilogue = {});
+
+// ---------------------------------------------------------------------------------------------
+// 2-D convolution, NCHW: Y[N,K,OH,OW] = X[N,C,H,W] * W[K,C/group,R,S] (stride, pads, dilation,
+// groups; group == C == K is depthwise). Kernel parameters: (X, W, Y, epilogue params...).
+// Epilogue variables: acc, n, k (output channel), oh, ow.
+
+struct ConvShape {
+  int64_t N = 1, C = 1, H = 1, W = 1; // input
+  int64_t K = 1, R = 1, S = 1;        // output channels, kernel height and width
+  int64_t strideH = 1, strideW = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t dilationH = 1, dilationW = 1;
+  int64_t group = 1;
+  int64_t outH() const;
+  int64_t outW() const;
+  bool depthwise() const { return group > 1 && group == C && group == K; }
+  std::string toString() const;
+  void validate() const; // ErrorKind::Usage on inconsistent sizes
+};
+
+/// Direct convolution: each work-item computes blockK output channels x workW output columns
+/// of one output row.
+struct ConvParams {
+  int blockK = 4; // output channels per work-item (clamped to the channels per group)
+  int workW = 4;  // output columns per work-item
+  int wgW = 8, wgH = 4;
+  std::string toString() const;
+};
+
+GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& shape,
+                               const ConvParams& params = {}, const Epilogue& epilogue = {});
+
+/// Implicit-GEMM convolution: per (image, group), Y[Kg, OH*OW] = W[Kg, Cg*R*S] · im2col(X), with
+/// the im2col matrix never stored (the GEMM's B tile is gathered from X). Same parameters and
+/// epilogue variables as generateConv2D.
+GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvShape& shape,
+                                           const GemmParams& params = {},
+                                           const Epilogue& epilogue = {});
+
+// ---------------------------------------------------------------------------------------------
+// Pooling, NCHW. Kernel parameters: (X, Y).
+
+enum class PoolKind { Max, Avg };
+
+struct PoolShape {
+  PoolKind kind = PoolKind::Max;
+  int64_t N = 1, C = 1, H = 1, W = 1;
+  int64_t kernelH = 1, kernelW = 1;
+  int64_t strideH = 1, strideW = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t dilationH = 1, dilationW = 1;
+  bool ceilMode = false;
+  bool countIncludePad = false; // AveragePool: divide by the window inside the padded input
+  int64_t outH() const;
+  int64_t outW() const;
+  std::string toString() const;
+};
+
+struct PoolParams {
+  int wgSize = 64; // 1-D work-groups over output elements
+};
+
+GeneratedKernel generatePool2D(std::string_view layer, const PoolShape& shape,
+                               const PoolParams& params = {});
+
+/// Work-group reductions: one work-group per row; wgSize work-items (a power of two) stride
+/// over the row, then reduce in local memory.
+struct ReduceParams {
+  int wgSize = 64;
+  std::string toString() const;
+};
+
+/// GlobalAveragePool / GlobalMaxPool: Y[N,C,1,1] from X[N,C,spatial]. Parameters: (X, Y).
+GeneratedKernel generateGlobalPool(std::string_view layer, PoolKind kind, int64_t N, int64_t C,
+                                   int64_t spatial, const ReduceParams& params = {});
+
+/// Softmax over the last axis of X[rows, cols]. Parameters: (X, Y).
+GeneratedKernel generateSoftmax(std::string_view layer, int64_t rows, int64_t cols,
+                                const ReduceParams& params = {});
+
+/// LayerNormalization over the last axis: Y = (X - mean) / sqrt(var + epsilon) * gamma + beta.
+/// Parameters: (X, gamma, beta, Y), or (X, gamma, Y) without bias.
+GeneratedKernel generateLayerNorm(std::string_view layer, int64_t rows, int64_t cols, float epsilon,
+                                  bool hasBeta, const ReduceParams& params = {});
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise: Y[outShape] = body(inputs...), each input broadcast to outShape (NumPy rules:
+// shapes aligned on the right, size-1 dimensions repeat). Parameters: one per input, named
+// "<name>_data", then Y. In `body` each input is a float variable with its own name.
+
+struct ElementwiseInput {
+  std::string name; // a C identifier, used in the body
+  std::vector<int64_t> shape;
+};
+
+struct ElementwiseParams {
+  int wgSize = 64;
+  int itemsPerThread = 4; // outputs per work-item (strided by the global size)
+  std::string toString() const;
+};
+
+GeneratedKernel generateElementwise(std::string_view layer, const std::vector<int64_t>& outShape,
+                                    const std::vector<ElementwiseInput>& inputs,
+                                    std::string_view body, const ElementwiseParams& params = {});
+
+} // namespace triad::gpu

@@ -1,0 +1,295 @@
+#include "gpu/Tuner.h"
+
+#include "gpu/BinaryCache.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+namespace triad::gpu {
+
+namespace {
+
+using Json = nlohmann::json;
+
+Json paramsToJson(const GemmParams& p) {
+  return Json{{"wgM", p.wgM},     {"wgN", p.wgN},     {"workM", p.workM},
+              {"workN", p.workN}, {"tileK", p.tileK}, {"vectorWidth", p.vectorWidth}};
+}
+
+GemmParams paramsFromJson(const Json& j) {
+  GemmParams p;
+  p.wgM = j.at("wgM").get<int>();
+  p.wgN = j.at("wgN").get<int>();
+  p.workM = j.at("workM").get<int>();
+  p.workN = j.at("workN").get<int>();
+  p.tileK = j.at("tileK").get<int>();
+  p.vectorWidth = j.at("vectorWidth").get<int>();
+  validateGemmParams(p);
+  return p;
+}
+
+// Reads the entries of a database file; throws (std::exception) when it is not one.
+std::map<std::string, TunedGemm> readEntries(const std::string& text) {
+  std::map<std::string, TunedGemm> m;
+  Json j = Json::parse(text);
+  if (!j.is_object() || j.value("format", "") != "triad-tuning-db" || j.value("version", 0) != 1)
+    throw std::runtime_error("not a triad tuning database (format/version)");
+  for (const auto& [key, e] : j.at("entries").items()) {
+    if (e.at("kind").get<std::string>() != "gemm") continue;
+    TunedGemm t;
+    t.params = paramsFromJson(e.at("params"));
+    t.ns = e.at("ns").get<double>();
+    t.defaultNs = e.at("default_ns").get<double>();
+    t.candidates = e.at("candidates").get<int>();
+    m[key] = t;
+  }
+  return m;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Database
+
+std::filesystem::path TuningDb::defaultPath() {
+  return defaultCacheRoot() / "tuning.json";
+}
+
+TuningDb::TuningDb(std::filesystem::path path) : path_(std::move(path)) {
+  std::optional<std::string> text = readFileIfExists(path_);
+  if (!text) return;
+  try {
+    gemm_ = readEntries(*text);
+  } catch (const std::exception& e) {
+    warning_ = fmt::format("tuning database '{}' is unreadable ({}); starting an empty one",
+                           path_.string(), e.what());
+    gemm_.clear();
+  }
+}
+
+std::string TuningDb::gemmKey(const GemmShape& s, const DeviceInfo& d) {
+  return fmt::format("gemm {}x{}x{}x{} {}{}{}{} | {} | {}", s.batch, s.M, s.N, s.K,
+                     s.transA ? 'T' : 'N', s.transB ? 'T' : 'N', s.broadcastA ? " bcastA" : "",
+                     s.broadcastB ? " bcastB" : "", d.name, d.driverVersion);
+}
+
+std::optional<TunedGemm> TuningDb::findGemm(const std::string& key) const {
+  auto it = gemm_.find(key);
+  if (it == gemm_.end()) return std::nullopt;
+  return it->second;
+}
+
+void TuningDb::putGemm(const std::string& key, const TunedGemm& entry) {
+  gemm_[key] = entry;
+}
+
+void TuningDb::save() const {
+  std::map<std::string, TunedGemm> merged;
+  if (std::optional<std::string> text = readFileIfExists(path_)) {
+    try {
+      merged = readEntries(*text);
+    } catch (const std::exception&) {
+      // Unreadable: replaced by ours.
+    }
+  }
+  for (const auto& [k, v] : gemm_)
+    merged[k] = v;
+  Json entries = Json::object();
+  for (const auto& [k, v] : merged)
+    entries[k] = Json{{"kind", "gemm"},
+                      {"params", paramsToJson(v.params)},
+                      {"ns", v.ns},
+                      {"default_ns", v.defaultNs},
+                      {"candidates", v.candidates}};
+  Json j = {{"format", "triad-tuning-db"}, {"version", 1}, {"entries", entries}};
+  writeFileAtomic(path_, j.dump(2) + "\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Candidates
+
+std::vector<GemmParams> gemmCandidates(const GemmShape& s, const DeviceInfo& d, int limit) {
+  const int wgs[][2] = {{8, 8}, {16, 16}, {4, 16}, {16, 4}, {8, 16}, {16, 8}, {4, 8}, {8, 4}};
+  const int works[][2] = {{4, 4}, {2, 4}, {4, 8}, {8, 4}, {8, 8}, {2, 2}, {1, 4}, {4, 1}, {2, 8}};
+  const int tileKs[] = {8, 16, 4, 32};
+  const int vecs[] = {1, 4, 2, 8};
+  auto fits = [&](const GemmParams& p, bool sizeFilter) {
+    try {
+      validateGemmParams(p);
+    } catch (const Error&) {
+      return false;
+    }
+    size_t wg = size_t(p.workGroupSize());
+    if (d.maxWorkGroupSize && wg > d.maxWorkGroupSize) return false;
+    if (d.maxWorkItemSizes.size() >= 2 &&
+        (size_t(p.wgN) > d.maxWorkItemSizes[0] || size_t(p.wgM) > d.maxWorkItemSizes[1]))
+      return false;
+    size_t local = size_t(p.tileK) * size_t(p.tileM() + p.tileN()) * sizeof(float);
+    if (d.localMemBytes && local > d.localMemBytes) return false;
+    // Tiles far larger than the problem only add idle work-items.
+    if (!sizeFilter) return true;
+    if (p.tileM() > 2 * s.M && p.tileM() > 8) return false;
+    if (p.tileN() > 2 * s.N && p.tileN() > 8) return false;
+    if (p.tileK > 2 * s.K && p.tileK > 4) return false;
+    return true;
+  };
+  std::vector<GemmParams> grid;
+  for (const auto& wg : wgs)
+    for (const auto& wk : works)
+      for (int tk : tileKs)
+        for (int v : vecs) {
+          GemmParams p{wg[0], wg[1], wk[0], wk[1], tk, v};
+          if (!(p == GemmParams{}) && fits(p, true)) grid.push_back(p);
+        }
+  // A fixed-seed shuffle spreads a small budget over the whole grid; the defaults go first
+  // (whatever the problem size) so that the speed-up over them is always measured.
+  std::mt19937 rng(12345);
+  std::shuffle(grid.begin(), grid.end(), rng);
+  std::vector<GemmParams> out;
+  if (fits(GemmParams{}, false)) out.push_back(GemmParams{});
+  for (const GemmParams& p : grid) {
+    if (int(out.size()) >= limit) break;
+    out.push_back(p);
+  }
+  return out;
+}
+
+GemmParams gemmParamsFor(const GemmShape& shape, const DeviceInfo& device, const TuningDb* db) {
+  if (db)
+    if (std::optional<TunedGemm> t = db->findGemm(TuningDb::gemmKey(shape, device)))
+      return t->params;
+  return GemmParams{};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tuning
+
+TuneResult tuneGemm(Context& ctx, const GemmShape& shape, const TuneOptions& opt, TuningDb* db) {
+  auto t0 = std::chrono::steady_clock::now();
+  TuneResult r;
+  r.key = TuningDb::gemmKey(shape, ctx.device());
+  if (db)
+    if (std::optional<TunedGemm> t = db->findGemm(r.key)) {
+      r.best = t->params;
+      r.bestNs = t->ns;
+      r.defaultNs = t->defaultNs;
+      r.fromDatabase = true;
+      return r;
+    }
+
+  std::vector<GemmParams> candidates =
+      gemmCandidates(shape, ctx.device(), std::max(1, opt.maxCandidates));
+  if (candidates.empty())
+    fail(ErrorKind::Unsupported, "GEMM {}: no parameter set fits device '{}'", shape.toString(),
+         ctx.device().name);
+  std::vector<GeneratedKernel> kernels;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    kernels.push_back(generateGemm(fmt::format("tune_gemm_{}", i), shape, candidates[i]));
+  double compileBefore = ctx.buildStats().compileSeconds;
+  Program program = ctx.build(programSource(kernels), "",
+                              fmt::format("tune_gemm_{}x{}x{}", shape.M, shape.N, shape.K));
+  r.compileSeconds = ctx.buildStats().compileSeconds - compileBefore;
+
+  // Operands: fixed pseudo-random data.
+  size_t aElems = size_t((shape.broadcastA ? 1 : shape.batch) * shape.M * shape.K);
+  size_t bElems = size_t((shape.broadcastB ? 1 : shape.batch) * shape.K * shape.N);
+  size_t cElems = size_t(shape.batch * shape.M * shape.N);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> A(aElems), B(bElems);
+  for (float& v : A)
+    v = dist(rng);
+  for (float& v : B)
+    v = dist(rng);
+  size_t profileStart = ctx.profile().events.size();
+  Buffer bufA = ctx.upload(A, "tune_A"), bufB = ctx.upload(B, "tune_B");
+  Buffer bufC = ctx.buffer(cElems * sizeof(float), "tune_C");
+  std::vector<float> reference;
+
+  const size_t defaultIndex = candidates.front() == GemmParams{} ? 0 : size_t(-1);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    TuneCandidate c;
+    c.params = candidates[i];
+    if (i > 0 && secondsSince(t0) > opt.budgetSeconds) {
+      c.error = "not measured: budget exhausted";
+      r.tried.push_back(c);
+      continue;
+    }
+    try {
+      Kernel k = program.kernel(kernels[i].name);
+      if (k.maxWorkGroupSize(ctx.device().id) < size_t(c.params.workGroupSize())) {
+        c.error = fmt::format("work-group size {} exceeds the kernel's limit {}",
+                              c.params.workGroupSize(), k.maxWorkGroupSize(ctx.device().id));
+        r.tried.push_back(c);
+        continue;
+      }
+      k.args(bufA, bufB, bufC);
+      ctx.launch(k, kernels[i].range); // warm-up (PoCL compiles the work-group function here)
+      ctx.finish();
+      size_t first = ctx.profile().events.size();
+      for (int rep = 0; rep < std::max(1, opt.repeats); ++rep)
+        ctx.launch(k, kernels[i].range);
+      ctx.finish();
+      uint64_t best = 0;
+      for (size_t e = first; e < ctx.profile().events.size(); ++e)
+        if (best == 0 || ctx.profile().events[e].ns < best) best = ctx.profile().events[e].ns;
+      c.ns = double(best);
+      if (opt.verify) {
+        std::vector<float> out = ctx.download<float>(bufC);
+        ctx.finish();
+        if (reference.empty()) {
+          reference = std::move(out);
+        } else {
+          double scale = 1, err = 0;
+          for (size_t j = 0; j < out.size(); ++j) {
+            scale = std::max(scale, double(std::abs(reference[j])));
+            double d = std::abs(double(out[j]) - double(reference[j]));
+            err = std::isnan(d) ? INFINITY : std::max(err, d);
+          }
+          if (err > 1e-4 * scale) {
+            c.error = fmt::format("wrong result (max error {:.3g})", err);
+            c.ns = 0;
+          }
+        }
+      }
+    } catch (const Error& e) {
+      c.error = e.what();
+      c.ns = 0;
+    }
+    r.tried.push_back(c);
+  }
+  // Leave the caller's profile as it was.
+  ctx.profile().events.resize(std::min(ctx.profile().events.size(), profileStart));
+
+  for (size_t i = 0; i < r.tried.size(); ++i) {
+    const TuneCandidate& c = r.tried[i];
+    if (c.ns <= 0 || !c.error.empty()) continue;
+    if (i == defaultIndex) r.defaultNs = c.ns;
+    if (r.bestNs == 0 || c.ns < r.bestNs) {
+      r.bestNs = c.ns;
+      r.best = c.params;
+    }
+  }
+  if (r.bestNs == 0)
+    fail(ErrorKind::Runtime, "GEMM {} on '{}': no candidate ran ({})", shape.toString(),
+         ctx.device().name, r.tried.empty() ? "none" : r.tried.front().error);
+  if (db) {
+    int measured = 0;
+    for (const TuneCandidate& c : r.tried)
+      measured += c.ns > 0;
+    db->putGemm(r.key, TunedGemm{r.best, r.bestNs, r.defaultNs, measured});
+    db->save();
+  }
+  return r;
+}
+
+} // namespace triad::gpu

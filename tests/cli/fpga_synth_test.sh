@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# triad synth on a tiny model (x[4] -> Dense 4->3 -> ReLU -> Dense 3->2 -> Softmax) at reuse 1:
+# the JSON has every layer module and the top's glue, non-zero LUT and FF counts, one DSP48E1 per
+# multiplier (the weights are neither 0 nor powers of two, so none reduces to a shift), the
+# Softmax's three tables (two exp, one reciprocal) in block RAM, and a logic depth; ice40 maps the
+# dense layers' 16x16 products to one SB_MAC16 each. Also: a missing yosys is an i/o error (exit 3) naming
+# scripts/setup.sh. Exits 77 (skipped) without yosys.
+# Usage: fpga_synth_test.sh TRIAD_BINARY SOURCE_DIR
+set -u
+TRIAD=$1
+SRC=$2
+if ! command -v yosys >/dev/null; then
+  echo "SKIP: yosys is not on PATH"
+  exit 77
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+PY=$SRC/.venv/bin/python
+$PY - "$TMP" <<'PYEOF' || exit 1
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+d = sys.argv[1]
+w1 = np.array([[0.37, -0.61, 1.23, -0.83], [0.71, 0.29, -1.37, 0.43],
+               [-0.91, 1.11, 0.57, -0.33]], np.float32)
+w2 = np.array([[1.31, -0.77, 0.39], [-0.59, 0.93, -1.17]], np.float32)
+init = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(np.array([0.1, -0.2, 0.3], np.float32), "b1"),
+        numpy_helper.from_array(w2, "w2"), numpy_helper.from_array(np.array([0.05, -0.15], np.float32), "b2")]
+nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="/fc1/Gemm", transB=1),
+         helper.make_node("Relu", ["h"], ["r"], name="/Relu"),
+         helper.make_node("Gemm", ["r", "w2", "b2"], ["l"], name="/fc2/Gemm", transB=1),
+         helper.make_node("Softmax", ["l"], ["y"], name="/Softmax", axis=-1)]
+g = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2])], init)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+onnx.save(m, d + "/tiny.onnx")
+np.save(d + "/x.npy", np.random.default_rng(1).uniform(-4, 4, (16, 4)).astype(np.float32))
+PYEOF
+
+if ! "$TRIAD" compile "$TMP/tiny.onnx" --target fpga --input "$TMP/x.npy" -o "$TMP/d" >/dev/null; then
+  echo "FAIL compile"; exit 1
+fi
+# Without yosys on PATH: an i/o error that says how to install it.
+PATH=/nonexistent "$TRIAD" synth "$TMP/d" 2>"$TMP/err"
+rc=$?
+if [[ $rc -ne 3 ]] || ! grep -q "scripts/setup.sh" "$TMP/err"; then
+  echo "FAIL missing yosys: exit $rc"; cat "$TMP/err"; fail=1
+else echo "ok   missing yosys -> exit 3"; fi
+
+for fam in xc7 ice40; do
+  if ! "$TRIAD" synth "$TMP/d" --family $fam --json "$TMP/$fam.json"; then
+    echo "FAIL synth $fam"; fail=1; continue
+  fi
+  if ! $PY - "$TMP/$fam.json" "$TMP/d/summary.json" $fam <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2])); fam = sys.argv[3]
+mods = {m["module"]: m for m in j["modules"]}
+for l in s["layers"]:
+    assert l["module"] in mods, (l["module"], list(mods))
+assert any(m.get("glue") for m in j["modules"]), j["modules"]
+t = j["total"]
+assert t["lut"] > 0 and t["ff"] > 0, t
+# 4*3 + 3*2 dense multipliers and the Softmax's 2 (exp * reciprocal), one DSP each.
+assert s["multipliers"] == 20, s["multipliers"]
+# xc7: one DSP48E1 (25x18) per multiplier. ice40: an SB_MAC16 (16x16) per 16x16 dense product;
+# the Softmax's 18x18 products (fixed<18,8> tables) take several each.
+for l in s["layers"]:
+    if fam == "xc7" or l["op"] != "Softmax":
+        assert mods[l["module"]]["dsp"] == l["multipliers"], (l, mods[l["module"]])
+if fam == "xc7":
+    assert t["dsp"] == s["multipliers"], (t["dsp"], s["multipliers"])
+else:
+    assert t["dsp"] > s["multipliers"], (t["dsp"], s["multipliers"])
+sm = mods[s["layers"][-1]["module"]]
+if fam == "xc7":
+    assert sm["bram18"] + 2 * sm["bram36"] == 3, sm  # two exp tables and the reciprocal table
+    assert sm["logic_depth"] is not None and sm["logic_depth"] > 0, sm
+    assert t["logic_depth"] >= sm["logic_depth"], t
+else:
+    assert sm["bram"] >= 3, sm
+print(fam, "LUT", t["lut"], "FF", t["ff"], "DSP", t["dsp"], "depth", t["logic_depth"])
+PYEOF
+  then echo "FAIL $fam: $(head -c 3000 "$TMP/$fam.json")"; fail=1; else echo "ok   $fam"; fi
+done
+exit $fail

@@ -1,0 +1,661 @@
+// Tests of the CPU run-time kernels (cpu/runtime/triad_kernels.h) against naive reference loops.
+// Built twice (tests/CMakeLists.txt): natively (-march=native: the AVX-512 or AVX2 micro-kernels)
+// and for baseline x86-64 (the scalar fallback), both with OpenMP; every GEMM/conv case runs
+// with 1 and 2 threads. The header is C++17, so this file is compiled as C++17.
+#include "cpu/runtime/triad_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Vec = std::vector<float>;
+
+Vec randomVec(size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  Vec v(n);
+  for (auto& x : v)
+    x = d(rng);
+  return v;
+}
+
+/// Aligned-enough owner for packed buffers (the kernels use unaligned loads anyway).
+Vec sized(size_t n) {
+  return Vec(n, std::nanf(""));
+}
+
+struct ThreadScope {
+  explicit ThreadScope(int n) { triad_rt::set_num_threads(n); }
+  ~ThreadScope() { triad_rt::set_num_threads(0); }
+};
+
+TEST(KernelIsa, MatchesCompileFlags) {
+#if defined(__AVX512F__)
+  EXPECT_STREQ(TRIAD_RT_ISA, "avx512");
+#elif defined(__AVX2__) && defined(__FMA__)
+  EXPECT_STREQ(TRIAD_RT_ISA, "avx2");
+#else
+  EXPECT_STREQ(TRIAD_RT_ISA, "scalar");
+#endif
+  std::printf("kernel ISA: %s, micro-tile %dx%d, threads %d\n", TRIAD_RT_ISA, triad_rt::kMR,
+              triad_rt::kNR, triad_rt::num_threads());
+}
+
+// ---------------------------------------------------------------------------------------------
+// GEMM
+// ---------------------------------------------------------------------------------------------
+
+struct GemmCase {
+  int M, N, K;
+  bool ta, tb;
+  int pad; // extra leading-dimension padding for A, B and C
+};
+
+std::string name(const GemmCase& c) {
+  return std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
+         (c.ta ? " tA" : "") + (c.tb ? " tB" : "") + " pad" + std::to_string(c.pad);
+}
+
+enum class Mode { Plain, PackedA, PackedB };
+enum class EpiKind { None, BiasRow, BiasCol, BiasColRelu, Custom };
+
+struct GemmData {
+  GemmCase c;
+  int lda, ldb, ldc;
+  Vec A, B, biasR, biasC;
+  std::vector<double> ref, abssum;
+};
+
+GemmData makeGemm(const GemmCase& c, std::mt19937& rng) {
+  GemmData d;
+  d.c = c;
+  d.lda = (c.ta ? c.M : c.K) + c.pad;
+  d.ldb = (c.tb ? c.K : c.N) + c.pad;
+  d.ldc = c.N + c.pad;
+  d.A = randomVec(static_cast<size_t>(c.ta ? c.K : c.M) * d.lda, rng);
+  d.B = randomVec(static_cast<size_t>(c.tb ? c.N : c.K) * d.ldb, rng);
+  d.biasR = randomVec(c.M, rng);
+  d.biasC = randomVec(c.N, rng);
+  d.ref.assign(static_cast<size_t>(c.M) * c.N, 0.0);
+  d.abssum.assign(d.ref.size(), 0.0);
+  for (int i = 0; i < c.M; ++i)
+    for (int j = 0; j < c.N; ++j) {
+      double s = 0, as = 0;
+      for (int k = 0; k < c.K; ++k) {
+        double a = c.ta ? d.A[static_cast<size_t>(k) * d.lda + i]
+                        : d.A[static_cast<size_t>(i) * d.lda + k];
+        double b = c.tb ? d.B[static_cast<size_t>(j) * d.ldb + k]
+                        : d.B[static_cast<size_t>(k) * d.ldb + j];
+        s += a * b;
+        as += std::fabs(a * b);
+      }
+      d.ref[static_cast<size_t>(i) * c.N + j] = s;
+      d.abssum[static_cast<size_t>(i) * c.N + j] = as;
+    }
+  return d;
+}
+
+double expected(const GemmData& d, EpiKind e, int i, int j) {
+  double v = d.ref[static_cast<size_t>(i) * d.c.N + j];
+  switch (e) {
+  case EpiKind::BiasRow:
+    return v + d.biasR[i];
+  case EpiKind::BiasCol:
+    return v + d.biasC[j];
+  case EpiKind::BiasColRelu:
+    return std::max(0.0, v + d.biasC[j]);
+  case EpiKind::Custom:
+    return 2.0 * v + i - 0.5 * j; // the lambda below
+  case EpiKind::None:
+    break;
+  }
+  return v;
+}
+
+/// Runs one GEMM variant; returns C (ldc-strided, padding must stay untouched).
+Vec runGemm(const GemmData& d, Mode mode, EpiKind e, std::vector<int>* visits) {
+  const GemmCase& c = d.c;
+  Vec C(static_cast<size_t>(c.M) * d.ldc, -7.0f);
+  auto dispatch = [&](auto epi) {
+    if (mode == Mode::Plain) {
+      triad_rt::gemm(c.M, c.N, c.K, d.A.data(), d.lda, c.ta, d.B.data(), d.ldb, c.tb, C.data(),
+                     d.ldc, epi);
+    } else if (mode == Mode::PackedB) {
+      Vec bp = sized(triad_rt::packed_b_size(c.K, c.N));
+      triad_rt::pack_b(c.K, c.N, d.B.data(), d.ldb, c.tb, bp.data());
+      triad_rt::gemm_packed_b(c.M, c.N, c.K, d.A.data(), d.lda, c.ta, bp.data(), C.data(), d.ldc,
+                              epi);
+    } else {
+      Vec ap = sized(triad_rt::packed_a_size(c.M, c.K));
+      triad_rt::pack_a(c.M, c.K, d.A.data(), d.lda, c.ta, ap.data());
+      triad_rt::gemm_packed_a(c.M, c.N, c.K, ap.data(), d.B.data(), d.ldb, c.tb, C.data(), d.ldc,
+                              epi);
+    }
+  };
+  switch (e) {
+  case EpiKind::None:
+    dispatch(triad_rt::EpiNone{});
+    break;
+  case EpiKind::BiasRow:
+    dispatch(triad_rt::epi_bias_row(d.biasR.data()));
+    break;
+  case EpiKind::BiasCol:
+    dispatch(triad_rt::epi_bias_col(d.biasC.data()));
+    break;
+  case EpiKind::BiasColRelu:
+    dispatch(triad_rt::epi_bias_col(d.biasC.data(), triad_rt::ThenRelu{}));
+    break;
+  case EpiKind::Custom: {
+    float* base = C.data();
+    int ldc = d.ldc, N = c.N;
+    dispatch([=](float* p, int row, int col0, int n) {
+      // The segment must be exactly C[row, col0 .. col0+n).
+      EXPECT_EQ(p, base + static_cast<ptrdiff_t>(row) * ldc + col0);
+      for (int j = 0; j < n; ++j) {
+        p[j] = 2.0f * p[j] + static_cast<float>(row) - 0.5f * static_cast<float>(col0 + j);
+#pragma omp atomic
+        (*visits)[static_cast<size_t>(row) * N + col0 + j] += 1;
+      }
+    });
+    break;
+  }
+  }
+  return C;
+}
+
+void checkGemm(const GemmData& d, const Vec& C, EpiKind e, const std::string& what) {
+  const GemmCase& c = d.c;
+  int bad = 0;
+  for (int i = 0; i < c.M && bad < 5; ++i) {
+    for (int j = 0; j < c.N && bad < 5; ++j) {
+      double want = expected(d, e, i, j);
+      double scale = e == EpiKind::Custom ? 2.0 : 1.0;
+      // Rounding bound of a K-term fp32 dot product, plus the epilogue's own rounding.
+      double tol = scale * (c.K + 2) * 1.2e-7 * d.abssum[static_cast<size_t>(i) * c.N + j] +
+                   1e-6 * (1 + std::fabs(want));
+      float got = C[static_cast<size_t>(i) * d.ldc + j];
+      if (!(std::fabs(got - want) <= tol)) {
+        ADD_FAILURE() << what << " at (" << i << "," << j << "): got " << got << " want " << want
+                      << " tol " << tol;
+        ++bad;
+      }
+    }
+    for (int j = c.N; j < d.ldc; ++j)
+      if (C[static_cast<size_t>(i) * d.ldc + j] != -7.0f && bad++ < 5)
+        ADD_FAILURE() << what << ": padding column " << j << " of row " << i << " was written";
+  }
+}
+
+std::vector<GemmCase> gemmCases() {
+  using triad_rt::kKC;
+  using triad_rt::kMC;
+  using triad_rt::kMR;
+  using triad_rt::kNC;
+  using triad_rt::kNR;
+  std::vector<GemmCase> v = {
+      {1, 1, 1, false, false, 0},
+      {1, 1, 1, true, true, 3},
+      {2, 3, 5, false, false, 0},
+      {7, 13, 17, false, false, 1},
+      {13, 37, 29, true, false, 0},
+      {29, 31, 37, false, true, 2},
+      {41, 43, 47, true, true, 0},
+      {kMR, kNR, kKC, false, false, 0},
+      {kMR + 1, kNR + 1, kKC + 1, false, false, 0},
+      {kMR - 1 > 0 ? kMR - 1 : 1, kNR - 1, kKC - 1, false, true, 1},
+      {1, 257, 300, false, false, 0},         // GEMV, crosses a K block
+      {1, 100, 64, false, true, 0},           // GEMV, transposed B (Linear weights)
+      {3, 1, 50, false, false, 0},            // N = 1
+      {kMC + 5, 19, 3, false, false, 0},      // crosses an M block
+      {5, kNC + kNR + 3, 7, false, false, 0}, // crosses an N block
+      {67, 97, 2 * kKC + 11, true, true, 0},  // three K blocks, both transposed
+      {127, 131, 139, false, false, 4},       // big enough to run threaded
+  };
+  return v;
+}
+
+void gemmSuite(int threads) {
+  ThreadScope ts(threads);
+  std::mt19937 rng(1234 + threads);
+  for (const GemmCase& c : gemmCases()) {
+    GemmData d = makeGemm(c, rng);
+    for (Mode mode : {Mode::Plain, Mode::PackedA, Mode::PackedB}) {
+      for (EpiKind e : {EpiKind::None, EpiKind::BiasRow, EpiKind::BiasCol, EpiKind::BiasColRelu,
+                        EpiKind::Custom}) {
+        std::vector<int> visits(static_cast<size_t>(c.M) * c.N, 0);
+        Vec C = runGemm(d, mode, e, &visits);
+        std::string what = name(c) + " mode " + std::to_string(static_cast<int>(mode)) + " epi " +
+                           std::to_string(static_cast<int>(e)) + " threads " +
+                           std::to_string(threads);
+        checkGemm(d, C, e, what);
+        if (e == EpiKind::Custom) {
+          int wrong = 0;
+          for (int v : visits)
+            wrong += v != 1;
+          EXPECT_EQ(wrong, 0) << what << ": epilogue must visit each element exactly once";
+        }
+      }
+    }
+  }
+}
+
+TEST(Gemm, MatchesReferenceOneThread) {
+  gemmSuite(1);
+}
+TEST(Gemm, MatchesReferenceTwoThreads) {
+  gemmSuite(2);
+}
+
+TEST(Gemm, ThreadCountDoesNotChangeResults) {
+  // Every element is summed in the same k order whatever the split, so results are bitwise equal.
+  std::mt19937 rng(7);
+  const int M = 300, N = 500, K = 700;
+  Vec A = randomVec(static_cast<size_t>(M) * K, rng),
+      B = randomVec(static_cast<size_t>(K) * N, rng);
+  Vec C1(static_cast<size_t>(M) * N), C2(C1.size());
+  {
+    ThreadScope ts(1);
+    triad_rt::gemm(M, N, K, A.data(), K, false, B.data(), N, false, C1.data(), N);
+  }
+  {
+    ThreadScope ts(2);
+    triad_rt::gemm(M, N, K, A.data(), K, false, B.data(), N, false, C2.data(), N);
+  }
+  EXPECT_EQ(C1, C2);
+}
+
+TEST(Threading, ParallelForCoversEveryIndexOnce) {
+  for (int threads : {1, 2}) {
+    ThreadScope ts(threads);
+    for (ptrdiff_t n : {ptrdiff_t{0}, ptrdiff_t{1}, ptrdiff_t{3}, ptrdiff_t{1000}}) {
+      std::vector<int> hits(static_cast<size_t>(n), 0);
+      triad_rt::parallel_for(n, 1e6, [&](ptrdiff_t i) { hits[static_cast<size_t>(i)] += 1; });
+      for (ptrdiff_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[static_cast<size_t>(i)], 1) << "n " << n << " i " << i;
+    }
+  }
+  triad_rt::set_num_threads(3);
+#ifdef _OPENMP
+  EXPECT_EQ(triad_rt::num_threads(), 3);
+#else
+  EXPECT_EQ(triad_rt::num_threads(), 1);
+#endif
+  triad_rt::set_num_threads(0);
+  EXPECT_GE(triad_rt::num_threads(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolution
+// ---------------------------------------------------------------------------------------------
+
+std::vector<double> naiveConv(const triad_rt::Conv2dShape& s, const Vec& x, const Vec& w,
+                              const Vec& bias) {
+  const int OH = s.OH(), OW = s.OW(), Cg = s.C / s.group, OCg = s.OC / s.group;
+  std::vector<double> y(static_cast<size_t>(s.N) * s.OC * OH * OW);
+  for (int n = 0; n < s.N; ++n)
+    for (int oc = 0; oc < s.OC; ++oc) {
+      const int g = oc / OCg;
+      for (int oh = 0; oh < OH; ++oh)
+        for (int ow = 0; ow < OW; ++ow) {
+          double acc = bias[oc];
+          for (int c = 0; c < Cg; ++c)
+            for (int kh = 0; kh < s.KH; ++kh)
+              for (int kw = 0; kw < s.KW; ++kw) {
+                int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+                int iw = ow * s.stride_w - s.pad_l + kw * s.dil_w;
+                if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+                acc += static_cast<double>(
+                           x[((static_cast<size_t>(n) * s.C + g * Cg + c) * s.H + ih) * s.W + iw]) *
+                       w[((static_cast<size_t>(oc) * Cg + c) * s.KH + kh) * s.KW + kw];
+              }
+          y[((static_cast<size_t>(n) * s.OC + oc) * OH + oh) * OW + ow] = acc;
+        }
+    }
+  return y;
+}
+
+/// conv2d with bias + residual add + relu fused, against the naive conv.
+void checkConv(const triad_rt::Conv2dShape& s, std::mt19937& rng, const std::string& what) {
+  Vec x = randomVec(static_cast<size_t>(s.N) * s.C * s.H * s.W, rng);
+  Vec w = randomVec(static_cast<size_t>(s.OC) * (s.C / s.group) * s.KH * s.KW, rng);
+  Vec bias = randomVec(s.OC, rng);
+  const size_t ysize = static_cast<size_t>(s.N) * s.OC * s.OH() * s.OW();
+  Vec res = randomVec(ysize, rng);
+  std::vector<double> ref = naiveConv(s, x, w, bias);
+  Vec wp = sized(triad_rt::conv2d_packed_weights_size(s));
+  triad_rt::conv2d_pack_weights(s, w.data(), wp.data());
+  std::vector<unsigned char> scratch(triad_rt::conv2d_scratch_bytes(s));
+  Vec y(ysize, std::nanf(""));
+  float* ybase = y.data();
+  const float* rbase = res.data();
+  std::vector<int> visits(ysize, 0);
+  const int P = s.OH() * s.OW();
+  triad_rt::conv2d(s, x.data(), wp.data(), y.data(), scratch.empty() ? nullptr : scratch.data(),
+                   triad_rt::epi_bias_row(bias.data(), [&](float* c, int oc, int p0, int n) {
+                     ptrdiff_t off = c - ybase;
+                     EXPECT_EQ(off % P, p0) << what;
+                     EXPECT_EQ((off / P) % s.OC, oc) << what;
+                     for (int j = 0; j < n; ++j) {
+                       c[j] = std::max(0.0f, c[j] + rbase[off + j]);
+#pragma omp atomic
+                       visits[static_cast<size_t>(off + j)] += 1;
+                     }
+                   }));
+  const int Kg = (s.C / s.group) * s.KH * s.KW;
+  int bad = 0;
+  for (size_t i = 0; i < ysize && bad < 5; ++i) {
+    double want = std::max(0.0, ref[i] + res[i]);
+    double tol = (Kg + 3) * 2.4e-7 * (Kg + 2) + 1e-6;
+    if (!(std::fabs(y[i] - want) <= tol) || visits[i] != 1) {
+      ADD_FAILURE() << what << " at " << i << ": got " << y[i] << " want " << want << " visits "
+                    << visits[i];
+      ++bad;
+    }
+  }
+}
+
+std::string convName(const triad_rt::Conv2dShape& s) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "N%d C%d %dx%d OC%d k%dx%d g%d s%d,%d d%d,%d p%d,%d,%d,%d algo %d",
+                s.N, s.C, s.H, s.W, s.OC, s.KH, s.KW, s.group, s.stride_h, s.stride_w, s.dil_h,
+                s.dil_w, s.pad_t, s.pad_l, s.pad_b, s.pad_r,
+                static_cast<int>(triad_rt::conv2d_algo(s)));
+  return buf;
+}
+
+triad_rt::Conv2dShape shape(int N, int C, int H, int W, int OC, int K, int group, int stride,
+                            int pad) {
+  triad_rt::Conv2dShape s;
+  s.N = N, s.C = C, s.H = H, s.W = W, s.OC = OC, s.KH = K, s.KW = K, s.group = group;
+  s.stride_h = s.stride_w = stride;
+  s.pad_t = s.pad_l = s.pad_b = s.pad_r = pad;
+  return s;
+}
+
+void convSuite(int threads) {
+  ThreadScope ts(threads);
+  std::mt19937 rng(99 + threads);
+  using triad_rt::ConvAlgo;
+  // Named shapes (ResNet/MobileNet-like) with the algorithm they must take.
+  struct Named {
+    triad_rt::Conv2dShape s;
+    ConvAlgo algo;
+  };
+  std::vector<Named> named = {
+      {shape(1, 16, 14, 14, 32, 1, 1, 1, 0), ConvAlgo::Pointwise},
+      {shape(2, 8, 9, 7, 12, 1, 2, 1, 0), ConvAlgo::Pointwise},     // grouped 1x1
+      {shape(1, 8, 15, 15, 16, 3, 1, 1, 1), ConvAlgo::Im2col},      // 3x3 same
+      {shape(1, 3, 32, 32, 8, 7, 1, 2, 3), ConvAlgo::Im2col},       // ResNet stem
+      {shape(1, 16, 8, 8, 8, 1, 1, 2, 0), ConvAlgo::Im2col},        // 1x1 stride 2 (downsample)
+      {shape(1, 24, 17, 17, 24, 3, 24, 1, 1), ConvAlgo::Depthwise}, // MobileNet dw
+      {shape(2, 12, 16, 16, 12, 3, 12, 2, 1), ConvAlgo::Depthwise}, // dw stride 2
+      {shape(1, 4, 10, 10, 8, 3, 4, 1, 1), ConvAlgo::Depthwise},    // channel multiplier 2
+      {shape(1, 64, 56, 56, 64, 3, 1, 1, 1), ConvAlgo::Im2col},     // threaded
+  };
+  for (auto& n : named) {
+    EXPECT_EQ(triad_rt::conv2d_algo(n.s), n.algo) << convName(n.s);
+    checkConv(n.s, rng, convName(n.s) + " threads " + std::to_string(threads));
+  }
+  // Random shapes: groups, strides, dilations, asymmetric pads.
+  std::uniform_int_distribution<int> u(0, 1 << 30);
+  for (int t = 0; t < 60; ++t) {
+    triad_rt::Conv2dShape s;
+    int kind = t % 3; // 0: dense, 1: grouped, 2: depthwise
+    s.N = 1 + u(rng) % 2;
+    s.group = kind == 0 ? 1 : kind == 1 ? 1 + u(rng) % 3 : 2 + u(rng) % 6;
+    int cg = kind == 2 ? 1 : 1 + u(rng) % 5;
+    s.C = s.group * cg;
+    s.OC = s.group * (kind == 2 ? 1 + u(rng) % 2 : 1 + u(rng) % 7);
+    s.KH = 1 + u(rng) % 4, s.KW = 1 + u(rng) % 4;
+    s.stride_h = 1 + u(rng) % 3, s.stride_w = 1 + u(rng) % 3;
+    s.dil_h = 1 + u(rng) % 2, s.dil_w = 1 + u(rng) % 2;
+    s.pad_t = u(rng) % 3, s.pad_l = u(rng) % 3, s.pad_b = u(rng) % 3, s.pad_r = u(rng) % 3;
+    s.H = 1 + u(rng) % 19, s.W = 1 + u(rng) % 23;
+    if (s.H + s.pad_t + s.pad_b < s.dil_h * (s.KH - 1) + 1 ||
+        s.W + s.pad_l + s.pad_r < s.dil_w * (s.KW - 1) + 1)
+      continue; // no output
+    checkConv(s, rng, convName(s) + " threads " + std::to_string(threads));
+  }
+}
+
+TEST(Conv2d, MatchesNaiveOneThread) {
+  convSuite(1);
+}
+TEST(Conv2d, MatchesNaiveTwoThreads) {
+  convSuite(2);
+}
+
+TEST(Conv2d, ScratchOnlyForIm2col) {
+  EXPECT_EQ(triad_rt::conv2d_scratch_bytes(shape(1, 16, 14, 14, 32, 1, 1, 1, 0)), 0u);
+  EXPECT_EQ(triad_rt::conv2d_scratch_bytes(shape(1, 24, 17, 17, 24, 3, 24, 1, 1)), 0u);
+  // 3x3 same on 8 channels of 15x15: col is [8*9, 225] floats.
+  EXPECT_GE(triad_rt::conv2d_scratch_bytes(shape(1, 8, 15, 15, 16, 3, 1, 1, 1)),
+            8u * 9 * 225 * sizeof(float));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pooling
+// ---------------------------------------------------------------------------------------------
+
+TEST(Pool, MaxAndAverageMatchNaive) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> u(0, 1 << 30);
+  for (int threads : {1, 2}) {
+    ThreadScope ts(threads);
+    for (int t = 0; t < 80; ++t) {
+      triad_rt::Pool2dShape s;
+      s.N = 1 + u(rng) % 2, s.C = 1 + u(rng) % 5, s.H = 1 + u(rng) % 17, s.W = 1 + u(rng) % 17;
+      s.KH = 1 + u(rng) % 4, s.KW = 1 + u(rng) % 4;
+      s.stride_h = 1 + u(rng) % 3, s.stride_w = 1 + u(rng) % 3;
+      bool dilated = t % 4 == 3;
+      s.dil_h = dilated ? 1 + u(rng) % 2 : 1, s.dil_w = dilated ? 1 + u(rng) % 2 : 1;
+      // ONNX: pads smaller than the kernel.
+      s.pad_t = u(rng) % s.KH, s.pad_b = u(rng) % s.KH, s.pad_l = u(rng) % s.KW,
+      s.pad_r = u(rng) % s.KW;
+      bool ceil_mode = t % 2 == 1;
+      // Output size as ONNX/PyTorch: floor or ceil; in ceil mode the last window must start
+      // inside the input or the begin padding.
+      auto out = [&](int in, int k, int d, int st, int pb, int pe) {
+        int span = in + pb + pe - d * (k - 1) - 1;
+        if (span < 0) return 0;
+        int o = (ceil_mode ? (span + st - 1) / st : span / st) + 1;
+        if (ceil_mode && (o - 1) * st >= in + pb) --o;
+        return o;
+      };
+      s.OH = out(s.H, s.KH, s.dil_h, s.stride_h, s.pad_t, s.pad_b);
+      s.OW = out(s.W, s.KW, s.dil_w, s.stride_w, s.pad_l, s.pad_r);
+      if (s.OH <= 0 || s.OW <= 0) continue;
+      Vec x = randomVec(static_cast<size_t>(s.N) * s.C * s.H * s.W, rng);
+      const size_t ny = static_cast<size_t>(s.N) * s.C * s.OH * s.OW;
+      Vec ymax(ny), yavg(ny), yavgp(ny);
+      triad_rt::max_pool2d(s, x.data(), ymax.data());
+      if (!dilated) {
+        triad_rt::avg_pool2d(s, x.data(), yavg.data(), false);
+        triad_rt::avg_pool2d(s, x.data(), yavgp.data(), true);
+      }
+      for (int p = 0; p < s.N * s.C; ++p)
+        for (int oh = 0; oh < s.OH; ++oh)
+          for (int ow = 0; ow < s.OW; ++ow) {
+            double m = -INFINITY, sum = 0;
+            int cnt = 0, cntPad = 0;
+            for (int kh = 0; kh < s.KH; ++kh)
+              for (int kw = 0; kw < s.KW; ++kw) {
+                int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+                int iw = ow * s.stride_w - s.pad_l + kw * s.dil_w;
+                // Padded extent: [-pad_begin, in + pad_end).
+                if (ih < s.H + s.pad_b && iw < s.W + s.pad_r) ++cntPad;
+                if (ih < 0 || ih >= s.H || iw < 0 || iw >= s.W) continue;
+                double v = x[(static_cast<size_t>(p) * s.H + ih) * s.W + iw];
+                m = std::max(m, v);
+                sum += v;
+                ++cnt;
+              }
+            size_t i = (static_cast<size_t>(p) * s.OH + oh) * s.OW + ow;
+            std::string at = "pool case " + std::to_string(t) + " out " + std::to_string(i);
+            if (cnt > 0)
+              ASSERT_EQ(ymax[i], static_cast<float>(m)) << at;
+            else
+              ASSERT_EQ(ymax[i], std::numeric_limits<float>::lowest()) << at;
+            if (dilated) continue;
+            ASSERT_NEAR(yavg[i], cnt ? sum / cnt : 0.0, 1e-6) << at;
+            ASSERT_NEAR(yavgp[i], cntPad ? sum / cntPad : 0.0, 1e-6) << at;
+          }
+    }
+  }
+}
+
+TEST(Pool, GlobalAverageAndMax) {
+  std::mt19937 rng(6);
+  for (int hw : {1, 7, 49, 3136}) {
+    const int planes = 37;
+    Vec x = randomVec(static_cast<size_t>(planes) * hw, rng, -3.0f, 5.0f);
+    Vec ya(planes), ym(planes);
+    triad_rt::global_avg_pool(planes, hw, x.data(), ya.data());
+    triad_rt::global_max_pool(planes, hw, x.data(), ym.data());
+    for (int p = 0; p < planes; ++p) {
+      double s = 0, m = -INFINITY;
+      for (int i = 0; i < hw; ++i) {
+        s += x[static_cast<size_t>(p) * hw + i];
+        m = std::max(m, static_cast<double>(x[static_cast<size_t>(p) * hw + i]));
+      }
+      EXPECT_NEAR(ya[p], s / hw, 1e-5) << "hw " << hw;
+      EXPECT_EQ(ym[p], static_cast<float>(m)) << "hw " << hw;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row-wise ops and transcendental functions
+// ---------------------------------------------------------------------------------------------
+
+TEST(RowOps, SoftmaxIsStableAndAccurate) {
+  std::mt19937 rng(8);
+  for (int n : {1, 5, 16, 17, 1000}) {
+    const int rows = 9;
+    Vec x = randomVec(static_cast<size_t>(rows) * n, rng, -20.0f, 20.0f);
+    for (int j = 0; j < n; j += 3)
+      x[j] += 1000.0f; // row 0 has huge logits: a naive exp overflows
+    Vec y(x.size()), ly(x.size());
+    triad_rt::softmax_rows(x.data(), y.data(), rows, n);
+    triad_rt::log_softmax_rows(x.data(), ly.data(), rows, n);
+    for (int r = 0; r < rows; ++r) {
+      const float* xr = x.data() + static_cast<size_t>(r) * n;
+      double m = *std::max_element(xr, xr + n), s = 0;
+      for (int j = 0; j < n; ++j)
+        s += std::exp(static_cast<double>(xr[j]) - m);
+      double total = 0;
+      for (int j = 0; j < n; ++j) {
+        double want = std::exp(static_cast<double>(xr[j]) - m) / s;
+        float got = y[static_cast<size_t>(r) * n + j];
+        ASSERT_TRUE(std::isfinite(got));
+        ASSERT_NEAR(got, want, 1e-6 + 1e-6 * want) << "n " << n << " row " << r;
+        double lwant = xr[j] - m - std::log(s);
+        ASSERT_NEAR(ly[static_cast<size_t>(r) * n + j], lwant, 1e-5 + 2e-7 * std::fabs(lwant));
+        total += got;
+      }
+      EXPECT_NEAR(total, 1.0, 1e-5);
+    }
+  }
+  // In place.
+  Vec z = {1.0f, 2.0f, 3.0f};
+  triad_rt::softmax_rows(z.data(), z.data(), 1, 3);
+  EXPECT_NEAR(z[2], std::exp(3.0) / (std::exp(1.0) + std::exp(2.0) + std::exp(3.0)), 1e-7);
+}
+
+TEST(RowOps, LayerNormMatchesReference) {
+  std::mt19937 rng(9);
+  for (int n : {1, 7, 64, 768, 1001}) {
+    const int rows = 5;
+    Vec x = randomVec(static_cast<size_t>(rows) * n, rng, 100.0f, 104.0f); // large mean
+    Vec scale = randomVec(n, rng, 0.5f, 2.0f), bias = randomVec(n, rng);
+    Vec y(x.size()), y0(x.size());
+    triad_rt::layernorm_rows(x.data(), y.data(), rows, n, scale.data(), bias.data(), 1e-5f);
+    triad_rt::layernorm_rows(x.data(), y0.data(), rows, n, scale.data(), nullptr, 1e-5f);
+    for (int r = 0; r < rows; ++r) {
+      const float* xr = x.data() + static_cast<size_t>(r) * n;
+      double mean = 0, var = 0;
+      for (int j = 0; j < n; ++j)
+        mean += xr[j];
+      mean /= n;
+      for (int j = 0; j < n; ++j)
+        var += (xr[j] - mean) * (xr[j] - mean);
+      var /= n;
+      for (int j = 0; j < n; ++j) {
+        double norm = (xr[j] - mean) / std::sqrt(var + 1e-5);
+        ASSERT_NEAR(y[static_cast<size_t>(r) * n + j], norm * scale[j] + bias[j], 2e-4)
+            << "n " << n;
+        ASSERT_NEAR(y0[static_cast<size_t>(r) * n + j], norm * scale[j], 2e-4) << "n " << n;
+      }
+    }
+  }
+}
+
+/// Max relative error of f over a dense sweep of [lo, hi] (array and scalar entry points).
+template <class FArr, class FS, class FRef>
+double maxRelError(FArr farr, FS fs, FRef ref, float lo, float hi, double floor_abs) {
+  const int n = 200003;
+  Vec x(n), y(n);
+  for (int i = 0; i < n; ++i)
+    x[i] = lo + (hi - lo) * static_cast<float>(i) / (n - 1);
+  farr(x.data(), y.data(), n);
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    double r = ref(static_cast<double>(x[i]));
+    double denom = std::max(std::fabs(r), floor_abs);
+    worst = std::max(worst, std::fabs(y[i] - r) / denom);
+    worst = std::max(worst, std::fabs(fs(x[i]) - r) / denom);
+  }
+  return worst;
+}
+
+TEST(MathFunctions, AccuracyBounds) {
+  double e = maxRelError(
+      triad_rt::exp_array, triad_rt::exp_s, [](double v) { return std::exp(v); }, -87.0f, 88.3f,
+      0.0);
+  double erfe = maxRelError(
+      triad_rt::erf_array, triad_rt::erf_s, [](double v) { return std::erf(v); }, -6.0f, 6.0f,
+      1e-30);
+  double th = maxRelError(
+      triad_rt::tanh_array, triad_rt::tanh_s, [](double v) { return std::tanh(v); }, -10.0f, 10.0f,
+      1e-30);
+  double sg = maxRelError(
+      triad_rt::sigmoid_array, triad_rt::sigmoid_s,
+      [](double v) { return 1.0 / (1.0 + std::exp(-v)); }, -80.0f, 80.0f, 0.0);
+  double ge = maxRelError(
+      triad_rt::gelu_array, triad_rt::gelu_s,
+      [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); }, -8.0f, 8.0f,
+      1.0); // absolute below 1: 1 + erf cancels for x < 0
+  std::printf(
+      "max relative error (%s): exp %.3g erf %.3g tanh %.3g sigmoid %.3g gelu %.3g (abs below 1)\n",
+      TRIAD_RT_ISA, e, erfe, th, sg, ge);
+  EXPECT_LE(e, 2.0e-7);
+  EXPECT_LE(erfe, 5.0e-7);
+  EXPECT_LE(th, 5.0e-7);
+  EXPECT_LE(sg, 5.0e-7);
+  EXPECT_LE(ge, 2.0e-6);
+  // Saturation and extremes.
+  EXPECT_EQ(triad_rt::exp_s(-1000.0f), 0.0f);
+  EXPECT_TRUE(std::isfinite(triad_rt::exp_s(1000.0f)));
+  EXPECT_EQ(triad_rt::erf_s(10.0f), 1.0f);
+  EXPECT_EQ(triad_rt::tanh_s(-30.0f), -1.0f);
+  EXPECT_EQ(triad_rt::exp_s(0.0f), 1.0f);
+}
+
+TEST(MathFunctions, ReluAndAdd) {
+  Vec x = {-2.0f, -0.0f, 0.5f,  3.0f, -1.0f, 2.0f, 7.0f,  -8.0f, 9.0f, -1.0f,
+           1.0f,  0.0f,  -3.0f, 4.0f, -5.0f, 6.0f, -7.0f, 8.0f,  1.5f};
+  Vec y(x.size()), z(x.size());
+  triad_rt::relu_array(x.data(), y.data(), static_cast<ptrdiff_t>(x.size()));
+  triad_rt::add_array(x.data(), y.data(), z.data(), static_cast<ptrdiff_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(y[i], std::max(0.0f, x[i]));
+    EXPECT_EQ(z[i], x[i] + y[i]);
+  }
+}
+
+} // namespace

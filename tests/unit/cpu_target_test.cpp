@@ -1,0 +1,271 @@
+// The CPU target end to end: generated C++ built by the system compiler and loaded, checked
+// against the reference interpreter on the shipped models and on hand-built graphs that reach
+// every code path of the generator (fused epilogues, broadcast chains, batched MatMul, data
+// movement, host fallback, views and duplicated outputs), plus the build cache and run-time
+// errors. Compiles use -O1 to keep the suite fast; the kernels are the same.
+#include "GraphBuild.h"
+#include "cpu/CodeGen.h"
+#include "cpu/CpuTarget.h"
+#include "cpu/Lowering.h"
+#include "frontend/OnnxImporter.h"
+#include "frontend/TensorIO.h"
+#include "ir/Interpreter.h"
+#include "ir/MemoryPlan.h"
+#include "ir/ops/Conv.h"
+#include "ir/ops/Elementwise.h"
+#include "ir/ops/Linear.h"
+#include "ir/ops/Movement.h"
+#include "ir/ops/Normalization.h"
+#include "ir/ops/Pool.h"
+#include "ir/passes/Pass.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <gtest/gtest.h>
+
+using namespace triad;
+using namespace triad::ir;
+using testutil::add;
+using testutil::attrs;
+using testutil::randomTensor;
+namespace fs = std::filesystem;
+
+namespace {
+
+cpu::CpuOptions testOptions() {
+  cpu::CpuOptions o;
+  o.flags = "-O1 -march=native";
+  o.cacheDir = fs::path(TRIAD_BINARY_DIR) / "test-cache" / "cpu";
+  o.threads = std::getenv("TRIAD_TEST_THREADS") ? std::atoi(std::getenv("TRIAD_TEST_THREADS")) : 2;
+  o.fuse = std::getenv("TRIAD_TEST_NOFUSE") == nullptr;
+  return o;
+}
+
+void expectClose(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double rtol,
+                 double atol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].type(), want[i].type()) << "output " << i;
+    for (int64_t k = 0; k < got[i].numElements(); ++k) {
+      double g = got[i].getDouble(k), w = want[i].getDouble(k);
+      ASSERT_LE(std::fabs(g - w), atol + rtol * std::fabs(w))
+          << "output " << i << " element " << k << ": " << g << " vs " << w;
+    }
+  }
+}
+
+/// Compiles `g` for the CPU and compares with the interpreter on `inputs`.
+std::unique_ptr<Executable> checkAgainstInterpreter(const Graph& g, const std::vector<Tensor>& in,
+                                                    double rtol = 1e-5, double atol = 1e-6) {
+  auto exe = cpu::makeCpuTarget(testOptions())->compile(g);
+  expectClose(exe->run(in), Interpreter(g).run(in), rtol, atol);
+  return exe;
+}
+
+TEST(CpuTarget, ShippedModelsMatchTheInterpreter) {
+  fs::path models = fs::path(TRIAD_SOURCE_DIR) / "models";
+  for (std::string name : {"digits_mlp", "jet_mlp", "digits_cnn", "resblock_cnn"}) {
+    SCOPED_TRACE(name);
+    std::string xfile = name == "digits_mlp" ? "digits_test_x_flat.npy"
+                        : name == "jet_mlp"  ? "jet_test_x.npy"
+                                             : "digits_test_x.npy";
+    Tensor x = frontend::readTensorFile(models / xfile).tensor;
+    frontend::ImportOptions io;
+    io.batch = x.shape()[0];
+    frontend::ImportResult r = frontend::importOnnxFile(models / (name + ".onnx"), io);
+    defaultPipeline().run(r.graph);
+    checkAgainstInterpreter(r.graph, {x}, 1e-4, 1e-6);
+  }
+}
+
+// Conv + bias + Relu + residual Add fused into the convolution's epilogue; BatchNorm that
+// cannot fold; a per-channel broadcast chain; pooling.
+TEST(CpuTarget, FusedConvolutionEpilogueAndBroadcastChains) {
+  std::mt19937 rng(1);
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, {2, 3, 9, 9}, {}});
+  Value* w = g.addConstant("w", randomTensor({4, 3, 3, 3}, rng));
+  Value* b = g.addConstant("b", randomTensor({4}, rng));
+  auto convAttrs = attrs<ConvAttrs>([](ConvAttrs& a) {
+    a.kernel = {3, 3};
+    a.strides = {1, 1};
+    a.pads = {1, 1, 1, 1};
+    a.dilations = {1, 1};
+  });
+  Node* conv = add(g, OpKind::Conv, "conv", {x, w, b}, convAttrs);
+  Value* skip = g.addConstant("skip", randomTensor({1, 4, 9, 9}, rng));
+  Node* relu = add(g, OpKind::Relu, "relu", {conv->output(0)});
+  Node* res = add(g, OpKind::Add, "residual", {relu->output(0), skip});
+  Value* ch = g.addConstant("per_channel", randomTensor({4, 1, 1}, rng));
+  Node* mul = add(g, OpKind::Mul, "scale", {res->output(0), ch});
+  Node* sig = add(g, OpKind::Sigmoid, "sigmoid", {mul->output(0)});
+  Value* half = g.addConstant("half", Tensor::fromVector<float>({}, {0.5f}));
+  Node* sub = add(g, OpKind::Sub, "shift", {sig->output(0), half});
+  auto pool = attrs<PoolAttrs>([](PoolAttrs& a) {
+    a.kernel = {2, 2};
+    a.strides = {2, 2};
+    a.pads = {0, 0, 1, 1};
+    a.dilations = {1, 1};
+  });
+  Node* mp = add(g, OpKind::MaxPool, "pool", {sub->output(0)}, pool);
+  Node* gap = add(g, OpKind::GlobalAveragePool, "gap", {mp->output(0)});
+  g.addOutput(gap->output(0));
+  g.addOutput(sub->output(0));
+  cpu::GeneratedCode code = cpu::generateCpp(g);
+  // conv+relu+add+mul+sigmoid+sub is one group: the chain ends at a graph output.
+  EXPECT_EQ(code.groups, 3u) << code.fusionSummary;
+  EXPECT_NE(code.source.find("epi_chain"), std::string::npos);
+  checkAgainstInterpreter(g, {randomTensor({2, 3, 9, 9}, rng)});
+}
+
+TEST(CpuTarget, GemmAndBatchedMatMulWithBroadcasting) {
+  std::mt19937 rng(2);
+  Graph g;
+  Value* a = g.addInput("a", {DType::F32, {2, 1, 5, 7}, {}});
+  Value* bm = g.addInput("b", {DType::F32, {3, 7, 6}, {}});
+  Node* mm = add(g, OpKind::MatMul, "batched", {a, bm}); // [2, 3, 5, 6]
+  Value* a2 = g.addInput("a2", {DType::F32, {4, 33}, {}});
+  Value* wt = g.addConstant("wt", randomTensor({17, 33}, rng));
+  Value* bias = g.addConstant("bias", randomTensor({4, 1}, rng));
+  auto gemm = attrs<GemmAttrs>([](GemmAttrs& at) {
+    at.transB = true;
+    at.alpha = 0.5f;
+    at.beta = 2.0f;
+  });
+  Node* gm = add(g, OpKind::Gemm, "gemm", {a2, wt, bias}, gemm); // [4, 17]
+  Node* act = add(g, OpKind::Tanh, "tanh", {gm->output(0)});
+  Value* v = g.addConstant("vec", randomTensor({17}, rng));
+  Node* dot = add(g, OpKind::MatMul, "matvec", {act->output(0), v}); // [4]
+  g.addOutput(mm->output(0));
+  g.addOutput(dot->output(0));
+  checkAgainstInterpreter(g, {randomTensor({2, 1, 5, 7}, rng), randomTensor({3, 7, 6}, rng),
+                              randomTensor({4, 33}, rng)});
+}
+
+TEST(CpuTarget, DataMovementSoftmaxAndLayerNorm) {
+  std::mt19937 rng(3);
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, {2, 3, 4, 5}, {}});
+  Node* tr =
+      add(g, OpKind::Transpose, "transpose", {x}, attrs<TransposeAttrs>([](TransposeAttrs& a) {
+            a.perm = {0, 2, 1, 3};
+          }));
+  Node* sl = add(g, OpKind::Slice, "slice", {tr->output(0)}, attrs<SliceAttrs>([](SliceAttrs& a) {
+                   a.starts = {0, 3, 0, 4};
+                   a.steps = {1, -1, 2, -2};
+                   a.outShape = {2, 4, 2, 3};
+                 }));
+  Node* cc = add(g, OpKind::Concat, "concat", {sl->output(0), sl->output(0)},
+                 attrs<AxisAttrs>([](AxisAttrs& a) { a.axis = 3; })); // [2, 4, 2, 6]
+  Node* sp = add(g, OpKind::Split, "split", {cc->output(0)}, attrs<SplitAttrs>([](SplitAttrs& a) {
+                   a.axis = 3;
+                   a.split = {2, 4};
+                 }),
+                 2);
+  Node* sm = add(g, OpKind::Softmax, "softmax", {sp->output(1)},
+                 attrs<SoftmaxAttrs>([](SoftmaxAttrs& a) { a.axes = {3}; }));
+  Value* scale = g.addConstant("scale", randomTensor({4}, rng));
+  Value* shift = g.addConstant("shift", randomTensor({4}, rng));
+  Node* ln = add(g, OpKind::LayerNormalization, "layernorm", {sm->output(0), scale, shift},
+                 attrs<LayerNormAttrs>([](LayerNormAttrs& a) {
+                   a.axis = 3;
+                   a.epsilon = 1e-5f;
+                 }));
+  Value* table = g.addConstant("table", randomTensor({5, 3}, rng));
+  Value* idx = g.addInput("idx", {DType::I64, {2, 2}, {}});
+  Node* ga = add(g, OpKind::Gather, "gather", {table, idx},
+                 attrs<AxisAttrs>([](AxisAttrs& a) { a.axis = 0; }));
+  g.addOutput(ln->output(0));
+  g.addOutput(sp->output(0));
+  g.addOutput(ga->output(0));
+  Tensor ids = Tensor::fromVector<int64_t>({2, 2}, {0, 4, -1, 2});
+  auto exe = checkAgainstInterpreter(g, {randomTensor({2, 3, 4, 5}, rng), ids});
+  // An index out of range is a run-time error naming the node, not a wild read.
+  Tensor bad = Tensor::fromVector<int64_t>({2, 2}, {0, 5, 1, 2});
+  try {
+    exe->run(std::vector<Tensor>{randomTensor({2, 3, 4, 5}, rng), bad});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Runtime);
+    EXPECT_NE(std::string(e.what()).find("gather"), std::string::npos) << e.what();
+  }
+}
+
+// A node without a native lowering (Neg on int32) runs on the host between compiled layers;
+// views, a graph input returned as an output and a duplicated output are copied correctly.
+TEST(CpuTarget, HostFallbackViewsAndOutputAliases) {
+  std::mt19937 rng(4);
+  Graph g;
+  Value* x = g.addInput("x", {DType::I32, {3, 4}, {}});
+  Node* neg = add(g, OpKind::Neg, "neg_int", {x});
+  ASSERT_FALSE(cpu::nativeSupport(*neg).ok);
+  Node* cast = add(g, OpKind::Cast, "to_float", {neg->output(0)},
+                   attrs<CastAttrs>([](CastAttrs& a) { a.to = DType::F32; }));
+  Node* rs = add(g, OpKind::Reshape, "reshape", {cast->output(0)},
+                 attrs<ReshapeAttrs>([](ReshapeAttrs& a) {
+                   a.shape = {2, 6};
+                 }));
+  Node* relu = add(g, OpKind::Relu, "relu", {rs->output(0)});
+  Node* fl = add(g, OpKind::Flatten, "flatten", {relu->output(0)},
+                 attrs<FlattenAttrs>([](FlattenAttrs& a) { a.axis = 0; }));
+  g.addOutput(fl->output(0));
+  g.addOutput(x);
+  g.addOutput(fl->output(0));
+  g.addOutput(rs->output(0));
+  Tensor xi = Tensor::fromVector<int32_t>({3, 4}, {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12});
+  auto exe = checkAgainstInterpreter(g, {xi});
+  auto* cpuExe = dynamic_cast<cpu::CpuExecutable*>(exe.get());
+  ASSERT_NE(cpuExe, nullptr);
+  EXPECT_EQ(cpuExe->build().code.hostNodes.size(), 1u);
+  // Standalone sources cannot call the host: refused, naming the node.
+  cpu::CodeGenOptions standalone;
+  standalone.standalone = true;
+  try {
+    cpu::generateCpp(g, standalone);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("neg_int"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuTarget, SecondCompileComesFromTheCache) {
+  std::mt19937 rng(5);
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, {8}, {}});
+  Value* c = g.addConstant("c", randomTensor({8}, rng));
+  g.addOutput(add(g, OpKind::Add, "add_cache_probe", {x, c})->output(0));
+  auto t = cpu::makeCpuTarget(testOptions());
+  auto first = t->compile(g);
+  auto second = t->compile(g);
+  EXPECT_TRUE(dynamic_cast<cpu::CpuExecutable&>(*second).build().cached);
+  EXPECT_TRUE(fs::exists(dynamic_cast<cpu::CpuExecutable&>(*second).build().dir / "model.so"));
+}
+
+// Elementwise chains write over an operand that dies there; lifetimes that do not overlap
+// share arena bytes.
+TEST(CpuTarget, MemoryPlanReusesBuffersAndWritesInPlace) {
+  std::mt19937 rng(6);
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, {64, 64}, {}});
+  Value* w = g.addConstant("w", randomTensor({64, 64}, rng));
+  Value* cur = x;
+  for (int i = 0; i < 4; ++i) {
+    Node* mm = add(g, OpKind::MatMul, fmt::format("mm{}", i), {cur, w});
+    Node* sm = add(g, OpKind::Softmax, fmt::format("sm{}", i), {mm->output(0)},
+                   attrs<SoftmaxAttrs>([](SoftmaxAttrs& a) { a.axes = {1}; }));
+    // Exp reads the softmax output twice (not fusable into it) and may overwrite it.
+    Node* e = add(g, OpKind::Exp, fmt::format("exp{}", i), {sm->output(0)});
+    cur = e->output(0);
+  }
+  g.addOutput(cur);
+  FusionPolicy policy = cpu::cpuFusionPolicy();
+  auto groups = formFusionGroups(g, policy);
+  MemoryPlan plan = planMemory(g, groups);
+  EXPECT_GT(plan.inPlaceCount, 0);
+  EXPECT_LT(plan.arenaBytes, plan.unsharedBytes);
+  EXPECT_LE(plan.arenaBytes, 2 * 64 * 64 * 4 + 128); // two live 16 KiB buffers at most
+  checkAgainstInterpreter(g, {randomTensor({64, 64}, rng)});
+}
+
+} // namespace
