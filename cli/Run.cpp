@@ -1,8 +1,11 @@
 // triad run: run a model on inputs from .npy/.pb files and write its outputs.
 #include "cli/Commands.h"
 #include "frontend/TensorIO.h"
+#include "gpu/GpuTarget.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fmt/format.h>
 
 namespace triad::cli {
@@ -13,6 +16,10 @@ struct RunOptions {
   ModelOptions model;
   std::string target = "interp";
   std::vector<std::string> inputs, outputs;
+  int repeat = 1;
+  int threads = 0;
+  bool profile = false;
+  std::string device; // --target gpu: OpenCL device selector
 };
 
 // "name=path" or "path"; names are graph input/output names.
@@ -27,6 +34,15 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
   if (!target)
     fail(ErrorKind::Usage, "--target '{}' is not available (available: {})", o.target,
          targets.names());
+  std::unique_ptr<ir::Target> onDevice; // --device: a GPU target bound to that device
+  if (!o.device.empty()) {
+    if (target->name() != "gpu")
+      fail(ErrorKind::Usage, "--device applies to --target gpu, not '{}'", target->name());
+    gpu::GpuOptions go;
+    go.device = o.device;
+    onDevice = gpu::makeGpuTarget(go);
+    target = onDevice.get();
+  }
   frontend::ImportResult r = o.model.load(target->name() != "interp");
   const ir::Graph& g = r.graph;
 
@@ -63,11 +79,24 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     inputs.push_back(std::move(*bound[i]));
   }
 
+  if (o.threads > 0) setenv("TRIAD_THREADS", std::to_string(o.threads).c_str(), 1);
+  auto tc = std::chrono::steady_clock::now();
   auto exe = target->compile(g);
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<ir::Tensor> outs = exe->run(inputs);
-  double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double compileMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count();
+  // The first run pays for first touches of memory; with --repeat the later runs are timed.
+  std::vector<ir::Tensor> outs;
+  std::vector<double> times;
+  for (int r = 0; r < o.repeat; ++r) {
+    if (o.profile && r == std::min(1, o.repeat - 1)) exe->setProfiling(true);
+    auto t0 = std::chrono::steady_clock::now();
+    outs = exe->run(inputs);
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::vector<double> timed(times.begin() + (times.size() > 1 ? 1 : 0), times.end());
+  std::sort(timed.begin(), timed.end());
+  double ms = timed[timed.size() / 2];
 
   for (size_t i = 0; i < outs.size(); ++i) {
     const ir::Tensor& t = outs[i];
@@ -96,7 +125,29 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     frontend::writeTensorFile(path, outs[idx], g.outputs()[idx]->name());
   }
   std::fflush(stdout); // keep the timing line after the outputs when both go to one terminal
-  fmt::print(stderr, "ran on {} in {:.2f} ms\n", target->name(), ms);
+  if (o.profile) {
+    std::vector<ir::LayerTime> prof = exe->profile();
+    int runs = std::max(1, o.repeat - 1);
+    double total = 0;
+    for (const auto& l : prof)
+      total += l.milliseconds;
+    std::sort(prof.begin(), prof.end(),
+              [](const auto& a, const auto& b) { return a.milliseconds > b.milliseconds; });
+    fmt::print(stderr, "per-layer time on {} (mean of {} run{}):\n", target->name(), runs,
+               runs == 1 ? "" : "s");
+    for (const auto& l : prof)
+      fmt::print(stderr, "  {:>10.3f} ms {:>5.1f}%  {}{}\n", l.milliseconds / runs,
+                 total > 0 ? 100 * l.milliseconds / total : 0.0, l.layer,
+                 l.kind == "layer" ? "" : " [" + l.kind + "]");
+    if (prof.empty()) fmt::print(stderr, "  (target {} has no per-layer timing)\n", target->name());
+  }
+  if (o.repeat > 1)
+    fmt::print(stderr, "ran on {} in {:.2f} ms (median of {} runs after the first; first {:.2f} ms; "
+                       "compile {:.0f} ms)\n",
+               target->name(), ms, timed.size(), times.front(), compileMs);
+  else
+    fmt::print(stderr, "ran on {} in {:.2f} ms (compile {:.0f} ms)\n", target->name(), ms,
+               compileMs);
   return 0;
 }
 
@@ -111,6 +162,17 @@ Action addRun(CLI::App& app, const ir::TargetRegistry& targets) {
                               "compiled C++ (threads: TRIAD_THREADS)",
                               targets.names()))
       ->capture_default_str();
+  cmd->add_option("--repeat", o->repeat, "Run N times; report the median of runs 2..N")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--device", o->device,
+                  "OpenCL device for --target gpu: index, P:D or name substring (see `triad "
+                  "devices`; default: $TRIAD_OPENCL_DEVICE, else the first GPU, else the first "
+                  "device)");
+  cmd->add_option("--threads", o->threads,
+                  "Threads of compiled targets (default: TRIAD_THREADS, else every core)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--profile", o->profile, "Print per-layer times (targets that record them)");
   cmd->add_option(
       "-i,--input", o->inputs,
       "Input tensor file (.npy or ONNX TensorProto .pb), in input order or as NAME=FILE");

@@ -1,6 +1,7 @@
 // triad: compile ONNX models for CPU, GPU and FPGA from one graph IR.
 #include "cli/Commands.h"
 #include "cpu/CpuTarget.h"
+#include "gpu/GpuTarget.h"
 #include "ir/Diagnostics.h"
 
 #include <cstdlib>
@@ -28,11 +29,8 @@ int main(int argc, char** argv) {
 
   ir::TargetRegistry targets;
   targets.add(ir::makeInterpreterTarget());
-  {
-    cpu::CpuOptions cpuOptions;
-    if (const char* t = std::getenv("TRIAD_THREADS")) cpuOptions.threads = std::atoi(t);
-    targets.add(cpu::makeCpuTarget(cpuOptions));
-  }
+  targets.add(cpu::makeCpuTarget()); // threads: --threads or TRIAD_THREADS, else all cores
+  targets.add(gpu::makeGpuTarget()); // OpenCL; the device is chosen at compile time
 
   std::map<CLI::App*, cli::Action> actions;
   auto add = [&](cli::Action (*f)(CLI::App&, const ir::TargetRegistry&)) {

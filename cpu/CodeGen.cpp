@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
+#include <numeric>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -141,6 +142,57 @@ Broadcast analyzeBroadcast(const Shape& out, const std::vector<const Value*>& op
   return b;
 }
 
+/// The operands of the group's nodes from `first` on (the anchor's own inputs are its kernel's
+/// business) with their access patterns. Each operand broadcasts against the output of the
+/// node that reads it (views inside a chain change the shape, never the linear order), and the
+/// chunk is one every analysis agrees on (their gcd), so a segment inside one chunk is inside
+/// one chunk of each.
+struct GroupAccess {
+  std::vector<const Value*> operands;
+  std::vector<OperandAccess> access;
+  int64_t chunk = 1;
+};
+
+GroupAccess analyzeGroup(const FusionGroup& grp, size_t first, bool perElement) {
+  GroupAccess ga;
+  std::unordered_set<const Value*> inside;
+  if (first > 0) inside.insert(grp.nodes[0]->output(0));
+  std::vector<const Shape*> readAt;
+  for (size_t i = first; i < grp.nodes.size(); ++i) {
+    const Node* n = grp.nodes[i];
+    for (Value* v : n->inputs())
+      if (v && !inside.count(v) &&
+          std::find(ga.operands.begin(), ga.operands.end(), v) == ga.operands.end()) {
+        ga.operands.push_back(v);
+        readAt.push_back(&n->output(0)->type().shape);
+      }
+    inside.insert(n->output(0));
+  }
+  const Shape& outShape = grp.last()->output(0)->type().shape;
+  ga.chunk = numElements(outShape);
+  ga.access.resize(ga.operands.size());
+  std::vector<const Shape*> shapes;
+  for (const Shape* sh : readAt)
+    if (std::find_if(shapes.begin(), shapes.end(), [&](const Shape* x) { return *x == *sh; }) ==
+        shapes.end())
+      shapes.push_back(sh);
+  for (const Shape* sh : shapes) {
+    std::vector<const Value*> subset;
+    std::vector<size_t> where;
+    for (size_t k = 0; k < ga.operands.size(); ++k)
+      if (*readAt[k] == *sh) {
+        subset.push_back(ga.operands[k]);
+        where.push_back(k);
+      }
+    Broadcast b = analyzeBroadcast(*sh, subset, perElement, perElement ? "i" : "i0");
+    ga.chunk = std::gcd(ga.chunk, b.chunk);
+    for (size_t j = 0; j < where.size(); ++j)
+      ga.access[where[j]] = b.access[j];
+  }
+  if (ga.chunk == 0) ga.chunk = 1;
+  return ga;
+}
+
 struct ValueRef {
   std::string ptr; // typed pointer expression
 };
@@ -159,8 +211,8 @@ private:
   void emitChain(const FusionGroup& grp, Code& body);
   /// The loop body computing the group's nodes from `first` on for elements
   /// [i0, i0 + n); `anchorValue` is the expression of the anchor's output element j.
-  void emitSegment(const FusionGroup& grp, size_t first, const Value* out, bool perElement,
-                   Code& body, const std::string& anchorValue, const std::string& store);
+  void emitSegment(const FusionGroup& grp, size_t first, bool perElement, Code& body,
+                   const std::string& anchorValue, const std::string& store);
   void emitHostCall(const Node& n, Code& body);
 
   const Graph& g_;
@@ -172,6 +224,7 @@ private:
   std::vector<const Node*> hostNodes_;
   int64_t scratchBytes_ = 0;
   std::set<std::string> idents_;
+  std::vector<std::string> layerNames_; // by layer index (profiling)
 };
 
 std::string Generator::pointer(const Value* v, bool writable) const {
@@ -207,27 +260,17 @@ void Generator::placeConstants() {
   weights_.resize(size_t(alignUp(int64_t(weights_.size()))), 0);
 }
 
-void Generator::emitSegment(const FusionGroup& grp, size_t first, const Value* out, bool perElement,
-                            Code& body, const std::string& anchorValue, const std::string& store) {
-  // Operands: the external inputs of the nodes from `first` on (the anchor's own inputs are
-  // the kernel's business).
-  std::unordered_set<const Value*> inside;
-  if (first > 0) inside.insert(grp.nodes[0]->output(0));
-  std::vector<const Value*> operands;
-  for (size_t i = first; i < grp.nodes.size(); ++i) {
-    for (Value* v : grp.nodes[i]->inputs())
-      if (v && !inside.count(v) && std::find(operands.begin(), operands.end(), v) == operands.end())
-        operands.push_back(v);
-    inside.insert(grp.nodes[i]->output(0));
-  }
+void Generator::emitSegment(const FusionGroup& grp, size_t first, bool perElement, Code& body,
+                            const std::string& anchorValue, const std::string& store) {
   // Per element: every operand offset is computed from i = i0 + j inside the loop.
-  Broadcast bc = analyzeBroadcast(out->type().shape, operands, perElement, perElement ? "i" : "i0");
+  GroupAccess ga = analyzeGroup(grp, first, perElement);
+  const std::vector<const Value*>& operands = ga.operands;
   std::unordered_map<const Value*, std::string> expr;
   if (first > 0) expr[grp.nodes[0]->output(0)] = anchorValue;
   Code loads;
   Code& operandCode = perElement ? loads : body;
   for (size_t k = 0; k < operands.size(); ++k) {
-    const OperandAccess& a = bc.access[k];
+    const OperandAccess& a = ga.access[k];
     if (!a.literal.empty()) {
       expr[operands[k]] = a.literal;
       continue;
@@ -256,7 +299,9 @@ void Generator::emitSegment(const FusionGroup& grp, size_t first, const Value* o
     std::vector<std::string> ops;
     for (Value* v : nd->inputs())
       ops.push_back(v ? expr.at(v) : std::string());
-    std::string e = nd->kind() == OpKind::Expand ? ops[0] : scalarExpr(*nd, ops);
+    // Expand (a chain head) broadcasts its operand; views keep the linear order.
+    std::string e =
+        nd->kind() == OpKind::Expand || isViewOp(nd->kind()) ? ops[0] : scalarExpr(*nd, ops);
     std::string var = fmt::format("t{}", i);
     body.line("const {} {} = {}; // {} ({})", typeOf(nd->output(0)), var, e, nd->name(),
               opKindName(nd->kind()));
@@ -272,16 +317,13 @@ void Generator::emitChain(const FusionGroup& grp, Code& body) {
   int64_t total = numElements(out->type().shape);
   // The chunk decides the loop structure: rows of `chunk` contiguous elements, cut into
   // blocks for the threads.
-  std::vector<const Value*> operands;
-  for (Value* v : grp.externalInputs())
-    operands.push_back(v);
-  int64_t chunk = analyzeBroadcast(out->type().shape, operands, false).chunk;
+  int64_t chunk = analyzeGroup(grp, 0, false).chunk;
   int64_t block = std::min<int64_t>(chunk, 16384);
   int64_t blocksPerRow = (chunk + block - 1) / block;
   int64_t tasks = total / chunk * blocksPerRow;
   body.line("{}* y = {};", typeOf(out), pointer(out, true));
   body.open("auto segment = [&](int64_t i0, int64_t n)");
-  emitSegment(grp, 0, out, false, body, "", "y[i0 + j]");
+  emitSegment(grp, 0, false, body, "", "y[i0 + j]");
   body.close("};");
   if (tasks == 1) {
     body.line("segment(0, {});", total);
@@ -364,16 +406,9 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
         Code e;
         e.open("[&](float* c, int row, int col0, int n)");
         e.line("const int64_t i0 = {}; (void)i0; (void)row; (void)col0;", index);
-        std::vector<const Value*> operands;
-        std::unordered_set<const Value*> inside{grp.nodes[0]->output(0)};
-        for (size_t i = 1; i < grp.nodes.size(); ++i) {
-          for (Value* v : grp.nodes[i]->inputs())
-            if (v && !inside.count(v)) operands.push_back(v);
-          inside.insert(grp.nodes[i]->output(0));
-        }
-        int64_t chunk = analyzeBroadcast(out->type().shape, operands, false).chunk;
+        int64_t chunk = analyzeGroup(grp, 1, false).chunk;
         bool perElement = chunk % ld != 0;
-        emitSegment(grp, 1, out, perElement, e, "c[j]", "c[j]");
+        emitSegment(grp, 1, perElement, e, "c[j]", "c[j]");
         e.close("}");
         return e.text();
       };
@@ -392,7 +427,8 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
   functions_.raw(body.text());
   functions_.line("return 0;");
   functions_.close();
-  runBody_.line("if (int rc = {}(m, in, out)) return rc;", fname);
+  runBody_.line("TRIAD_LAYER({}, {});", layerNames_.size(), fname);
+  layerNames_.push_back(ident);
 }
 
 GeneratedCode Generator::run() {
@@ -443,6 +479,19 @@ GeneratedCode Generator::run() {
   src.line("#include <cstring>");
   src.line("#include <vector>");
   src.line("");
+  src.line("#include <chrono>");
+  src.line("");
+  src.line("// Runs layer K; with profiling on, adds its wall time to m.layer_ms[K].");
+  src.line("#define TRIAD_LAYER(K, F) \\");
+  src.line("  do {{ \\");
+  src.line("    auto t0_ = m.profile ? std::chrono::steady_clock::now() \\");
+  src.line("                         : std::chrono::steady_clock::time_point(); \\");
+  src.line("    if (int rc = F(m, in, out)) return rc; \\");
+  src.line("    if (m.profile) \\");
+  src.line("      m.layer_ms[K] += std::chrono::duration<double, std::milli>( \\");
+  src.line("          std::chrono::steady_clock::now() - t0_).count(); \\");
+  src.line("  }} while (0)");
+  src.line("");
   src.line("#if defined(_OPENMP)");
   src.line("#define TRIAD_PRAGMA(x) _Pragma(#x)");
   src.line("// Elementwise loops go parallel only when they are big enough to pay for the fork.");
@@ -467,6 +516,8 @@ GeneratedCode Generator::run() {
   src.line("triad_host_fn host = nullptr;");
   src.line("void* host_ctx = nullptr;");
   src.line("char error[512] = {{0}};");
+  src.line("bool profile = false;         // time every layer (P_profile)");
+  src.line("double layer_ms[{}] = {{0}};", std::max<size_t>(layerNames_.size(), 1));
   src.line("std::vector<void*> owned;");
   src.raw(fields_.text());
   src.open("void* alloc(size_t bytes)");
@@ -520,6 +571,26 @@ GeneratedCode Generator::run() {
   src.line("");
   src.line("size_t {}_weights_bytes(void) {{ return {}; }}", P, weights_.size());
   src.line("");
+  std::string names;
+  for (const std::string& n : layerNames_)
+    names += fmt::format("\"{}\", ", n);
+  src.line("static const char* const kLayerNames[] = {{{}nullptr}};", names);
+  src.line("");
+  src.line("/// Turns per-layer timing on (and clears it) or off.");
+  src.open(fmt::format("void {}_set_profiling(void* model, int on)", P));
+  src.line("State& m = *static_cast<State*>(model);");
+  src.line("m.profile = on != 0;");
+  src.line("for (double& t : m.layer_ms) t = 0;");
+  src.close();
+  src.line("");
+  src.line("/// Layer names and accumulated milliseconds; returns the number of layers.");
+  src.open(
+      fmt::format("int {}_profile(void* model, const char* const** names, const double** ms)", P));
+  src.line("*names = kLayerNames;");
+  src.line("*ms = static_cast<State*>(model)->layer_ms;");
+  src.line("return {};", layerNames_.size());
+  src.close();
+  src.line("");
   src.line("}} // extern \"C\"");
 
   Code h;
@@ -548,6 +619,9 @@ GeneratedCode Generator::run() {
   h.line("const char* {}_error(void* model);", P);
   h.line("void {}_destroy(void* model);", P);
   h.line("size_t {}_weights_bytes(void);", P);
+  h.line("/// Per-layer timing: on/off (clears), then names and accumulated milliseconds.");
+  h.line("void {}_set_profiling(void* model, int on);", P);
+  h.line("int {}_profile(void* model, const char* const** names, const double** ms);", P);
   h.line("#ifdef __cplusplus");
   h.line("}}");
   h.line("#endif");

@@ -204,6 +204,8 @@ using CreateFn = void* (*)(const unsigned char*, int,
 using RunFn = int (*)(void*, const void* const*, void* const*);
 using ErrorFn = const char* (*)(void*);
 using DestroyFn = void (*)(void*);
+using SetProfilingFn = void (*)(void*, int);
+using ProfileFn = int (*)(void*, const char* const**, const double**);
 
 class CompiledModel final : public CpuExecutable {
 public:
@@ -220,6 +222,8 @@ public:
     run_ = reinterpret_cast<RunFn>(sym("triad_model_run"));
     error_ = reinterpret_cast<ErrorFn>(sym("triad_model_error"));
     destroy_ = reinterpret_cast<DestroyFn>(sym("triad_model_destroy"));
+    setProfiling_ = reinterpret_cast<SetProfilingFn>(sym("triad_model_set_profiling"));
+    profile_ = reinterpret_cast<ProfileFn>(sym("triad_model_profile"));
     // The weights must stay put and aligned for the model's lifetime.
     const auto& w = info_.code.weights;
     weights_ = static_cast<unsigned char*>(std::aligned_alloc(64, (w.size() + 64) / 64 * 64));
@@ -233,6 +237,17 @@ public:
   }
 
   const BuildInfo& build() const override { return info_; }
+
+  void setProfiling(bool on) override { setProfiling_(state_, on ? 1 : 0); }
+  std::vector<LayerTime> profile() const override {
+    const char* const* names = nullptr;
+    const double* ms = nullptr;
+    int n = profile_(state_, &names, &ms);
+    std::vector<LayerTime> out;
+    for (int i = 0; i < n; ++i)
+      if (ms[i] > 0) out.push_back({names[i], ms[i], "layer"});
+    return out;
+  }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
     if (inputs.size() != g_.inputs().size())
@@ -308,6 +323,8 @@ private:
   RunFn run_ = nullptr;
   ErrorFn error_ = nullptr;
   DestroyFn destroy_ = nullptr;
+  SetProfilingFn setProfiling_ = nullptr;
+  ProfileFn profile_ = nullptr;
   std::string hostError_;
   ErrorKind hostErrorKind_ = ErrorKind::Runtime;
 };
@@ -325,7 +342,10 @@ public:
     CodeGenOptions co;
     co.fuse = opts_.fuse;
     BuildInfo info = buildSharedObject(generateCpp(g, co), opts_);
-    int threads = opts_.threads > 0 ? opts_.threads : defaultThreads();
+    int threads = opts_.threads;
+    if (threads <= 0)
+      if (const char* t = std::getenv("TRIAD_THREADS"); t && std::atoi(t) > 0) threads = std::atoi(t);
+    if (threads <= 0) threads = defaultThreads();
     return std::make_unique<CompiledModel>(g, std::move(info), threads);
   }
 

@@ -174,6 +174,9 @@ void emitMatMul(LowerContext& c) {
     if (strideA[i]) offA += fmt::format(" + {} * {}", bi, strideA[i]);
     if (strideB[i]) offB += fmt::format(" + {} * {}", bi, strideB[i]);
   }
+  // Batches go to the threads (each GEMM then runs on one): attention-sized products are
+  // too small to split well, and one parallel region beats one per batch.
+  c.body.line("TRIAD_PARALLEL_FOR({} * 65536)", batches > 1 ? 1 : 0);
   c.body.open(fmt::format("for (int64_t b = 0; b < {}; ++b)", batches));
   std::string epi =
       epilogueWith(c, "", fmt::format("b * {} + int64_t(row) * {} + col0", M * N, N), N);
@@ -541,6 +544,7 @@ FusionPolicy cpuFusionPolicy() {
   p.isFusableElementwise = [](const Node& n) {
     return (hasScalarExpr(n) && !findLowering(n.kind())) || n.kind() == OpKind::Expand;
   };
+  p.isFusableView = [](const Node& n) { return isViewOp(n.kind()); };
   return p;
 }
 

@@ -32,6 +32,137 @@ const std::set<std::string, std::less<>>& reservedWords() {
   return words;
 }
 
+// OpenCL C built-in functions: a kernel named like one of them does not link (PoCL renames the
+// built-in and the kernel disappears), so such layer names ("tanh", "floor") get a prefix.
+bool isBuiltinFunction(std::string_view s) {
+  static const std::set<std::string, std::less<>> builtins = {"acos",
+                                                              "acosh",
+                                                              "acospi",
+                                                              "asin",
+                                                              "asinh",
+                                                              "asinpi",
+                                                              "atan",
+                                                              "atan2",
+                                                              "atanh",
+                                                              "atanpi",
+                                                              "atan2pi",
+                                                              "cbrt",
+                                                              "ceil",
+                                                              "copysign",
+                                                              "cos",
+                                                              "cosh",
+                                                              "cospi",
+                                                              "erfc",
+                                                              "erf",
+                                                              "exp2",
+                                                              "exp10",
+                                                              "expm1",
+                                                              "fabs",
+                                                              "fdim",
+                                                              "floor",
+                                                              "fma",
+                                                              "fmod",
+                                                              "fract",
+                                                              "frexp",
+                                                              "hypot",
+                                                              "ilogb",
+                                                              "ldexp",
+                                                              "lgamma",
+                                                              "lgamma_r",
+                                                              "log2",
+                                                              "log10",
+                                                              "log1p",
+                                                              "logb",
+                                                              "maxmag",
+                                                              "minmag",
+                                                              "modf",
+                                                              "nan",
+                                                              "nextafter",
+                                                              "pow",
+                                                              "pown",
+                                                              "powr",
+                                                              "remainder",
+                                                              "remquo",
+                                                              "rint",
+                                                              "rootn",
+                                                              "round",
+                                                              "sin",
+                                                              "sincos",
+                                                              "sinh",
+                                                              "sinpi",
+                                                              "tan",
+                                                              "tanh",
+                                                              "tanpi",
+                                                              "tgamma",
+                                                              "trunc",
+                                                              "clamp",
+                                                              "degrees",
+                                                              "mix",
+                                                              "radians",
+                                                              "step",
+                                                              "smoothstep",
+                                                              "sign",
+                                                              "abs",
+                                                              "abs_diff",
+                                                              "add_sat",
+                                                              "hadd",
+                                                              "rhadd",
+                                                              "clz",
+                                                              "mad_hi",
+                                                              "mad_sat",
+                                                              "mul_hi",
+                                                              "rotate",
+                                                              "sub_sat",
+                                                              "upsample",
+                                                              "popcount",
+                                                              "mad24",
+                                                              "mul24",
+                                                              "cross",
+                                                              "dot",
+                                                              "distance",
+                                                              "length",
+                                                              "normalize",
+                                                              "fast_distance",
+                                                              "fast_length",
+                                                              "fast_normalize",
+                                                              "isequal",
+                                                              "isnotequal",
+                                                              "isgreater",
+                                                              "isgreaterequal",
+                                                              "isless",
+                                                              "islessequal",
+                                                              "islessgreater",
+                                                              "isfinite",
+                                                              "isinf",
+                                                              "isnan",
+                                                              "isnormal",
+                                                              "isordered",
+                                                              "isunordered",
+                                                              "signbit",
+                                                              "any",
+                                                              "all",
+                                                              "bitselect",
+                                                              "select",
+                                                              "vload",
+                                                              "vstore",
+                                                              "printf",
+                                                              "prefetch",
+                                                              "shuffle",
+                                                              "shuffle2",
+                                                              "mem_fence",
+                                                              "read_mem_fence",
+                                                              "write_mem_fence",
+                                                              "async_work_group_copy",
+                                                              "wait_group_events",
+                                                              "native_exp",
+                                                              "native_log",
+                                                              "native_sin",
+                                                              "native_cos",
+                                                              "half_exp",
+                                                              "convert_float"};
+  return builtins.count(s) > 0;
+}
+
 } // namespace
 
 std::string kernelIdentifier(std::string_view layer) {
@@ -50,7 +181,8 @@ std::string kernelIdentifier(std::string_view layer) {
   while (!s.empty() && s.back() == '_')
     s.pop_back();
   if (s.empty()) s = "layer";
-  if ((s[0] >= '0' && s[0] <= '9') || reservedWords().count(s) || s.rfind("get_", 0) == 0)
+  if ((s[0] >= '0' && s[0] <= '9') || reservedWords().count(s) || isBuiltinFunction(s) ||
+      s.rfind("get_", 0) == 0 || s.rfind("atomic_", 0) == 0 || s.rfind("atom_", 0) == 0)
     s.insert(0, "k_");
   return s;
 }
@@ -91,7 +223,10 @@ std::string paramName(std::string_view decl) {
   while (end > 0 && (decl[end - 1] == ' ' || decl[end - 1] == ']' || decl[end - 1] == '['))
     --end;
   size_t begin = end;
-  while (begin > 0 && isIdentifier(decl.substr(begin - 1, 1)))
+  auto identChar = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  while (begin > 0 && identChar(decl[begin - 1])) // digits too: "x1", "ep0"
     --begin;
   return std::string(decl.substr(begin, end - begin));
 }
@@ -149,10 +284,23 @@ std::string shapeString(const std::vector<int64_t>& shape) {
 GeneratedKernel generateElementwise(std::string_view layer, const std::vector<int64_t>& outShape,
                                     const std::vector<ElementwiseInput>& inputs,
                                     std::string_view body, const ElementwiseParams& params) {
+  if (body.empty()) fail(ErrorKind::Usage, "elementwise '{}': empty body expression", layer);
+  ElementwiseChain chain;
+  chain.outShape = outShape;
+  chain.inputs = inputs;
+  chain.result = std::string(body);
+  return generateElementwiseChain(layer, chain, params);
+}
+
+GeneratedKernel generateElementwiseChain(std::string_view layer, const ElementwiseChain& chain,
+                                         const ElementwiseParams& params) {
+  const std::vector<int64_t>& outShape = chain.outShape;
+  const std::vector<ElementwiseInput>& inputs = chain.inputs;
+  const std::string& body = chain.result;
   if (params.wgSize < 1 || params.itemsPerThread < 1)
     fail(ErrorKind::Usage, "elementwise '{}': work-group size and items per thread must be >= 1",
          layer);
-  if (body.empty()) fail(ErrorKind::Usage, "elementwise '{}': empty body expression", layer);
+  if (body.empty()) fail(ErrorKind::Usage, "elementwise '{}': empty result expression", layer);
   int64_t total = 1;
   for (int64_t d : outShape) {
     if (d < 0) fail(ErrorKind::Usage, "elementwise '{}': negative output dimension", layer);
@@ -224,18 +372,22 @@ GeneratedKernel generateElementwise(std::string_view layer, const std::vector<in
   }
 
   CodeWriter w;
-  w.line("// Layer: {} (elementwise), f32", layer);
-  w.line("//   Y{} = {}", shapeString(outShape), body);
+  w.line("// Layer: {} (elementwise{}), {}", layer,
+         chain.statements.empty() ? "" : fmt::format(", {} ops fused", chain.statements.size()),
+         chain.outType == "float" ? "f32" : chain.outType);
+  w.line("//   Y{} = {}", shapeString(outShape),
+         chain.description.empty() ? body : chain.description);
   for (size_t i = 0; i < inputs.size(); ++i)
-    w.line("//   {}{}{}", inputs[i].name, shapeString(inputs[i].shape),
+    w.line("//   {}{}{}{}", inputs[i].name, shapeString(inputs[i].shape),
+           inputs[i].type == "float" ? "" : " " + inputs[i].type,
            offsets[i] == "idx" ? "" : " (broadcast)");
   w.line("// Parameters: {}; 1-D launch {}.", params.toString(), k.range.toString());
   std::vector<std::string> decls;
   for (const ElementwiseInput& in : inputs) {
-    decls.push_back(fmt::format("__global const float* restrict {}_data", in.name));
+    decls.push_back(fmt::format("__global const {}* restrict {}_data", in.type, in.name));
     k.params.push_back(in.name + "_data");
   }
-  decls.push_back("__global float* restrict Y");
+  decls.push_back(fmt::format("__global {}* restrict Y", chain.outType));
   k.params.push_back("Y");
   w.line("__kernel __attribute__((reqd_work_group_size({}, 1, 1)))", params.wgSize);
   std::string head = fmt::format("void {}(", k.name);
@@ -252,7 +404,10 @@ GeneratedKernel generateElementwise(std::string_view layer, const std::vector<in
     w.line("const int d{} = {};", d, e);
   }
   for (size_t i = 0; i < inputs.size(); ++i)
-    w.line("const float {} = {}_data[{}];", inputs[i].name, inputs[i].name, offsets[i]);
+    w.line("const {} {} = {}_data[{}];", inputs[i].type, inputs[i].name, inputs[i].name,
+           offsets[i]);
+  for (const std::string& st : chain.statements)
+    w.line("{}", st);
   w.line("Y[idx] = {};", body);
   w.close();
   w.close();

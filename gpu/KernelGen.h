@@ -159,9 +159,11 @@ GeneratedKernel generateSoftmax(std::string_view layer, int64_t rows, int64_t co
                                 const ReduceParams& params = {});
 
 /// LayerNormalization over the last axis: Y = (X - mean) / sqrt(var + epsilon) * gamma + beta.
-/// Parameters: (X, gamma, beta, Y), or (X, gamma, Y) without bias.
+/// Parameters: (X, gamma, beta, Y), or (X, gamma, Y) without bias; with `statistics` also
+/// Mean[rows] and InvStdDev[rows] (ONNX's optional outputs) at the end.
 GeneratedKernel generateLayerNorm(std::string_view layer, int64_t rows, int64_t cols, float epsilon,
-                                  bool hasBeta, const ReduceParams& params = {});
+                                  bool hasBeta, const ReduceParams& params = {},
+                                  bool statistics = false);
 
 // ---------------------------------------------------------------------------------------------
 // Elementwise: Y[outShape] = body(inputs...), each input broadcast to outShape (NumPy rules:
@@ -171,6 +173,7 @@ GeneratedKernel generateLayerNorm(std::string_view layer, int64_t rows, int64_t 
 struct ElementwiseInput {
   std::string name; // a C identifier, used in the body
   std::vector<int64_t> shape;
+  std::string type = "float"; // OpenCL C element type of the buffer (float, long, uchar, ...)
 };
 
 struct ElementwiseParams {
@@ -182,5 +185,21 @@ struct ElementwiseParams {
 GeneratedKernel generateElementwise(std::string_view layer, const std::vector<int64_t>& outShape,
                                     const std::vector<ElementwiseInput>& inputs,
                                     std::string_view body, const ElementwiseParams& params = {});
+
+/// A fused chain of elementwise ops: `statements` (OpenCL C, one per op, e.g.
+/// "const float t1 = x * scale;") run per output element with every input loaded into a
+/// variable of its name and type, then `result` is stored to Y (of type `outType`). Same
+/// broadcasting, parameters and launch as generateElementwise (which is the one-expression case).
+struct ElementwiseChain {
+  std::vector<int64_t> outShape;
+  std::string outType = "float";
+  std::vector<ElementwiseInput> inputs;
+  std::vector<std::string> statements;
+  std::string result;      // expression stored to Y[idx]
+  std::string description; // for the kernel comment (default: the result expression)
+};
+
+GeneratedKernel generateElementwiseChain(std::string_view layer, const ElementwiseChain& chain,
+                                         const ElementwiseParams& params = {});
 
 } // namespace triad::gpu

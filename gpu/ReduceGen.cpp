@@ -77,11 +77,15 @@ GeneratedKernel generateSoftmax(std::string_view layer, int64_t rows, int64_t co
 }
 
 GeneratedKernel generateLayerNorm(std::string_view layer, int64_t rows, int64_t cols, float epsilon,
-                                  bool hasBeta, const ReduceParams& p) {
+                                  bool hasBeta, const ReduceParams& p, bool statistics) {
   checkRows("layer normalization", layer, rows, cols, p);
   GeneratedKernel k = rowKernel(layer, rows, p);
   k.params = hasBeta ? std::vector<std::string>{"X", "gamma", "beta", "Y"}
                      : std::vector<std::string>{"X", "gamma", "Y"};
+  if (statistics) {
+    k.params.push_back("Mean");
+    k.params.push_back("InvStdDev");
+  }
   CodeWriter w;
   w.lines(workGroupReduceHelpers());
   w.blank();
@@ -93,8 +97,12 @@ GeneratedKernel generateLayerNorm(std::string_view layer, int64_t rows, int64_t 
   std::string head = fmt::format("void {}(", k.name);
   std::string pad(head.size(), ' ');
   w.open("{}__global const float* restrict X,\n{}__global const float* restrict gamma,\n{}{}"
-         "__global float* restrict Y)",
-         head, pad, hasBeta ? pad + "__global const float* restrict beta,\n" : "", pad);
+         "__global float* restrict Y{})",
+         head, pad, hasBeta ? pad + "__global const float* restrict beta,\n" : "", pad,
+         statistics ? fmt::format(",\n{0}__global float* restrict Mean,\n{0}__global float* "
+                                  "restrict InvStdDev",
+                                  pad)
+                    : "");
   rowPrologue(w, p);
   w.line("__global const float* x = X + row * {};", cols);
   w.line("__global float* y = Y + row * {};", cols);
@@ -108,6 +116,12 @@ GeneratedKernel generateLayerNorm(std::string_view layer, int64_t rows, int64_t 
   w.close();
   w.line("const float var = triad_work_group_sum(sq, scratch) / {};", floatLiteral(float(cols)));
   w.line("const float inv = rsqrt(var + {});", floatLiteral(epsilon));
+  if (statistics) {
+    w.open("if (lid == 0)");
+    w.line("Mean[row] = mean;");
+    w.line("InvStdDev[row] = inv;");
+    w.close();
+  }
   w.line("for (int c = lid; c < {}; c += {}) y[c] = (x[c] - mean) * inv * gamma[c]{};", cols,
          p.wgSize, hasBeta ? " + beta[c]" : "");
   w.close();

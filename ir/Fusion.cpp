@@ -55,8 +55,12 @@ std::vector<FusionGroup> formFusionGroups(const Graph& g, const FusionPolicy& po
       auto it = consumer.find(out);
       if (it == consumer.end()) break;
       const Node* u = it->second;
-      if (assigned.count(u) || !policy.isFusableElementwise(*u) || u->outputs().size() != 1) break;
-      if (u->output(0)->type().shape != out->type().shape) break;
+      bool view = policy.isFusableView && policy.isFusableView(*u);
+      if (assigned.count(u) || u->outputs().size() != 1) break;
+      if (!view && !policy.isFusableElementwise(*u)) break;
+      if (view ? numElements(u->output(0)->type().shape) != numElements(out->type().shape)
+               : u->output(0)->type().shape != out->type().shape)
+        break;
       // An anchor's epilogue works on the kernel's output elements in place.
       if (anchor && u->output(0)->type().dtype != out->type().dtype) break;
       grp.nodes.push_back(u);

@@ -42,6 +42,10 @@ struct FusionPolicy {
   std::function<bool(const Node&)> isAnchor;
   /// Elementwise ops the target can fuse (into an anchor's epilogue or a chain).
   std::function<bool(const Node&)> isFusableElementwise;
+  /// Views (Reshape, Flatten, ...) the target can carry inside a chain (null: none). A view
+  /// keeps the linear order, so later nodes of the chain read the same elements under its
+  /// shape; operands of each node broadcast against that node's own output shape.
+  std::function<bool(const Node&)> isFusableView;
 };
 
 /// Partitions the nodes of `g` into groups, ordered so that each group's external inputs are

@@ -19,11 +19,22 @@ struct Support {
   std::string reason; // why not, when !ok
 };
 
+/// Time spent in one layer (or transfer) over the runs since profiling was turned on.
+struct LayerTime {
+  std::string layer;
+  double milliseconds = 0;
+  std::string kind = "layer"; // "layer", or a target's own (e.g. "h2d", "d2h", "host")
+};
+
 class Executable {
 public:
   virtual ~Executable() = default;
   /// Inputs in graph-input order; outputs in graph-output order.
   virtual std::vector<Tensor> run(std::span<const Tensor> inputs) = 0;
+  /// Turns per-layer timing on (clearing it) or off; targets without it ignore this.
+  virtual void setProfiling(bool) {}
+  /// Accumulated per-layer times since profiling was turned on (empty without profiling).
+  virtual std::vector<LayerTime> profile() const { return {}; }
 };
 
 class Target {

@@ -60,6 +60,7 @@ std::unique_ptr<Pass> createFoldBatchNormPass(); // BatchNormalization into Conv
 /// MatMul by a constant [K,N] followed by Add of a constant [N] bias -> Gemm (Reshapes around
 /// it when the activation has rank > 2).
 std::unique_ptr<Pass> createMatMulAddToGemmPass();
+std::unique_ptr<Pass> createFuseGeluPass(); // the exact GELU's erf pattern into one Gelu
 std::unique_ptr<Pass> createDeadCodeEliminationPass();
 
 /// `base` if no value of `g` has that name, else `base.1`, `base.2`, ... (for values passes add).

@@ -63,6 +63,7 @@ PassManager defaultPipeline() {
   pm.add(createCsePass());
   pm.add(createFoldBatchNormPass());
   pm.add(createMatMulAddToGemmPass());
+  pm.add(createFuseGeluPass());
   pm.add(createDeadCodeEliminationPass());
   return pm;
 }

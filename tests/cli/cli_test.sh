@@ -56,6 +56,22 @@ check quantize-unknown-layer 2 "/fc9/Gemm" -- "$TRIAD" quantize "$SRC/models/dig
   --config "$TMP/nolayer.json" --input "$SRC/models/digits_test_x_flat.npy"
 check quantize-unsupported-op 5 "Conv" -- "$TRIAD" quantize "$CNN" --input "$X"
 
+# CPU target: compiled C++ gives the interpreter's answers; standalone sources build and run alone.
+export TRIAD_CACHE_DIR=$TMP/cache TRIAD_CXXFLAGS="-O1 -march=native"
+check run-cpu 0 "ran on cpu" -- "$TRIAD" run "$CNN" --target cpu --threads 2 --batch 360 --input "$X" --output "$TMP/probs_cpu.npy" --repeat 2 --profile
+grep -q "per-layer time on cpu" "$TMP/err" && echo "ok   run-cpu-profile" && pass=$((pass + 1)) || { echo "FAIL run-cpu-profile"; failn=$((failn + 1)); }
+"$SRC/.venv/bin/python" -c "import numpy as n,sys; a,b=n.load(sys.argv[1]),n.load(sys.argv[2]); sys.exit(0 if n.allclose(a,b,rtol=1e-4,atol=1e-6) else 1)" "$TMP/probs.npy" "$TMP/probs_cpu.npy" \
+  && echo "ok   run-cpu-matches-interp" && pass=$((pass + 1)) || { echo "FAIL run-cpu-matches-interp"; failn=$((failn + 1)); }
+check compile-cpu 0 "arena" -- "$TRIAD" compile "$SRC/models/resblock_cnn.onnx" --target cpu -o "$TMP/standalone"
+if make -s -C "$TMP/standalone" CXXFLAGS="-std=c++17 -O1 -fopenmp" >"$TMP/make.log" 2>&1 && (cd "$TMP/standalone" && ./resblock_cnn >"$TMP/standalone.out"); then
+  [[ $(wc -w <"$TMP/standalone.out") -ge 8 ]] && echo "ok   standalone-build-and-run" && pass=$((pass + 1)) || { echo "FAIL standalone-build-and-run: no output"; failn=$((failn + 1)); }
+else
+  echo "FAIL standalone-build-and-run"; head -20 "$TMP/make.log"; failn=$((failn + 1))
+fi
+! grep -rq "triad/" "$TMP/standalone"/*.cpp "$TMP/standalone"/*.h && echo "ok   standalone-no-triad-includes" && pass=$((pass + 1)) || { echo "FAIL standalone-no-triad-includes"; failn=$((failn + 1)); }
+check bad-target 2 "available: interp, cpu" -- "$TRIAD" run "$CNN" --target tpu --input "$X"
+unset TRIAD_CACHE_DIR TRIAD_CXXFLAGS
+
 # GPU target: OpenCL devices. No platform at all (an empty ICD vendor folder) is "unsupported".
 mkdir -p "$TMP/no-icd"
 check devices-no-platform 5 "no OpenCL device found" -- env OCL_ICD_VENDORS="$TMP/no-icd" "$TRIAD" devices

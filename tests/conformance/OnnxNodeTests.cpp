@@ -11,6 +11,7 @@
 #include "cpu/Lowering.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
+#include "gpu/GpuTarget.h"
 #include "ir/Interpreter.h"
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -59,7 +60,8 @@ std::map<std::string, Backend> backends() {
                     const std::vector<Tensor>& in) { return triad::ir::Interpreter(g).run(in); }},
       // The CPU target compiles every node it lowers natively and runs the rest on the host's
       // reference kernels; a case where no node is native says nothing about it.
-      {"cpu", [](const triad::ir::Graph& g, const std::vector<Tensor>& in) {
+      {"cpu",
+       [](const triad::ir::Graph& g, const std::vector<Tensor>& in) {
          std::vector<std::string> host;
          for (const auto& n : g.nodes())
            if (auto s = triad::cpu::nativeSupport(*n); !s.ok)
@@ -68,6 +70,19 @@ std::map<std::string, Backend> backends() {
            triad::fail(ErrorKind::Unsupported, "no node has a native CPU lowering: {}",
                        host.front());
          auto exe = triad::cpu::makeCpuTarget()->compile(g);
+         g_passNote = host.empty() ? "native" : fmt::format("mixed: host runs {}", host.front());
+         return exe->run(in);
+       }},
+      // The GPU target (OpenCL, the default device): likewise, nodes without a GPU lowering run
+      // on the host between kernels; a case where no node has one is unsupported.
+      {"gpu", [](const triad::ir::Graph& g, const std::vector<Tensor>& in) {
+         std::vector<std::string> host;
+         for (const auto& n : g.nodes())
+           if (auto s = triad::gpu::gpuSupport(*n); !s.ok)
+             host.push_back(fmt::format("{} ({})", triad::ir::opKindName(n->kind()), s.reason));
+         if (!g.nodes().empty() && host.size() == g.nodes().size())
+           triad::fail(ErrorKind::Unsupported, "no node has a GPU lowering: {}", host.front());
+         auto exe = triad::gpu::makeGpuTarget()->compile(g);
          g_passNote = host.empty() ? "native" : fmt::format("mixed: host runs {}", host.front());
          return exe->run(in);
        }}};
@@ -283,7 +298,8 @@ int main(int argc, char** argv) {
   int timeout = 120;
   bool noFork = false, updateExpected = false, verbose = false;
   int jobs = 1;
-  app.add_option("--backend", backendName, "Backend to test: interp, cpu")->capture_default_str();
+  app.add_option("--backend", backendName, "Backend to test: interp, cpu, gpu")
+      ->capture_default_str();
   app.add_option("-j,--jobs", jobs, "Cases run at once (each in its own child process)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -310,7 +326,7 @@ int main(int argc, char** argv) {
 
   auto all = backends();
   if (!all.count(backendName)) {
-    fmt::print(stderr, "error: unknown backend '{}' (available: interp, cpu)\n", backendName);
+    fmt::print(stderr, "error: unknown backend '{}' (available: interp, cpu, gpu)\n", backendName);
     return 2;
   }
   if (!fs::is_directory(dataDir)) {
@@ -419,6 +435,10 @@ int main(int argc, char** argv) {
              backendName, cases.size(), secs, counts[0], pct, counts[1], counts[2]);
   if (backendName == "cpu")
     fmt::print("cpu: {} passing cases compiled every node natively, {} ran some nodes on the "
+               "host\n",
+               nativePasses, counts[0] - nativePasses);
+  if (backendName == "gpu")
+    fmt::print("gpu: {} passing cases ran every node in OpenCL kernels, {} ran some nodes on the "
                "host\n",
                nativePasses, counts[0] - nativePasses);
   fmt::print("{} passed, {} failed, {} skipped\n", counts[0], counts[1] + unsupportedRegressions,

@@ -418,3 +418,62 @@ TEST(Passes, PrintAfterWorksForTheNewPasses) {
   EXPECT_NE(printed.find("// IR after pass 'cse' (unchanged)"), std::string::npos);
   EXPECT_NE(printed.find("= Gemm(%x, %fc.weight, %fc.bias)"), std::string::npos) << printed;
 }
+
+namespace {
+
+// x -> Div(sqrt 2) | Mul(1/sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5), operands in either
+// order: the spelled-out exact GELU of PyTorch exports.
+Graph geluPattern(bool useMul, bool swapOperands) {
+  Graph g;
+  Value* x = g.addInput("x", TensorType{DType::F32, {2, 5}, {}});
+  auto c = [&](const char* name, float v) {
+    return g.addConstant(name, Tensor::fromVector<float>({}, {v}));
+  };
+  auto bin = [&](OpKind k, const char* name, Value* a, Value* b) {
+    return swapOperands ? add(g, k, name, {b, a})->output(0) : add(g, k, name, {a, b})->output(0);
+  };
+  Value* s = useMul ? bin(OpKind::Mul, "scale", x, c("r", 0.70710678f))
+                    : add(g, OpKind::Div, "scale", {x, c("r", 1.41421356f)})->output(0);
+  Value* e = add(g, OpKind::Erf, "erf", {s})->output(0);
+  Value* p = bin(OpKind::Add, "plus1", e, c("one", 1.0f));
+  Value* m = bin(OpKind::Mul, "mulx", x, p);
+  Value* y = bin(OpKind::Mul, "half", m, c("h", 0.5f));
+  g.addOutput(add(g, OpKind::Relu, "after", {y})->output(0));
+  return g;
+}
+
+} // namespace
+
+TEST(FuseGelu, ErfPatternBecomesOneGeluNode) {
+  for (bool useMul : {false, true})
+    for (bool swap : {false, true}) {
+      Graph before = geluPattern(useMul, swap);
+      Graph g = geluPattern(useMul, swap);
+      EXPECT_TRUE(runPass(createFuseGeluPass(), g));
+      ASSERT_EQ(countKind(g, OpKind::Gelu), 1) << printGraph(g);
+      EXPECT_EQ(countKind(g, OpKind::Erf), 0);
+      EXPECT_EQ(g.nodes().size(), 2u);
+      EXPECT_EQ(g.nodes()[0]->output(0)->name(), "half"); // the pattern's output keeps its name
+      EXPECT_TRUE(verify(g).empty());
+      std::mt19937 r(5);
+      expectSameResults(before, g, {randomTensor({2, 5}, r)}, 1e-6);
+    }
+}
+
+TEST(FuseGelu, LeavesNearMissesAlone) {
+  Graph g;
+  Value* x = g.addInput("x", TensorType{DType::F32, {4}, {}});
+  Value* s =
+      add(g, OpKind::Div, "scale", {x, g.addConstant("r", Tensor::fromVector<float>({}, {2.0f}))})
+          ->output(0);
+  Value* e = add(g, OpKind::Erf, "erf", {s})->output(0);
+  Value* p =
+      add(g, OpKind::Add, "plus1", {e, g.addConstant("one", Tensor::fromVector<float>({}, {1.0f}))})
+          ->output(0);
+  Value* m = add(g, OpKind::Mul, "mulx", {x, p})->output(0);
+  g.addOutput(
+      add(g, OpKind::Mul, "half", {m, g.addConstant("h", Tensor::fromVector<float>({}, {0.5f}))})
+          ->output(0));
+  EXPECT_FALSE(runPass(createFuseGeluPass(), g)); // x / 2 is not x / sqrt(2)
+  EXPECT_EQ(countKind(g, OpKind::Erf), 1);
+}

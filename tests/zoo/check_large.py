@@ -2,11 +2,12 @@
 """Checks the on-demand zoo models (scripts/zoo/large_models.py) through `triad run`.
 
 For every model present in the cache: its files match the sha256 in <name>.json, and
-`triad run` (reference interpreter) on the reference inputs reproduces the ONNX Runtime
-reference outputs within rtol 1e-3, atol 1e-4 (max abs and rel error are reported). Models not
-in the cache are reported as skipped, not failed.
+`triad run --target T` (each target given, default the reference interpreter) on the reference
+inputs reproduces the ONNX Runtime reference outputs within rtol 1e-3, atol 1e-4 (max abs and rel
+error are reported). Models not in the cache are reported as skipped, not failed.
 
 Usage: .venv/bin/python tests/zoo/check_large.py [TRIAD_BINARY] [--cache DIR] [--model NAME ...]
+                                                [--target interp|cpu|gpu ...]
 
 The binary defaults to build/cli/triad; the cache to $TRIAD_ZOO_CACHE or ~/.cache/triad/zoo.
 """
@@ -35,7 +36,7 @@ def sha256(path):
     return h.hexdigest()
 
 
-def check_model(triad, folder, name, tmp):
+def check_model(triad, folder, name, tmp, target):
     """Returns (ok, detail)."""
     with open(os.path.join(folder, f"{name}.json")) as f:
         entry = json.load(f)
@@ -43,7 +44,7 @@ def check_model(triad, folder, name, tmp):
             (t["reference"], t["reference_sha256"]) for t in entry["inputs"] + entry["outputs"]]:
         if sha256(os.path.join(folder, fn)) != digest:
             return False, f"{fn} does not match its recorded sha256 (rebuild with large_models.py)"
-    cmd = [triad, "run", os.path.join(folder, entry["file"])]
+    cmd = [triad, "run", os.path.join(folder, entry["file"]), "--target", target]
     for t in entry["inputs"]:
         cmd += ["--input", f"{t['name']}={os.path.join(folder, t['reference'])}"]
     outs = [os.path.join(tmp, f"{name}_out{i}.npy") for i in range(len(entry["outputs"]))]
@@ -70,7 +71,8 @@ def check_model(triad, folder, name, tmp):
         ok &= bad == 0 and bool(np.isfinite(g).all())
         details.append(f"{t['name']}: {bad} of {w.size} outside tolerance, max abs error "
                        f"{err.max():.2e}, max rel error {rel[np.abs(w) > ATOL].max(initial=0):.2e}")
-    return ok, f"triad run {seconds:.1f}s; " + "; ".join(details)
+    return ok, f"triad run --target {target} {seconds:.1f}s ({r.stderr.strip().splitlines()[-1]}); " + \
+        "; ".join(details)
 
 
 def main():
@@ -79,6 +81,8 @@ def main():
     ap.add_argument("--cache", help="cache folder (default: $TRIAD_ZOO_CACHE or ~/.cache/triad/zoo)")
     ap.add_argument("--model", action="append", default=[], metavar="NAME",
                     help="check only these models (repeatable)")
+    ap.add_argument("--target", action="append", default=[], metavar="T",
+                    help="triad run --target values to check (repeatable; default: interp)")
     args = ap.parse_args()
     root = args.cache or os.environ.get("TRIAD_ZOO_CACHE") or \
         os.path.join(os.path.expanduser("~"), ".cache", "triad", "zoo")
@@ -95,10 +99,11 @@ def main():
                 print(f"skip {name}: not in the cache {root}", flush=True)
                 skipped += 1
                 continue
-            ok, detail = check_model(args.triad, folder, name, tmp)
-            print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
-            passed += ok
-            failed += not ok
+            for target in args.target or ["interp"]:
+                ok, detail = check_model(args.triad, folder, name, tmp, target)
+                print(f"{'ok  ' if ok else 'FAIL'} {name} [{target}]: {detail}", flush=True)
+                passed += ok
+                failed += not ok
     if skipped:
         print(f"{skipped} skipped (not in the cache; build with scripts/zoo/large_models.py)")
     print(f"{passed} passed, {failed} failed")

@@ -1,0 +1,563 @@
+#include "gpu/GpuCodeGen.h"
+
+#include "gpu/CodeWriter.h"
+#include "gpu/GpuLowering.h"
+#include "ir/Diagnostics.h"
+#include "ir/ScalarExpr.h"
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace triad::gpu {
+
+using namespace ir;
+
+std::string clTypeName(DType t) {
+  switch (t) {
+  case DType::F32:
+    return "float";
+  case DType::F64:
+    return "double";
+  case DType::I64:
+  case DType::Fixed:
+    return "long";
+  case DType::I32:
+    return "int";
+  case DType::I16:
+    return "short";
+  case DType::I8:
+    return "char";
+  case DType::U64:
+    return "ulong";
+  case DType::U32:
+    return "uint";
+  case DType::U16:
+  case DType::F16:
+    return "ushort";
+  case DType::U8:
+  case DType::Bool:
+    return "uchar";
+  }
+  return "uchar";
+}
+
+namespace {
+
+Support no(std::string why) {
+  return {false, std::move(why)};
+}
+
+bool fits32Bit(const Node& n) {
+  for (Value* v : n.inputs())
+    if (v && numElements(v->type().shape) >= (int64_t(1) << 31)) return false;
+  for (Value* v : n.outputs())
+    if (numElements(v->type().shape) >= (int64_t(1) << 31)) return false;
+  return true;
+}
+
+/// Element types elementwise kernels compute with (OpenCL C 1.2 without extensions: no double,
+/// no half arithmetic).
+bool clComputable(DType t) {
+  return t != DType::F64 && t != DType::F16;
+}
+
+bool elementwiseOnGpu(const Node& n) {
+  if (!(hasScalarExpr(n) || n.kind() == OpKind::Expand) || findGpuLowering(n.kind())) return false;
+  for (Value* v : n.inputs())
+    if (v && !clComputable(v->type().dtype)) return false;
+  return clComputable(n.output(0)->type().dtype) && fits32Bit(n);
+}
+
+/// A literal of element `i` of a constant in OpenCL C.
+std::string clLiteral(const Tensor& t, int64_t i = 0) {
+  switch (t.dtype()) {
+  case DType::F32:
+    return floatLiteral(t.data<float>()[i]);
+  case DType::Bool:
+    return t.data<bool>()[i] ? "1" : "0";
+  case DType::I64: {
+    int64_t v = t.data<int64_t>()[i];
+    if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807L - 1)";
+    return fmt::format("({}L)", v);
+  }
+  case DType::U64:
+    return fmt::format("({}UL)", t.data<uint64_t>()[i]);
+  default:
+    return fmt::format("(({}){})", clTypeName(t.dtype()), t.getInt(i));
+  }
+}
+
+std::string shapeText(const Shape& s) {
+  return fmt::format("[{}]", fmt::join(s, ","));
+}
+
+std::vector<int64_t> stridesOf(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;)
+    st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+/// Offset expression of an operand of shape `in` broadcast (right-aligned) to `out`, given
+/// expressions for the output's coordinates (`coord(d)`) and linear index (`linear`).
+std::string broadcastOffset(const Shape& in, const Shape& out, const std::string& linear,
+                            const std::function<std::string(size_t)>& coord) {
+  if (in == out) return linear;
+  size_t lead = out.size() - in.size();
+  std::vector<int64_t> st = stridesOf(in);
+  std::string off;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == 1) continue;
+    std::string c = coord(d + lead);
+    std::string term = st[d] == 1 ? c : fmt::format("{} * {}", c, st[d]);
+    off += off.empty() ? term : " + " + term;
+  }
+  return off.empty() ? "0" : off;
+}
+
+struct Extra {
+  std::string decl; // "__global const float* restrict ep0"
+  const Value* value;
+};
+
+class Generator {
+public:
+  Generator(const Graph& g, const GpuCodeGenOptions& opts) : g_(g), opts_(opts) {}
+  GpuProgram run();
+
+private:
+  void placeConstants();
+  BufferRef locate(const Value* v) const;
+  std::string uniqueLayer(const std::string& layer, size_t gi);
+  void emitGroup(size_t gi, const FusionGroup& grp);
+  void emitChain(const FusionGroup& grp, const std::string& layer, GpuStep& step);
+  void emitCopy(const Node& n, const std::string& layer, GpuStep& step);
+  Epilogue buildEpilogue(const FusionGroup& grp, const EpilogueIndex& index, const std::string& pre,
+                         std::vector<Extra>& extras);
+  /// Rewrites the kernel's parameters to the model buffers it touches and declares every
+  /// parameter (and extra pointer) at its fixed offset.
+  void bindKernel(GeneratedKernel& k, const std::map<std::string, const Value*>& bind,
+                  const std::vector<Extra>& extras, GpuStep& step);
+
+  const Graph& g_;
+  GpuCodeGenOptions opts_;
+  MemoryPlan plan_;
+  std::vector<BufferRef> where_;
+  std::vector<uint8_t> weights_;
+  std::vector<GeneratedKernel> kernels_;
+  std::vector<GpuStep> steps_;
+  std::set<std::string> kernelNames_;
+  size_t tuned_ = 0;
+};
+
+void Generator::placeConstants() {
+  for (Value* c : g_.constants()) {
+    int64_t off = (int64_t(weights_.size()) + 63) / 64 * 64;
+    weights_.resize(size_t(off), 0);
+    const Tensor& t = c->constant();
+    weights_.insert(weights_.end(), t.raw(), t.raw() + t.byteSize());
+    where_[size_t(c->id())] = {1, off};
+  }
+  weights_.resize(size_t((int64_t(weights_.size()) + 63) / 64 * 64), 0);
+}
+
+BufferRef Generator::locate(const Value* v) const {
+  const Location& loc = plan_.at(v);
+  const int inputs = int(g_.inputs().size());
+  switch (loc.storage) {
+  case Storage::Input:
+    return {2 + loc.index, 0};
+  case Storage::Output:
+    return {2 + inputs + loc.index, 0};
+  case Storage::Constant:
+    return where_[size_t(loc.owner)];
+  case Storage::Arena:
+    return {0, loc.offset};
+  case Storage::None:
+    break;
+  }
+  return {};
+}
+
+std::string Generator::uniqueLayer(const std::string& layer, size_t gi) {
+  std::string id = kernelIdentifier(layer);
+  if (kernelNames_.insert(id).second) return layer;
+  std::string alt = fmt::format("{}#{}", layer, gi);
+  kernelNames_.insert(kernelIdentifier(alt));
+  return alt;
+}
+
+Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& index,
+                                  const std::string& pre, std::vector<Extra>& extras) {
+  Epilogue e;
+  e.code = pre;
+  if (!grp.anchored || grp.nodes.size() < 2) {
+    if (!pre.empty()) e.description = "bias";
+    return e;
+  }
+  const Value* out = grp.last()->output(0);
+  const Shape& os = out->type().shape;
+  std::vector<int64_t> ost = stridesOf(os);
+  std::string code;
+  std::set<size_t> declared;
+  bool linearDeclared = false;
+  // Output coordinates the operands need: direct where the kernel knows them, else derived
+  // from the linear index (declared once).
+  auto linear = [&]() -> std::string {
+    if (!linearDeclared) {
+      code += fmt::format("const int e_idx = {};\n", index.linear);
+      linearDeclared = true;
+    }
+    return "e_idx";
+  };
+  auto coord = [&](size_t d) -> std::string {
+    if (index.coords.size() == os.size() && !index.coords[d].empty()) return index.coords[d];
+    if (!declared.count(d)) {
+      std::string l = linear();
+      std::string c = ost[d] == 1 ? l : fmt::format("{} / {}", l, ost[d]);
+      if (d > 0) c = fmt::format("({}) % {}", c, os[d]);
+      code += fmt::format("const int e_d{} = {};\n", d, c);
+      declared.insert(d);
+    }
+    return fmt::format("e_d{}", d);
+  };
+  std::unordered_map<const Value*, std::string> expr;
+  expr[grp.nodes[0]->output(0)] = "acc";
+  std::string description;
+  for (size_t i = 1; i < grp.nodes.size(); ++i) {
+    const Node* n = grp.nodes[i];
+    std::vector<std::string> ops;
+    for (Value* v : n->inputs()) {
+      if (!v) {
+        ops.emplace_back();
+        continue;
+      }
+      if (!expr.count(v)) {
+        if (v->isConstant() && v->constant().numElements() == 1) {
+          expr[v] = clLiteral(v->constant());
+        } else {
+          size_t k = extras.size();
+          std::string t = clTypeName(v->type().dtype);
+          std::string ptr = fmt::format("ep{}", k);
+          extras.push_back({fmt::format("__global const {}* restrict {}", t, ptr), v});
+          std::string off = broadcastOffset(v->type().shape, os, "", coord);
+          if (off.empty()) off = linear(); // same shape as the output
+          code += fmt::format("const {} ev{} = {}[{}]; // {}{}\n", t, k, ptr, off, v->name(),
+                              shapeText(v->type().shape));
+          expr[v] = fmt::format("ev{}", k);
+        }
+      }
+      ops.push_back(expr.at(v));
+    }
+    std::string ex = n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops);
+    code += fmt::format("const {} et{} = {}; // {} ({})\n", clTypeName(n->output(0)->type().dtype),
+                        i, ex, n->name(), opKindName(n->kind()));
+    expr[n->output(0)] = fmt::format("et{}", i);
+    description += fmt::format("{}{}", description.empty() ? "" : ", ", opKindName(n->kind()));
+  }
+  code += fmt::format("acc = et{};\n", grp.nodes.size() - 1);
+  e.code = pre + code;
+  e.description = (pre.empty() ? "" : "bias, ") + description;
+  return e;
+}
+
+void Generator::bindKernel(GeneratedKernel& k, const std::map<std::string, const Value*>& bind,
+                           const std::vector<Extra>& extras, GpuStep& step) {
+  std::string head = "void " + k.name + "(";
+  size_t h = k.source.find(head);
+  TRIAD_ASSERT(h != std::string::npos, "kernel '{}': signature not found", k.name);
+  size_t open = h + head.size();
+  size_t close = k.source.find(") {\n", open);
+  TRIAD_ASSERT(close != std::string::npos, "kernel '{}': signature not closed", k.name);
+  std::vector<std::string> decls;
+  std::string text = k.source.substr(open, close - open);
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string d =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    d.erase(0, d.find_first_not_of(" \n"));
+    d.erase(d.find_last_not_of(" \n") + 1);
+    if (!d.empty()) decls.push_back(d);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::vector<Extra> all;
+  for (const std::string& d : decls) {
+    std::string name = paramName(d);
+    auto it = bind.find(name);
+    TRIAD_ASSERT(it != bind.end() && it->second, "kernel '{}': parameter '{}' is not bound", k.name,
+                 name);
+    all.push_back({d, it->second});
+  }
+  all.insert(all.end(), extras.begin(), extras.end());
+  const size_t inputs = g_.inputs().size();
+  auto baseName = [&](int b) -> std::string {
+    if (b == 0) return "triad_arena";
+    if (b == 1) return "triad_weights";
+    if (size_t(b) < 2 + inputs) return fmt::format("triad_in{}", b - 2);
+    return fmt::format("triad_out{}", size_t(b) - 2 - inputs);
+  };
+  auto readOnly = [&](int b) { return b == 1 || (b >= 2 && size_t(b) < 2 + inputs); };
+  std::set<int> used;
+  std::string body;
+  for (const Extra& x : all) {
+    BufferRef r = locate(x.value);
+    TRIAD_ASSERT(r.buffer >= 0, "kernel '{}': value '{}' has no storage", k.name, x.value->name());
+    std::string name = paramName(x.decl);
+    std::string type = x.decl.substr(0, x.decl.size() - name.size());
+    if (size_t p = type.find(" restrict"); p != std::string::npos) type.erase(p, 9);
+    type.erase(type.find_last_not_of(' ') + 1);
+    bool isConst = type.find("const") != std::string::npos;
+    TRIAD_ASSERT(isConst || !readOnly(r.buffer),
+                 "kernel '{}' would write '{}' in a read-only buffer", k.name, x.value->name());
+    used.insert(r.buffer);
+    std::string at =
+        r.offset ? fmt::format("{} + {}", baseName(r.buffer), r.offset) : baseName(r.buffer);
+    body += fmt::format("  {} = ({})({}); // {} {}\n", x.decl, type, at, x.value->name(),
+                        typeToString(x.value->type()));
+  }
+  std::vector<std::string> params;
+  k.params.clear();
+  step.buffers.clear();
+  for (int b : used) {
+    params.push_back(fmt::format("__global {}uchar* {}", readOnly(b) ? "const " : "", baseName(b)));
+    k.params.push_back(baseName(b));
+    step.buffers.push_back(b);
+  }
+  std::string sig = joinParams(params, int(h - k.source.rfind('\n', h) - 1 + head.size()));
+  k.source = k.source.substr(0, open) + sig + ") {\n" +
+             "  // Operands at fixed byte offsets in the model's buffers.\n" + body +
+             k.source.substr(close + 4);
+}
+
+void Generator::emitChain(const FusionGroup& grp, const std::string& layer, GpuStep& step) {
+  const Value* out = grp.last()->output(0);
+  ElementwiseChain ch;
+  ch.outShape = out->type().shape;
+  ch.outType = clTypeName(out->type().dtype);
+  std::map<std::string, const Value*> bind;
+  std::unordered_map<const Value*, std::string> expr;
+  std::set<std::string> names;
+  for (Value* v : grp.externalInputs()) {
+    if (v->isConstant() && v->constant().numElements() == 1) {
+      expr[v] = clLiteral(v->constant());
+      continue;
+    }
+    std::string name = "v_" + kernelIdentifier(v->name()).substr(0, 40);
+    if (!names.insert(name).second) name += fmt::format("_{}", names.size());
+    names.insert(name);
+    ch.inputs.push_back({name, v->type().shape, clTypeName(v->type().dtype)});
+    bind[name + "_data"] = v;
+    expr[v] = name;
+  }
+  std::string description;
+  for (size_t i = 0; i < grp.nodes.size(); ++i) {
+    const Node* n = grp.nodes[i];
+    std::vector<std::string> ops;
+    for (Value* v : n->inputs())
+      ops.push_back(v ? expr.at(v) : std::string());
+    std::string e = n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops);
+    ch.statements.push_back(fmt::format("const {} t{} = {}; // {} ({})",
+                                        clTypeName(n->output(0)->type().dtype), i, e, n->name(),
+                                        opKindName(n->kind())));
+    expr[n->output(0)] = fmt::format("t{}", i);
+    description += fmt::format("{}{}", description.empty() ? "" : " -> ", opKindName(n->kind()));
+  }
+  ch.result = fmt::format("t{}", grp.nodes.size() - 1);
+  ch.description = description;
+  bind["Y"] = out;
+  ElementwiseParams p;
+  GeneratedKernel k = generateElementwiseChain(layer, ch, p);
+  bindKernel(k, bind, {}, step);
+  step.kind = grp.nodes.size() > 1 ? "elementwise (fused)" : "elementwise";
+  step.params = p.toString();
+  step.kernel = k.name;
+  step.range = k.range;
+  kernels_.push_back(std::move(k));
+}
+
+void Generator::emitCopy(const Node& n, const std::string& layer, GpuStep& step) {
+  // A view whose output needs its own storage (a graph output): copy the elements.
+  const Value* in = n.input(0);
+  const Value* out = n.output(0);
+  static const char* types[] = {"uchar", "ushort", "uint", "ulong"};
+  size_t sz = dtypeSize(out->type().dtype);
+  std::string t = types[sz == 1 ? 0 : sz == 2 ? 1 : sz == 4 ? 2 : 3];
+  ElementwiseChain ch;
+  ch.outShape = out->type().shape;
+  ch.outType = t;
+  ch.inputs.push_back({"x", out->type().shape, t});
+  ch.result = "x";
+  ch.description = fmt::format("{} of {} (a copy: the output needs its own buffer)",
+                               opKindName(n.kind()), in->name());
+  GeneratedKernel k = generateElementwiseChain(layer, ch);
+  bindKernel(k, {{"x_data", in}, {"Y", out}}, {}, step);
+  step.kind = "copy";
+  step.kernel = k.name;
+  step.range = k.range;
+  kernels_.push_back(std::move(k));
+}
+
+void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
+  if (plan_.aliasStep[gi]) return; // a view: no code
+  const Node* head = grp.nodes.front();
+  bool empty = true;
+  for (Value* o : grp.last()->outputs())
+    empty = empty && numElements(o->type().shape) == 0;
+  if (empty) return; // nothing to compute
+  GpuStep step;
+  step.layer = grp.name();
+  step.nodes = grp.nodes;
+  auto host = [&](std::string reason) {
+    step.kind = "host";
+    step.hostNode = head;
+    step.hostReason = std::move(reason);
+    step.kernel.clear();
+    steps_.push_back(step);
+  };
+  Support s = gpuSupport(*head);
+  if (!s.ok) {
+    TRIAD_ASSERT(grp.nodes.size() == 1, "host node {} was fused", head->name());
+    host(s.reason);
+    return;
+  }
+  std::string layer = uniqueLayer(grp.name(), gi);
+  try {
+    if (grp.nodes.size() == 1 && isViewOp(head->kind())) {
+      emitCopy(*head, layer, step);
+    } else if (const GpuLowering* low = findGpuLowering(head->kind())) {
+      GpuLowerContext c{*head, layer, opts_, {}, {}, {}, {}, {}, {}, {}, {}, {}, false};
+      std::vector<Extra> extras;
+      c.output = [&](size_t i) -> const Value* {
+        return grp.anchored ? grp.last()->output(i) : head->output(i);
+      };
+      c.epilogue = [&](const EpilogueIndex& index, const std::string& pre) {
+        return buildEpilogue(grp, index, pre, extras);
+      };
+      c.pointer = [&](const std::string& name, const Value* v) {
+        extras.push_back(
+            {fmt::format("__global const {}* restrict {}", clTypeName(v->type().dtype), name), v});
+        return name;
+      };
+      low->emit(c);
+      bindKernel(c.kernel, c.bind, extras, step);
+      step.kind = c.kind;
+      step.gemm = c.gemm;
+      if (c.kind == "conv (implicit GEMM)") step.conv = c.conv;
+      step.params = c.params;
+      step.kernel = c.kernel.name;
+      step.range = c.kernel.range;
+      tuned_ += c.tuned;
+      kernels_.push_back(std::move(c.kernel));
+    } else {
+      emitChain(grp, layer, step);
+    }
+  } catch (const Error& e) {
+    // A shape the generators refuse (e.g. beyond 32-bit indexing) runs on the host.
+    if (e.kind() != ErrorKind::Unsupported || grp.nodes.size() != 1) throw;
+    host(e.what());
+    return;
+  }
+  steps_.push_back(std::move(step));
+}
+
+GpuProgram Generator::run() {
+  FusionPolicy policy = gpuFusionPolicy();
+  if (!opts_.fuse) policy.isAnchor = [](const Node&) { return false; };
+  if (!opts_.fuse) policy.isFusableElementwise = [](const Node&) { return false; };
+  std::vector<FusionGroup> groups = formFusionGroups(g_, policy);
+  if (!opts_.fuse) // still mark single elementwise nodes, so that they become chain kernels
+    for (FusionGroup& grp : groups)
+      grp.elementwise = elementwiseOnGpu(*grp.nodes.front());
+  if (opts_.device && opts_.device->maxWorkGroupSize)
+    opts_.maxWorkGroupSize = std::min(opts_.maxWorkGroupSize, opts_.device->maxWorkGroupSize);
+  plan_ = planMemory(g_, groups);
+  where_.assign(g_.values().size(), BufferRef{});
+  placeConstants();
+  for (const auto& v : g_.values())
+    if (!v->isConstant()) where_[size_t(v->id())] = locate(v.get());
+  for (size_t gi = 0; gi < groups.size(); ++gi)
+    emitGroup(gi, groups[gi]);
+
+  GpuProgram p;
+  std::string model = g_.name.empty() ? "model" : g_.name;
+  size_t hostSteps = 0;
+  for (const GpuStep& s : steps_)
+    hostSteps += s.kernel.empty();
+  CodeWriter banner;
+  banner.line("// Model '{}' compiled by Triad for the GPU target (OpenCL C 1.2).", model);
+  banner.line("// {} nodes -> {} kernels, {} host steps; {}.", g_.nodes().size(), kernels_.size(),
+              hostSteps, describeFusion(groups));
+  banner.line("// Buffers: triad_arena {} bytes of intermediates ({} without reuse; {} in place, "
+              "{} views), triad_weights {} bytes,",
+              plan_.arenaBytes, plan_.unsharedBytes, plan_.inPlaceCount, plan_.aliasCount,
+              weights_.size());
+  for (size_t i = 0; i < g_.inputs().size(); ++i)
+    banner.line("//   triad_in{} = input '{}' {}", i, g_.inputs()[i]->name(),
+                typeToString(g_.inputs()[i]->type()));
+  for (size_t i = 0; i < g_.outputs().size(); ++i)
+    banner.line("//   triad_out{} = output '{}' {}", i, g_.outputs()[i]->name(),
+                typeToString(g_.outputs()[i]->type()));
+  p.source = banner.str() + programSource(kernels_);
+  p.steps = std::move(steps_);
+  p.weights = std::move(weights_);
+  p.where = std::move(where_);
+  p.arenaBytes = plan_.arenaBytes;
+  p.unsharedBytes = plan_.unsharedBytes;
+  p.inPlace = plan_.inPlaceCount;
+  p.views = plan_.aliasCount;
+  p.groups = groups.size();
+  p.nodes = g_.nodes().size();
+  p.kernels = kernels_.size();
+  p.hostSteps = hostSteps;
+  p.tunedKernels = tuned_;
+  p.fusionSummary = describeFusion(groups);
+  p.bufferNames = {"arena", "weights"};
+  p.bufferBytes = {size_t(plan_.arenaBytes), p.weights.size()};
+  for (const Value* v : g_.inputs()) {
+    p.bufferNames.push_back(fmt::format("input '{}'", v->name()));
+    p.bufferBytes.push_back(size_t(numElements(v->type().shape)) * dtypeSize(v->type().dtype));
+  }
+  for (const Value* v : g_.outputs()) {
+    p.bufferNames.push_back(fmt::format("output '{}'", v->name()));
+    p.bufferBytes.push_back(size_t(numElements(v->type().shape)) * dtypeSize(v->type().dtype));
+  }
+  return p;
+}
+
+} // namespace
+
+Support gpuSupport(const Node& n) {
+  if (isViewOp(n.kind())) return {};
+  if (const GpuLowering* l = findGpuLowering(n.kind()))
+    return l->supports ? l->supports(n) : Support{};
+  if (elementwiseOnGpu(n)) return {};
+  if (hasScalarExpr(n) || n.kind() == OpKind::Expand) {
+    if (!fits32Bit(n)) return no("a tensor exceeds 32-bit indexing");
+    return no("no OpenCL C arithmetic for f16/f64 elements");
+  }
+  for (Value* v : n.inputs())
+    if (v && v->type().dtype != DType::F32)
+      return no(fmt::format("no GPU lowering for {} with {} inputs", opKindName(n.kind()),
+                            dtypeName(v->type().dtype)));
+  return no(fmt::format("no GPU lowering for {}", opKindName(n.kind())));
+}
+
+FusionPolicy gpuFusionPolicy() {
+  FusionPolicy p;
+  p.isAnchor = [](const Node& n) {
+    const GpuLowering* l = findGpuLowering(n.kind());
+    return l && l->anchor && gpuSupport(n).ok;
+  };
+  p.isFusableElementwise = [](const Node& n) { return elementwiseOnGpu(n); };
+  return p;
+}
+
+GpuProgram generateOpenCL(const Graph& g, const GpuCodeGenOptions& opts) {
+  return Generator(g, opts).run();
+}
+
+} // namespace triad::gpu

@@ -1,0 +1,253 @@
+#include "gpu/GpuTarget.h"
+
+#include "ir/Diagnostics.h"
+#include "ir/Interpreter.h"
+
+#include <chrono>
+#include <cstring>
+#include <fmt/format.h>
+
+namespace triad::gpu {
+
+using namespace ir;
+
+std::string GpuRunProfile::table() const {
+  std::string s = fmt::format("{:<44} {:<22} {:>10} {:>6}\n", "layer", "kind", "ms", "%");
+  double total = kernelMs + hostMs;
+  for (const GpuLayerTime& l : layers) {
+    std::string name = l.layer.size() > 44 ? l.layer.substr(0, 41) + "..." : l.layer;
+    s += fmt::format("{:<44} {:<22} {:>10.3f} {:>5.1f}%\n", name, l.kind, l.ms,
+                     total > 0 ? 100.0 * l.ms / total : 0.0);
+  }
+  s += fmt::format("{:<67} {:>10.3f}\n", "kernels (device time)", kernelMs);
+  s +=
+      fmt::format("{:<67} {:>10.3f}\n", "host steps (reference kernels + their transfers)", hostMs);
+  s += fmt::format("{:<67} {:>10.3f}\n",
+                   fmt::format("host-to-device transfers ({} bytes)", hostToDeviceBytes),
+                   hostToDeviceMs);
+  s += fmt::format("{:<67} {:>10.3f}\n",
+                   fmt::format("device-to-host transfers ({} bytes)", deviceToHostBytes),
+                   deviceToHostMs);
+  s += fmt::format("{:<67} {:>10.3f}\n", "run (wall clock)", wallMs);
+  return s;
+}
+
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+size_t bytesOf(const Value* v) {
+  return size_t(numElements(v->type().shape)) * dtypeSize(v->type().dtype);
+}
+
+class GpuModel final : public GpuExecutable {
+public:
+  GpuModel(const Graph& g, const GpuOptions& o) : g_(g), device_(selectDevice(o.device)) {
+    ContextOptions co;
+    co.cacheDir = o.cacheDir;
+    ctx_ = std::make_unique<Context>(device_, co);
+    std::optional<TuningDb> db;
+    if (o.useTuning) db.emplace(o.tuningPath ? *o.tuningPath : TuningDb::defaultPath());
+    GpuCodeGenOptions go;
+    go.fuse = o.fuse;
+    go.device = &device_;
+    go.tuning = db ? &*db : nullptr;
+    program_ = generateOpenCL(g, go);
+    double before = ctx_->buildStats().compileSeconds;
+    std::string name = kernelIdentifier(g.name.empty() ? "model" : g.name);
+    built_ = ctx_->build(program_.source, o.buildOptions, "model_" + name);
+    compileSeconds_ = ctx_->buildStats().compileSeconds - before;
+
+    for (size_t b = 0; b < program_.bufferNames.size(); ++b)
+      buffers_.push_back(ctx_->buffer(program_.bufferBytes[b], program_.bufferNames[b]));
+    ctx_->write(buffers_[1], program_.weights.data(), program_.weights.size());
+    ctx_->finish();
+    ctx_->profile().clear();
+    for (const GpuStep& s : program_.steps) {
+      kernels_.emplace_back();
+      if (s.kernel.empty()) continue;
+      Kernel k = built_.kernel(s.kernel);
+      for (size_t i = 0; i < s.buffers.size(); ++i)
+        k.arg(cl_uint(i), buffers_[size_t(s.buffers[i])]);
+      kernels_.back() = std::move(k);
+    }
+  }
+
+  const GpuProgram& program() const override { return program_; }
+  const DeviceInfo& device() const override { return device_; }
+  const BuildStats& buildStats() const override { return ctx_->buildStats(); }
+  double compileSeconds() const override { return compileSeconds_; }
+  const GpuRunProfile& lastProfile() const override { return profile_; }
+
+  void setProfiling(bool on) override {
+    profiling_ = on;
+    accumulated_.clear();
+  }
+  std::vector<LayerTime> profile() const override { return accumulated_; }
+
+  std::vector<Tensor> run(std::span<const Tensor> inputs) override {
+    if (inputs.size() != g_.inputs().size())
+      fail(ErrorKind::Runtime, "graph '{}' takes {} inputs, {} given", g_.name, g_.inputs().size(),
+           inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Value* v = g_.inputs()[i];
+      if (inputs[i].dtype() != v->type().dtype || inputs[i].shape() != v->type().shape)
+        fail(ErrorKind::Runtime, "input '{}' expects {}, got {}", v->name(),
+             typeToString(v->type()), typeToString(inputs[i].type()));
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    ctx_->profile().clear();
+    hostRanges_.clear();
+    hostMs_.assign(program_.steps.size(), 0.0);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      ctx_->write(buffers_[2 + i], inputs[i].raw(), inputs[i].byteSize());
+    for (size_t s = 0; s < program_.steps.size(); ++s) {
+      if (program_.steps[s].kernel.empty())
+        runHost(s);
+      else
+        ctx_->launch(kernels_[s], program_.steps[s].range);
+    }
+    std::vector<Tensor> outs;
+    for (const Value* v : g_.outputs()) {
+      outs.emplace_back(v->type());
+      if (v->isConstant()) {
+        if (bytesOf(v)) std::memcpy(outs.back().raw(), v->constant().raw(), bytesOf(v));
+        continue;
+      }
+      BufferRef r = program_.where[size_t(v->id())];
+      TRIAD_ASSERT(r.buffer >= 0, "graph output '{}' has no storage", v->name());
+      ctx_->read(buffers_[size_t(r.buffer)], outs.back().raw(), bytesOf(v), size_t(r.offset));
+    }
+    ctx_->finish();
+    collectProfile(msSince(t0));
+    return outs;
+  }
+
+private:
+  /// A node without a GPU lowering: read its inputs back, run the reference kernel, write its
+  /// outputs (after everything enqueued before it has finished).
+  void runHost(size_t s) {
+    const Node& n = *program_.steps[s].hostNode;
+    ctx_->finish();
+    auto t0 = std::chrono::steady_clock::now();
+    size_t mark = ctx_->profile().events.size();
+    std::vector<Tensor> copies;
+    copies.reserve(n.inputs().size());
+    std::vector<const Tensor*> ptrs;
+    for (Value* v : n.inputs()) {
+      if (!v) {
+        ptrs.push_back(nullptr);
+      } else if (v->isConstant()) {
+        ptrs.push_back(&v->constant());
+      } else {
+        copies.emplace_back(v->type());
+        BufferRef r = program_.where[size_t(v->id())];
+        TRIAD_ASSERT(r.buffer >= 0, "value '{}' has no storage", v->name());
+        ctx_->read(buffers_[size_t(r.buffer)], copies.back().raw(), bytesOf(v), size_t(r.offset));
+        ptrs.push_back(&copies.back());
+      }
+    }
+    std::vector<Tensor> results;
+    try {
+      results = evalNode(n, ptrs);
+    } catch (const Error& e) {
+      fail(e.kind(), "node '{}' ({}, run on the host): {}", n.name(), opKindName(n.kind()),
+           e.what());
+    }
+    for (size_t i = 0; i < results.size() && i < n.outputs().size(); ++i) {
+      BufferRef r = program_.where[size_t(n.output(i)->id())];
+      if (r.buffer < 0) continue; // an output nobody reads
+      ctx_->write(buffers_[size_t(r.buffer)], results[i].raw(), results[i].byteSize(),
+                  size_t(r.offset));
+    }
+    ctx_->finish();
+    hostRanges_.push_back({mark, ctx_->profile().events.size()});
+    hostMs_[s] = msSince(t0);
+  }
+
+  void collectProfile(double wallMs) {
+    GpuRunProfile p;
+    p.wallMs = wallMs;
+    const auto& events = ctx_->profile().events;
+    std::vector<bool> inHost(events.size(), false);
+    for (auto [a, b] : hostRanges_)
+      for (size_t i = a; i < b && i < events.size(); ++i)
+        inHost[i] = true;
+    std::map<std::string, uint64_t> perKernel;
+    for (size_t i = 0; i < events.size(); ++i) {
+      const ProfileEvent& e = events[i];
+      if (e.kind == ProfileEvent::Kind::Kernel) {
+        perKernel[e.name] += e.ns;
+      } else if (!inHost[i]) {
+        bool h2d = e.kind == ProfileEvent::Kind::HostToDevice;
+        (h2d ? p.hostToDeviceMs : p.deviceToHostMs) += double(e.ns) * 1e-6;
+        (h2d ? p.hostToDeviceBytes : p.deviceToHostBytes) += e.bytes;
+      }
+    }
+    for (size_t s = 0; s < program_.steps.size(); ++s) {
+      const GpuStep& st = program_.steps[s];
+      GpuLayerTime l{st.layer, st.kernel, st.kind, 0};
+      if (st.kernel.empty()) {
+        l.ms = hostMs_[s];
+        p.hostMs += l.ms;
+      } else {
+        l.ms = double(perKernel[st.kernel]) * 1e-6;
+        p.kernelMs += l.ms;
+      }
+      p.layers.push_back(std::move(l));
+    }
+    profile_ = std::move(p);
+    if (!profiling_) return;
+    if (accumulated_.empty()) {
+      for (const GpuLayerTime& l : profile_.layers)
+        accumulated_.push_back({l.layer, 0, l.kernel.empty() ? "host" : "layer"});
+      accumulated_.push_back({"host-to-device transfers", 0, "h2d"});
+      accumulated_.push_back({"device-to-host transfers", 0, "d2h"});
+    }
+    for (size_t i = 0; i < profile_.layers.size(); ++i)
+      accumulated_[i].milliseconds += profile_.layers[i].ms;
+    accumulated_[profile_.layers.size()].milliseconds += profile_.hostToDeviceMs;
+    accumulated_[profile_.layers.size() + 1].milliseconds += profile_.deviceToHostMs;
+  }
+
+  const Graph& g_;
+  DeviceInfo device_;
+  std::unique_ptr<Context> ctx_;
+  GpuProgram program_;
+  Program built_;
+  double compileSeconds_ = 0;
+  std::vector<Buffer> buffers_;
+  std::vector<Kernel> kernels_; // by step (empty for host steps)
+  std::vector<std::pair<size_t, size_t>> hostRanges_;
+  std::vector<double> hostMs_;
+  GpuRunProfile profile_;
+  bool profiling_ = false;
+  std::vector<LayerTime> accumulated_; // since setProfiling(true)
+};
+
+class GpuTarget final : public Target {
+public:
+  explicit GpuTarget(GpuOptions o) : opts_(std::move(o)) {}
+  std::string_view name() const override { return "gpu"; }
+  std::string_view description() const override {
+    return "generated OpenCL C kernels (tiled GEMM/convolution with fused epilogues), one "
+           "program per model, on any OpenCL 1.2 device (PoCL on CPUs)";
+  }
+  Support supports(const Node& n) const override { return gpuSupport(n); }
+  std::unique_ptr<Executable> compile(const Graph& g) const override {
+    return std::make_unique<GpuModel>(g, opts_);
+  }
+
+private:
+  GpuOptions opts_;
+};
+
+} // namespace
+
+std::unique_ptr<Target> makeGpuTarget(GpuOptions opts) {
+  return std::make_unique<GpuTarget>(std::move(opts));
+}
+
+} // namespace triad::gpu
