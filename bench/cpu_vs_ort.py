@@ -38,7 +38,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -241,8 +240,13 @@ NP_OF_ORT = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int
              "tensor(double)": np.float64, "tensor(bool)": np.bool_}
 
 
+SPIN = True  # --no-spin clears it
+
+
 def ort_session(path, threads):
     so = ort.SessionOptions()
+    if not SPIN:
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -305,7 +309,6 @@ def make_inputs(name, sess, batch, rng, zoo_dir):
 # ------------------------------------------------------------------------------------------------
 # Profiling (--profile): where the time goes, per layer kind, on both sides
 
-RUN_CALL = re.compile(r"^(\s*)if \(int rc = (layer_\w+)\(m, in, out\)\) return rc;$", re.M)
 LAYER_DEF = re.compile(r"((?:^// \S+ \S+ -> .*\n)+)static int (layer_\w+)\(", re.M)
 
 
@@ -329,74 +332,52 @@ def layer_kinds(source):
     return kinds
 
 
-def instrument(lib, outdir):
-    """A copy of lib's sources whose P_run times every layer function; returns the layer names."""
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    src = (lib.dir / f"{lib.prefix}.cpp").read_text()
-    calls = [m.group(2) for m in RUN_CALL.finditer(src)]
-    if not calls:
-        raise BenchError(f"{lib.prefix}.cpp: no layer calls found to instrument")
-    index = {name: i for i, name in enumerate(dict.fromkeys(calls))}
-
-    def timed(m):
-        i = index[m.group(2)]
-        return (f"{m.group(1)}{{ const auto t0_ = std::chrono::steady_clock::now(); "
-                f"const int rc = {m.group(2)}(m, in, out); bench_layer_seconds[{i}] += "
-                "std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); "
-                "if (rc) return rc; }")
-
-    src = RUN_CALL.sub(timed, src)
-    src = src.replace('#include "triad_kernels.h"', '#include "triad_kernels.h"\n#include <chrono>'
-                      f"\nstatic double bench_layer_seconds[{len(index)}];", 1)
-    src += (f'\nextern "C" double* {lib.prefix}_bench_layer_seconds(void) '
-            "{ return bench_layer_seconds; }\n")
-    for f in (f"{lib.prefix}.h", "triad_kernels.h", f"{lib.prefix}.weights"):
-        shutil.copyfile(lib.dir / f, outdir / f)
-    write_atomic(outdir / f"{lib.prefix}.cpp", src)
-    return list(index), layer_kinds(src)
-
-
 def profile_case(case, threads, inputs, ref, calls, work, zoo_macs):
-    """Per-layer-kind time of Triad (instrumented build) and ONNX Runtime (its profiler)."""
+    """Per-layer-kind time of Triad (the generated P_set_profiling / P_profile timers) and of
+    ONNX Runtime (its profiler), over `calls` calls after two warm-up calls."""
     lib = case["lib"]
-    pdir = work / f"{case['model']}_b{case['batch']}_profile"
-    names, kinds = instrument(lib, pdir)
-    plib = TriadLib(lib.triad, lib.onnx_path, lib.batch, pdir, lib.cxx)
-    plib.so = pdir / f"lib{lib.prefix}.so"
-    plib.hash = hashlib.sha256((pdir / f"{lib.prefix}.cpp").read_bytes()).hexdigest()
-    plib.stamp = pdir / "bench.stamp"
-    plib.cmd = [lib.cxx] + CXX_FLAGS + ["-I" + str(pdir), str(pdir / f"{lib.prefix}.cpp"), "-o",
-                                        str(plib.so) + ".tmp"]
-    build_all([plib], 1)
-    plib.load()
-    acc = getattr(plib.lib, lib.prefix + "_bench_layer_seconds")
-    acc.restype = ctypes.POINTER(ctypes.c_double)
-    tri = TriadModel(plib, threads, inputs, ref)
+    P = lib.prefix
+    try:
+        set_prof = getattr(lib.lib, P + "_set_profiling")
+        get_prof = getattr(lib.lib, P + "_profile")
+    except AttributeError:
+        raise BenchError(f"{lib.so} has no {P}_set_profiling/{P}_profile: regenerate it with a "
+                         "newer triad") from None
+    set_prof.restype, set_prof.argtypes = None, [ctypes.c_void_p, ctypes.c_int]
+    get_prof.restype = ctypes.c_int
+    get_prof.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
+                         ctypes.POINTER(ctypes.POINTER(ctypes.c_double))]
+    kinds = layer_kinds((lib.dir / f"{P}.cpp").read_text())
+    tri = TriadModel(lib, threads, inputs, ref)
     for _ in range(2):
         tri()
-    ptr = acc()
-    for i in range(len(names)):
-        ptr[i] = 0.0
+    set_prof(tri.state, 1)
     t0 = time.perf_counter()
     for _ in range(calls):
         tri()
     wall = (time.perf_counter() - t0) / calls
+    names_p, ms_p = ctypes.POINTER(ctypes.c_char_p)(), ctypes.POINTER(ctypes.c_double)()
+    n = get_prof(tri.state, ctypes.byref(names_p), ctypes.byref(ms_p))
+    layers = [(names_p[i].decode(), ms_p[i] * 1e-3 / calls) for i in range(n)]
     tri.close()
     triad = {}
-    for i, n in enumerate(names):
-        kind, nodes = kinds.get(n, ("?", []))
+    for name, sec in layers:
+        kind, nodes = kinds.get("layer_" + name, ("?", []))
         e = triad.setdefault(kind, {"seconds": 0.0, "layers": 0, "macs": 0})
-        e["seconds"] += ptr[i] / calls
+        e["seconds"] += sec
         e["layers"] += 1
         e["macs"] += sum(zoo_macs.get(x, 0) for x in nodes)
 
+    pdir = work / "ort_profiles"
+    pdir.mkdir(parents=True, exist_ok=True)
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if not SPIN:
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.enable_profiling = True
-    so.profile_file_prefix = str(pdir / "ort_profile")
+    so.profile_file_prefix = str(pdir / case["model"])
     so.log_severity_level = 3
     sess = ort.InferenceSession(str(case["path"]), sess_options=so,
                                 providers=["CPUExecutionProvider"])
@@ -411,24 +392,23 @@ def profile_case(case, threads, inputs, ref, calls, work, zoo_macs):
     events = json.loads(Path(prof_file).read_text())
     Path(prof_file).unlink()
     ortk = {}
-    nruns = sum(1 for e in events if e.get("name") == "model_run")
-    skip = nruns - calls  # the warm-up runs come first
-    run_idx = -1
+    # A run's node events come before its model_run event; the warm-up runs come first.
+    skip = sum(1 for e in events if e.get("name") == "model_run") - calls
+    runs_done = 0
     for e in events:
         if e.get("name") == "model_run":
-            run_idx += 1
+            runs_done += 1
         if e.get("cat") != "Node" or not e.get("name", "").endswith("_kernel_time"):
             continue
-        if run_idx < skip and run_idx >= 0:
+        if runs_done < skip:
             continue
-        k = e.get("args", {}).get("op_name", "?")
-        d = ortk.setdefault(k, {"seconds": 0.0, "layers": 0})
+        d = ortk.setdefault(e.get("args", {}).get("op_name", "?"), {"seconds": 0.0, "layers": 0})
         d["seconds"] += e["dur"] * 1e-6 / calls
         d["layers"] += 1
     for d in ortk.values():
         d["layers"] //= calls
-    return {"triad": triad, "triad_wall": wall, "ort": ortk, "ort_wall": ort_wall,
-            "calls": calls}
+    return {"triad": triad, "triad_layers": layers, "triad_wall": wall, "ort": ortk,
+            "ort_wall": ort_wall, "calls": calls}
 
 
 def print_profile(tag, p):
@@ -453,7 +433,8 @@ def print_profile(tag, p):
 
 def percentiles(ts):
     a = np.sort(np.asarray(ts, dtype=np.float64))
-    return {"n": int(a.size), "p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)),
+    return {"n": int(a.size), "p50": float(np.percentile(a, 50)),
+            "p90": float(np.percentile(a, 90)),
             "p99": float(np.percentile(a, 99)), "min": float(a[0]), "mean": float(a.mean())}
 
 
@@ -630,12 +611,21 @@ def main():
     ap.add_argument("--no-build-missing", action="store_true",
                     help="fail instead of building a missing large model")
     ap.add_argument("--json", default=None, help="write all results to this file (atomically)")
+    ap.add_argument("--no-spin", action="store_true",
+                    help="idle worker threads sleep instead of spinning: OMP_WAIT_POLICY=passive "
+                    "for Triad (libgomp), session.intra_op.allow_spinning=0 for ONNX Runtime")
     ap.add_argument("--profile", action="store_true",
                     help="instead of timing: per-layer-kind time of Triad (a copy of the sources "
                     "with a timer around each layer) and of ONNX Runtime (its profiler)")
     ap.add_argument("--markdown", default=None, help="write the tables as Markdown to this file")
     args = ap.parse_args()
 
+    global SPIN
+    if args.no_spin:
+        SPIN = False
+        os.environ["OMP_WAIT_POLICY"] = "passive"  # read by libgomp when the first model loads
+    elif os.environ.get("OMP_WAIT_POLICY"):
+        log(f"note: OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']} is set for Triad's threads")
     models = args.models or (SHIPPED if args.quick else SHIPPED + LARGE)
     budget = args.budget if args.budget is not None else (0.6 if args.quick else 3.0)
     max_runs = args.max_runs or (1000 if args.quick else 5000)
@@ -757,7 +747,9 @@ def main():
     summary = summarize(results, args.repeat)
     print_table(summary, peak)
     if args.json:
-        doc = {"machine": machine_info(), "fma_peak_gflops": {str(k): v for k, v in peak.items()},
+        doc = {"machine": machine_info(), "spin": SPIN,
+               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
+               "fma_peak_gflops": {str(k): v for k, v in peak.items()},
                "command": " ".join([Path(sys.executable).name] + sys.argv),
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "seconds": time.time() - t_start, "rtol": RTOL, "atol": ATOL,

@@ -36,5 +36,6 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry& targets);
 Action addSim(CLI::App& app, const ir::TargetRegistry& targets);
 Action addSynth(CLI::App& app, const ir::TargetRegistry& targets);
 Action addDevices(CLI::App& app, const ir::TargetRegistry& targets);
+Action addTune(CLI::App& app, const ir::TargetRegistry& targets);
 
 } // namespace triad::cli

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace triad::cli {
 
@@ -20,6 +21,7 @@ struct RunOptions {
   int threads = 0;
   bool profile = false;
   std::string device; // --target gpu: OpenCL device selector
+  std::string json;   // timing report
 };
 
 // "name=path" or "path"; names are graph input/output names.
@@ -125,8 +127,25 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     frontend::writeTensorFile(path, outs[idx], g.outputs()[idx]->name());
   }
   std::fflush(stdout); // keep the timing line after the outputs when both go to one terminal
+  std::vector<ir::LayerTime> prof = o.profile ? exe->profile() : std::vector<ir::LayerTime>{};
+  if (!o.json.empty()) {
+    // Times in milliseconds; runs after the first when there are several (see --repeat).
+    auto pct = [&](double q) {
+      return timed[std::min(timed.size() - 1, size_t(q * double(timed.size())))];
+    };
+    nlohmann::json j = {{"model", o.model.model},  {"target", target->name()},
+                        {"compile_ms", compileMs}, {"first_run_ms", times.front()},
+                        {"runs", timed.size()},    {"p50_ms", ms},
+                        {"p90_ms", pct(0.9)},      {"p99_ms", pct(0.99)},
+                        {"min_ms", timed.front()}};
+    nlohmann::json layers = nlohmann::json::array();
+    int runs = std::max(1, o.repeat - 1);
+    for (const auto& l : prof)
+      layers.push_back({{"layer", l.layer}, {"kind", l.kind}, {"ms", l.milliseconds / runs}});
+    j["layers"] = layers;
+    frontend::writeFileAtomic(o.json, j.dump(2) + "\n");
+  }
   if (o.profile) {
-    std::vector<ir::LayerTime> prof = exe->profile();
     int runs = std::max(1, o.repeat - 1);
     double total = 0;
     for (const auto& l : prof)
@@ -142,8 +161,9 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     if (prof.empty()) fmt::print(stderr, "  (target {} has no per-layer timing)\n", target->name());
   }
   if (o.repeat > 1)
-    fmt::print(stderr, "ran on {} in {:.2f} ms (median of {} runs after the first; first {:.2f} ms; "
-                       "compile {:.0f} ms)\n",
+    fmt::print(stderr,
+               "ran on {} in {:.2f} ms (median of {} runs after the first; first {:.2f} ms; "
+               "compile {:.0f} ms)\n",
                target->name(), ms, timed.size(), times.front(), compileMs);
   else
     fmt::print(stderr, "ran on {} in {:.2f} ms (compile {:.0f} ms)\n", target->name(), ms,
@@ -172,6 +192,8 @@ Action addRun(CLI::App& app, const ir::TargetRegistry& targets) {
   cmd->add_option("--threads", o->threads,
                   "Threads of compiled targets (default: TRIAD_THREADS, else every core)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--json", o->json,
+                  "Write timings (compile, first run, p50/p90/p99, layers) as JSON");
   cmd->add_flag("--profile", o->profile, "Print per-layer times (targets that record them)");
   cmd->add_option(
       "-i,--input", o->inputs,

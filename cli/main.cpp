@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   add(cli::addSim);
   add(cli::addSynth);
   add(cli::addDevices);
+  add(cli::addTune);
 
   try {
     app.parse(argc, argv);

@@ -329,11 +329,12 @@ void Generator::emitChain(const FusionGroup& grp, Code& body) {
     body.line("segment(0, {});", total);
     return;
   }
-  body.line("TRIAD_PARALLEL_FOR({})", total);
-  body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", tasks));
+  // Blocks go to the run-time's threads when the loop is big enough to pay for them.
+  body.open(fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t t)", tasks,
+                        std::max<int64_t>(1, total / tasks)));
   body.line("const int64_t row = t / {}, c0 = t % {} * {};", blocksPerRow, blocksPerRow, block);
   body.line("segment(row * {} + c0, std::min<int64_t>({}, {} - c0));", chunk, block, chunk);
-  body.close();
+  body.close("});");
 }
 
 void Generator::emitHostCall(const Node& n, Code& body) {
@@ -492,21 +493,19 @@ GeneratedCode Generator::run() {
   src.line("          std::chrono::steady_clock::now() - t0_).count(); \\");
   src.line("  }} while (0)");
   src.line("");
-  src.line("#if defined(_OPENMP)");
-  src.line("#define TRIAD_PRAGMA(x) _Pragma(#x)");
-  src.line("// Elementwise loops go parallel only when they are big enough to pay for the fork.");
-  src.line("#define TRIAD_PARALLEL_FOR(work) TRIAD_PRAGMA(omp parallel for schedule(static) "
-           "if ((work) >= 65536 && m.threads > 1) num_threads(m.threads))");
-  src.line("#else");
-  src.line("#define TRIAD_PARALLEL_FOR(work)");
-  src.line("#endif");
+
   src.line("");
   src.line("namespace {{");
   src.line("");
+  // The math functions of the scalar expressions: std's float overloads, except erf and tanh,
+  // which come from the run-time as branch-free polynomials (relative error < 5e-7) so that
+  // loops using them (GELU epilogues) vectorize; NaN still propagates.
   std::string usings;
   for (const std::string& f : scalarMathFunctions())
-    usings += fmt::format("using std::{}; ", f);
+    if (f != "erf" && f != "tanh") usings += fmt::format("using std::{}; ", f);
   src.line("{}", usings);
+  src.line("inline float erf(float x) {{ return x != x ? x : triad_rt::erf_s(x); }}");
+  src.line("inline float tanh(float x) {{ return x != x ? x : triad_rt::tanh_s(x); }}");
   src.line("");
   src.open("struct State");
   src.line("const unsigned char* W = nullptr; // weights blob");
@@ -555,6 +554,8 @@ GeneratedCode Generator::run() {
   src.open(fmt::format("int {}_run(void* model, const void* const* in, void* const* out)", P));
   src.line("State& m = *static_cast<State*>(model);");
   src.line("m.error[0] = 0;");
+  src.line("// The run-time's thread setting is process-wide (shared by every loaded model).");
+  src.line("triad_rt::set_num_threads(m.threads);");
   src.raw(runBody_.text());
   src.line("return 0;");
   src.close();

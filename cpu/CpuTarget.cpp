@@ -104,7 +104,7 @@ void writeSources(const GeneratedCode& code, const fs::path& dir, bool example) 
   if (!example) return;
   std::string main =
       fmt::format(R"(// Example: runs {0} once on zero inputs and prints the first output values.
-// Build: make   (or: c++ -std=c++17 -O3 -march=native -fopenmp main.cpp {0}.cpp -o {0})
+// Build: make   (or: c++ -std=c++17 -O3 -march=native -pthread main.cpp {0}.cpp -o {0})
 #include "{0}.h"
 
 #include <cstdio>
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {{
   frontend::writeFileAtomic(dir / "main.cpp", main);
   frontend::writeFileAtomic(
       dir / "Makefile",
-      fmt::format("CXX ?= c++\nCXXFLAGS ?= -std=c++17 -O3 -march=native -fopenmp\n\n{0}: main.cpp "
+      fmt::format("CXX ?= c++\nCXXFLAGS ?= -std=c++17 -O3 -march=native -pthread\n\n{0}: main.cpp "
                   "{0}.cpp {0}.h triad_kernels.h\n\t$(CXX) $(CXXFLAGS) main.cpp {0}.cpp -o {0}\n",
                   prefix));
 }
@@ -174,7 +174,7 @@ BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts) {
   fs::remove_all(tmp);
   writeSources(info.code, tmp, false);
   auto t0 = std::chrono::steady_clock::now();
-  std::string cmd = fmt::format("cd {} && {} -std=c++17 {} -fopenmp -fPIC -shared -I. model.cpp -o "
+  std::string cmd = fmt::format("cd {} && {} -std=c++17 {} -pthread -fPIC -shared -I. model.cpp -o "
                                 "model.so > build.log 2>&1",
                                 shellQuote(tmp.string()), shellQuote(cxx), flags);
   int rc = std::system(cmd.c_str());

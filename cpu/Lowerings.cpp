@@ -176,8 +176,7 @@ void emitMatMul(LowerContext& c) {
   }
   // Batches go to the threads (each GEMM then runs on one): attention-sized products are
   // too small to split well, and one parallel region beats one per batch.
-  c.body.line("TRIAD_PARALLEL_FOR({} * 65536)", batches > 1 ? 1 : 0);
-  c.body.open(fmt::format("for (int64_t b = 0; b < {}; ++b)", batches));
+  c.body.open(fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t b)", batches, M * N * K));
   std::string epi =
       epilogueWith(c, "", fmt::format("b * {} + int64_t(row) * {} + col0", M * N, N), N);
   if (packB)
@@ -189,7 +188,7 @@ void emitMatMul(LowerContext& c) {
         "triad_rt::gemm({}, {}, {}, {} + {}, {}, false, {} + {}, {}, false, {} + b * {}, {}, "
         "{});",
         M, N, K, c.inputs[0], offA, K, c.inputs[1], offB, N, c.outputs[0], M * N, N, epi);
-  c.body.close();
+  c.body.close("});");
 }
 
 // --- Conv (1-D and 2-D, NCHW) -----------------------------------------------------------------

@@ -85,14 +85,19 @@ std::string shapeText(const Shape& s) {
   return fmt::format("[{}]", fmt::join(s, ","));
 }
 
-GemmParams tunedOrDefault(GpuLowerContext& c, const GemmShape& s) {
+/// The tuning database's parameters for `key` (TuningDb::gemmKey / convKey), else the defaults.
+GemmParams tunedOrDefault(GpuLowerContext& c, const std::function<std::string()>& key) {
   if (c.options.device && c.options.tuning) {
-    if (auto t = c.options.tuning->findGemm(TuningDb::gemmKey(s, *c.options.device))) {
+    if (auto t = c.options.tuning->findGemm(key())) {
       c.tuned = true;
       return t->params;
     }
   }
   return GemmParams{};
+}
+
+GemmParams tunedOrDefault(GpuLowerContext& c, const GemmShape& s) {
+  return tunedOrDefault(c, [&] { return TuningDb::gemmKey(s, *c.options.device); });
 }
 
 // --- Gemm ---------------------------------------------------------------------------------------
@@ -239,7 +244,7 @@ void emitConv(GpuLowerContext& c) {
   c.conv = s;
   if (useImplicitGemm(s)) {
     GemmShape gs = implicitGemmShape(s);
-    GemmParams p = tunedOrDefault(c, gs);
+    GemmParams p = tunedOrDefault(c, [&] { return TuningDb::convKey(s, *c.options.device); });
     c.kernel = generateConv2DImplicitGemm(c.layer, s, p, epi);
     c.kind = "conv (implicit GEMM)";
     c.gemm = gs;

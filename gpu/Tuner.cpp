@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <random>
 
 namespace triad::gpu {
@@ -40,7 +41,8 @@ std::map<std::string, TunedGemm> readEntries(const std::string& text) {
   if (!j.is_object() || j.value("format", "") != "triad-tuning-db" || j.value("version", 0) != 1)
     throw std::runtime_error("not a triad tuning database (format/version)");
   for (const auto& [key, e] : j.at("entries").items()) {
-    if (e.at("kind").get<std::string>() != "gemm") continue;
+    std::string kind = e.at("kind").get<std::string>();
+    if (kind != "gemm" && kind != "conv") continue; // both store GEMM blocking parameters
     TunedGemm t;
     t.params = paramsFromJson(e.at("params"));
     t.ns = e.at("ns").get<double>();
@@ -82,6 +84,13 @@ std::string TuningDb::gemmKey(const GemmShape& s, const DeviceInfo& d) {
                      s.broadcastB ? " bcastB" : "", d.name, d.driverVersion);
 }
 
+std::string TuningDb::convKey(const ConvShape& s, const DeviceInfo& d) {
+  return fmt::format("conv {}x{}x{}x{} k{} {}x{} s{}x{} p{},{},{},{} d{}x{} g{} | {} | {}", s.N,
+                     s.C, s.H, s.W, s.K, s.R, s.S, s.strideH, s.strideW, s.padTop, s.padLeft,
+                     s.padBottom, s.padRight, s.dilationH, s.dilationW, s.group, d.name,
+                     d.driverVersion);
+}
+
 std::optional<TunedGemm> TuningDb::findGemm(const std::string& key) const {
   auto it = gemm_.find(key);
   if (it == gemm_.end()) return std::nullopt;
@@ -105,7 +114,7 @@ void TuningDb::save() const {
     merged[k] = v;
   Json entries = Json::object();
   for (const auto& [k, v] : merged)
-    entries[k] = Json{{"kind", "gemm"},
+    entries[k] = Json{{"kind", k.rfind("conv ", 0) == 0 ? "conv" : "gemm"},
                       {"params", paramsToJson(v.params)},
                       {"ns", v.ns},
                       {"default_ns", v.defaultNs},
@@ -173,10 +182,21 @@ GemmParams gemmParamsFor(const GemmShape& shape, const DeviceInfo& device, const
 // ---------------------------------------------------------------------------------------------
 // Tuning
 
-TuneResult tuneGemm(Context& ctx, const GemmShape& shape, const TuneOptions& opt, TuningDb* db) {
+namespace {
+
+/// What differs between tuning a GEMM and an implicit-GEMM convolution: the kernels, the sizes
+/// of their three buffers (two inputs, then the output) and the names.
+struct TuneTarget {
+  std::string key, name, what; // database key, program name, shape for messages
+  GemmShape gemm;              // for the candidate grid
+  std::function<GeneratedKernel(const std::string&, const GemmParams&)> generate;
+  size_t elems[3] = {0, 0, 0};
+};
+
+TuneResult tune(Context& ctx, const TuneTarget& target, const TuneOptions& opt, TuningDb* db) {
   auto t0 = std::chrono::steady_clock::now();
   TuneResult r;
-  r.key = TuningDb::gemmKey(shape, ctx.device());
+  r.key = target.key;
   if (db)
     if (std::optional<TunedGemm> t = db->findGemm(r.key)) {
       r.best = t->params;
@@ -187,34 +207,29 @@ TuneResult tuneGemm(Context& ctx, const GemmShape& shape, const TuneOptions& opt
     }
 
   std::vector<GemmParams> candidates =
-      gemmCandidates(shape, ctx.device(), std::max(1, opt.maxCandidates));
+      gemmCandidates(target.gemm, ctx.device(), std::max(1, opt.maxCandidates));
   if (candidates.empty())
-    fail(ErrorKind::Unsupported, "GEMM {}: no parameter set fits device '{}'", shape.toString(),
+    fail(ErrorKind::Unsupported, "{}: no parameter set fits device '{}'", target.what,
          ctx.device().name);
   std::vector<GeneratedKernel> kernels;
   for (size_t i = 0; i < candidates.size(); ++i)
-    kernels.push_back(generateGemm(fmt::format("tune_gemm_{}", i), shape, candidates[i]));
+    kernels.push_back(target.generate(fmt::format("tune_{}_{}", target.name, i), candidates[i]));
   double compileBefore = ctx.buildStats().compileSeconds;
-  Program program = ctx.build(programSource(kernels), "",
-                              fmt::format("tune_gemm_{}x{}x{}", shape.M, shape.N, shape.K));
+  Program program = ctx.build(programSource(kernels), "", "tune_" + target.name);
   r.compileSeconds = ctx.buildStats().compileSeconds - compileBefore;
 
   // Operands: fixed pseudo-random data.
-  size_t aElems = size_t((shape.broadcastA ? 1 : shape.batch) * shape.M * shape.K);
-  size_t bElems = size_t((shape.broadcastB ? 1 : shape.batch) * shape.K * shape.N);
-  size_t cElems = size_t(shape.batch * shape.M * shape.N);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> A(aElems), B(bElems);
+  std::vector<float> A(target.elems[0]), B(target.elems[1]);
   for (float& v : A)
     v = dist(rng);
   for (float& v : B)
     v = dist(rng);
   size_t profileStart = ctx.profile().events.size();
   Buffer bufA = ctx.upload(A, "tune_A"), bufB = ctx.upload(B, "tune_B");
-  Buffer bufC = ctx.buffer(cElems * sizeof(float), "tune_C");
+  Buffer bufC = ctx.buffer(target.elems[2] * sizeof(float), "tune_C");
   std::vector<float> reference;
-
   const size_t defaultIndex = candidates.front() == GemmParams{} ? 0 : size_t(-1);
   for (size_t i = 0; i < candidates.size(); ++i) {
     TuneCandidate c;
@@ -280,8 +295,8 @@ TuneResult tuneGemm(Context& ctx, const GemmShape& shape, const TuneOptions& opt
     }
   }
   if (r.bestNs == 0)
-    fail(ErrorKind::Runtime, "GEMM {} on '{}': no candidate ran ({})", shape.toString(),
-         ctx.device().name, r.tried.empty() ? "none" : r.tried.front().error);
+    fail(ErrorKind::Runtime, "{} on '{}': no candidate ran ({})", target.what, ctx.device().name,
+         r.tried.empty() ? "none" : r.tried.front().error);
   if (db) {
     int measured = 0;
     for (const TuneCandidate& c : r.tried)
@@ -290,6 +305,43 @@ TuneResult tuneGemm(Context& ctx, const GemmShape& shape, const TuneOptions& opt
     db->save();
   }
   return r;
+}
+
+} // namespace
+
+TuneResult tuneGemm(Context& ctx, const GemmShape& shape, const TuneOptions& opt, TuningDb* db) {
+  TuneTarget t;
+  t.key = TuningDb::gemmKey(shape, ctx.device());
+  t.name = fmt::format("gemm_{}x{}x{}", shape.M, shape.N, shape.K);
+  t.what = "GEMM " + shape.toString();
+  t.gemm = shape;
+  t.generate = [&](const std::string& name, const GemmParams& p) {
+    return generateGemm(name, shape, p);
+  };
+  t.elems[0] = size_t((shape.broadcastA ? 1 : shape.batch) * shape.M * shape.K);
+  t.elems[1] = size_t((shape.broadcastB ? 1 : shape.batch) * shape.K * shape.N);
+  t.elems[2] = size_t(shape.batch * shape.M * shape.N);
+  return tune(ctx, t, opt, db);
+}
+
+TuneResult tuneConv(Context& ctx, const ConvShape& shape, const TuneOptions& opt, TuningDb* db) {
+  shape.validate();
+  TuneTarget t;
+  t.key = TuningDb::convKey(shape, ctx.device());
+  t.name = fmt::format("conv_{}x{}x{}x{}_k{}_{}x{}", shape.N, shape.C, shape.H, shape.W, shape.K,
+                       shape.R, shape.S);
+  t.what = "convolution " + shape.toString();
+  t.gemm.M = shape.K / shape.group;
+  t.gemm.N = shape.outH() * shape.outW();
+  t.gemm.K = shape.C / shape.group * shape.R * shape.S;
+  t.gemm.batch = shape.N * shape.group;
+  t.generate = [&](const std::string& name, const GemmParams& p) {
+    return generateConv2DImplicitGemm(name, shape, p);
+  };
+  t.elems[0] = size_t(shape.N * shape.C * shape.H * shape.W);
+  t.elems[1] = size_t(shape.K * (shape.C / shape.group) * shape.R * shape.S);
+  t.elems[2] = size_t(shape.N * shape.K * shape.outH() * shape.outW());
+  return tune(ctx, t, opt, db);
 }
 
 } // namespace triad::gpu

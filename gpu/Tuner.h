@@ -40,6 +40,11 @@ public:
   /// "gemm 1x512x512x512 NN | <device name> | <driver version>"
   static std::string gemmKey(const GemmShape& shape, const DeviceInfo& device);
 
+  /// "conv 1x64x56x56 k64 3x3 s1x1 p1,1,1,1 d1x1 g1 | <device name> | <driver version>": an
+  /// implicit-GEMM convolution (its entry holds GEMM blocking parameters too).
+  static std::string convKey(const ConvShape& shape, const DeviceInfo& device);
+
+  /// The entry for a key from gemmKey or convKey.
   std::optional<TunedGemm> findGemm(const std::string& key) const;
   void putGemm(const std::string& key, const TunedGemm& entry);
   size_t size() const { return gemm_.size(); }
@@ -90,6 +95,11 @@ std::vector<GemmParams> gemmCandidates(const GemmShape& shape, const DeviceInfo&
 /// Searches GEMM parameters for `shape` on the context's device. With a database: returns the
 /// stored entry when there is one (fromDatabase), else tunes and stores (and saves) the result.
 TuneResult tuneGemm(Context& ctx, const GemmShape& shape, const TuneOptions& options = {},
+                    TuningDb* db = nullptr);
+
+/// The same for the implicit-GEMM convolution kernel of `shape` (generateConv2DImplicitGemm):
+/// the GEMM parameter grid of its per-image GEMM, measured on the convolution kernel itself.
+TuneResult tuneConv(Context& ctx, const ConvShape& shape, const TuneOptions& options = {},
                     TuningDb* db = nullptr);
 
 /// The parameters a compile should use: the database's entry for (shape, device), else the

@@ -41,8 +41,9 @@ for r in $RS; do
   t2=$(now)
   "$TRIAD" synth "$d" --family "$FAMILY" --json "$d/synth.json"
   t3=$(now)
-  echo "{\"compile_s\": $(echo "$t1 - $t0" | bc), \"sim_s\": $(echo "$t2 - $t1" | bc)," \
-    "\"synth_s\": $(echo "$t3 - $t2" | bc)}" > "$d/times.json"
+  awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" 'BEGIN {
+    printf "{\"compile_s\": %.3f, \"sim_s\": %.3f, \"synth_s\": %.3f}\n", b - a, c - b, d - c }' \
+    > "$d/times.json"
 done
 
 $PY - "$OUT" "$NAME" "$RS" <<'PYEOF'

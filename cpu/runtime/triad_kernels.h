@@ -1,17 +1,20 @@
 // Triad CPU run-time kernels: GEMM, convolution, pooling and row-wise helpers for generated code.
 //
-// Header-only C++17 with no dependency beyond the standard library, <immintrin.h> and (optional)
-// OpenMP. Embedded in the triad binary and written next to every generated source, so emitted
+// Header-only C++17 with no dependency beyond the standard library (threads) and <immintrin.h>.
+// Embedded in the triad binary and written next to every generated source, so emitted
 // code builds on its own. Everything is fp32, row-major (matrices) or NCHW (tensors).
 //
 // The SIMD width is chosen at compile time from the target macros, so `-march=native` picks the
 // host's best:  __AVX512F__ -> 16 lanes, 14x32 GEMM micro-kernel;  __AVX2__ + __FMA__ -> 8 lanes,
 // 6x16;  otherwise a portable scalar path (4x8 micro-kernel), correct everywhere.
 //
-// Threading: OpenMP when compiled with -fopenmp, `set_num_threads(n)` (default: OpenMP's
-// max threads). Parallel regions are only opened when the work is large enough
-// (kParallelMinWork multiply-adds or equivalent); small layers run inline on the calling thread
-// and never pay the fork/join cost (a few microseconds).
+// Threading: a small pool of worker threads (`set_num_threads(n)`, default: the hardware's
+// threads). Work is split into items that the calling thread and the workers take from one
+// atomic counter, so the caller never waits for a worker that has not started: on a busy machine
+// a descheduled worker costs nothing (OpenMP's fork/join, which waits for every team member, made
+// each parallel layer cost a scheduler time slice there). Parallel jobs are only posted when the
+// work is large enough (kParallelMinWork multiply-adds or equivalent); small layers run inline.
+// A job posted from inside a job runs inline (no nesting).
 //
 // Memory: GEMM packs operands into thread-local buffers that grow on first use and are then
 // reused (no allocation in steady state). Convolution's im2col buffer is supplied by the caller
@@ -33,9 +36,11 @@
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 namespace triad_rt {
 
@@ -378,38 +383,114 @@ inline void set_num_threads(int n) {
   detail::thread_setting() = n < 1 ? 0 : n;
 }
 inline int num_threads() {
-#ifdef _OPENMP
   int n = detail::thread_setting();
-  return n > 0 ? n : omp_get_max_threads();
-#else
-  return 1;
-#endif
+  if (n > 0) return n;
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
 namespace detail {
-inline int thread_id() {
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
+/// One parallel job: items [0, n) taken from `next` by whoever comes first.
+struct Job {
+  void (*fn)(void*, ptrdiff_t) = nullptr;
+  void* ctx = nullptr;
+  ptrdiff_t n = 0;
+  std::atomic<ptrdiff_t> next{0};
+  int refs = 0; // workers inside the job (guarded by the pool's mutex)
+};
+
+inline bool& inside_job() {
+  thread_local bool inside = false;
+  return inside;
 }
-inline int team_size() {
-#ifdef _OPENMP
-  return omp_get_num_threads();
-#else
-  return 1;
-#endif
-}
-inline void team_barrier(int nth) {
-#ifdef _OPENMP
-  if (nth > 1) {
-#pragma omp barrier
+
+/// Worker threads that sleep between jobs. The caller of run() works on its own job and then
+/// waits only for items that workers already took.
+class Pool {
+public:
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_)
+      t.join();
   }
-#else
-  (void)nth;
-#endif
+  void run(int threads, ptrdiff_t n, void (*fn)(void*, ptrdiff_t), void* ctx) {
+    Job job;
+    job.fn = fn;
+    job.ctx = ctx;
+    job.n = n;
+    {
+      std::lock_guard<std::mutex> l(m_);
+      while (static_cast<int>(workers_.size()) < threads - 1)
+        workers_.emplace_back([this] { work(); });
+      job_ = &job;
+      ++generation_;
+      wanted_ = threads - 1;
+    }
+    wake_.notify_all();
+    drain(job);
+    std::unique_lock<std::mutex> l(m_);
+    job_ = nullptr; // late workers find nothing
+    done_.wait(l, [&] { return job.refs == 0; });
+  }
+
+private:
+  static void drain(Job& job) {
+    bool& inside = inside_job();
+    bool was = inside;
+    inside = true;
+    for (ptrdiff_t i; (i = job.next.fetch_add(1, std::memory_order_relaxed)) < job.n;)
+      job.fn(job.ctx, i);
+    inside = was;
+  }
+  void work() {
+    uint64_t seen = 0;
+    for (;;) {
+      Job* job;
+      {
+        std::unique_lock<std::mutex> l(m_);
+        wake_.wait(l, [&] { return stop_ || (job_ && generation_ != seen && wanted_ > 0); });
+        if (stop_) return;
+        seen = generation_;
+        --wanted_;
+        job = job_;
+        ++job->refs;
+      }
+      drain(*job);
+      {
+        std::lock_guard<std::mutex> l(m_);
+        if (--job->refs == 0) done_.notify_all();
+      }
+    }
+  }
+  std::mutex m_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> workers_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int wanted_ = 0; // workers the current job may still take
+  bool stop_ = false;
+};
+
+inline Pool& pool() {
+  static Pool p;
+  return p;
 }
+
+/// f(i) for i in [0, n) on up to `threads` threads (the caller included).
+template <class F> void pool_for(int threads, ptrdiff_t n, F& f) {
+  if (threads <= 1 || n <= 1 || inside_job()) {
+    for (ptrdiff_t i = 0; i < n; ++i)
+      f(i);
+    return;
+  }
+  pool().run(
+      threads, n, [](void* c, ptrdiff_t i) { (*static_cast<F*>(c))(i); }, &f);
+}
+
 /// Threads worth using for `items` independent items of `work_per_item` each (1 = inline).
 inline int threads_for(ptrdiff_t items, double work_per_item) {
   int nt = num_threads();
@@ -422,16 +503,13 @@ inline int threads_for(ptrdiff_t items, double work_per_item) {
 /// f(i) for i in [0, n), statically split over threads when n * work_per_item is large enough.
 template <class F> inline void parallel_for(ptrdiff_t n, double work_per_item, F&& f) {
   int nt = detail::threads_for(n, work_per_item);
-  if (nt <= 1) {
-    for (ptrdiff_t i = 0; i < n; ++i)
+  // Contiguous chunks, a few per thread so that a late or slow thread takes fewer.
+  const ptrdiff_t chunks = std::min<ptrdiff_t>(n, 4 * static_cast<ptrdiff_t>(nt));
+  auto chunk = [&](ptrdiff_t c) {
+    for (ptrdiff_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i)
       f(i);
-    return;
-  }
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nt)
-  for (ptrdiff_t i = 0; i < n; ++i)
-    f(i);
-#endif
+  };
+  detail::pool_for(nt, chunks, chunk);
 }
 
 // ============================================================================================
@@ -665,44 +743,64 @@ struct GemmProblem {
   ptrdiff_t ldc;
 };
 
-/// Runs on every thread of the team (tid, nth); same control flow on all threads.
-template <class Epi>
-void gemm_worker(const GemmProblem& g, Epi& epi, float* bbuf, int tid, int nth) {
+/// Which A block this thread's packing buffer holds (per thread; `problem` tells calls apart).
+struct APackState {
+  uint64_t problem = 0;
+  int ic = -1, pc = -1;
+};
+
+template <class Epi> void gemm_run(const GemmProblem& g, Epi& epi) {
+  if (g.M <= 0 || g.N <= 0) return;
+  if (g.K <= 0) {
+    for (int i = 0; i < g.M; ++i) {
+      std::memset(g.c + i * g.ldc, 0, sizeof(float) * g.N);
+      epi(g.c + i * g.ldc, i, 0, g.N);
+    }
+    return;
+  }
   const int M = g.M, N = g.N, K = g.K;
+  double work = static_cast<double>(M) * N * K;
+  int nt = num_threads();
+  if (nt > 1 && (work < kParallelMinWork * 2 || inside_job())) nt = 1;
+  static std::atomic<uint64_t> serial{0};
+  const uint64_t problem = ++serial;
   const int mblocks = (M + kMC - 1) / kMC;
-  float* abuf = g.a_packed ? nullptr : tls_buffer(0, static_cast<size_t>(kMC) * kKC);
-  float* tile = tls_buffer(2, static_cast<size_t>(kMR) * kNR);
+  // B blocks (when B is not pre-packed) are packed into the calling thread's buffer and read by
+  // every thread during the block's compute job.
+  float* bbuf = nullptr;
+  if (!g.b_packed)
+    bbuf = tls_buffer(1, static_cast<size_t>(kKC) * ((std::min(kNC, N) + kNR - 1) / kNR) * kNR);
   for (int jc = 0; jc < N; jc += kNC) {
     const int nc = std::min(kNC, N - jc);
     const int npanels = (nc + kNR - 1) / kNR;
-    // Work items: (MC block, chunk of its column panels). With several threads, at least 4 items
-    // per thread, handed out dynamically: on a busy machine a thread that loses its core does
-    // fewer items instead of holding the others up.
+    // Work items: (MC block, chunk of its column panels), at least 4 per thread when threaded,
+    // taken dynamically: a thread that loses its core does fewer.
     int nchunks = 1;
-    if (nth > 1) nchunks = std::min(npanels, std::max(1, (4 * nth + mblocks - 1) / mblocks));
+    if (nt > 1) nchunks = std::min(npanels, std::max(1, (4 * nt + mblocks - 1) / mblocks));
     const int nitems = mblocks * nchunks;
 
     // C[item] (+)= A[ic block, pc..pc+kc) * B block (panels from bblk, bstride apart).
-    int packed_ic = -1, packed_pc = -1;
     auto compute = [&](int it, int pc, int kc, const float* bblk, ptrdiff_t bstride) {
       const int ic = (it / nchunks) * kMC;
       const int chunk = it % nchunks;
       const int mc = std::min(kMC, M - ic);
       const int mpanels = (mc + kMR - 1) / kMR;
       const bool last_k = pc + kc == K;
+      float* tile = tls_buffer(2, static_cast<size_t>(kMR) * kNR);
       const float* ablk;
       ptrdiff_t astride;
       if (g.a_packed) {
         ablk = g.a_packed + static_cast<ptrdiff_t>(ic) * K + static_cast<ptrdiff_t>(pc) * kMR;
         astride = static_cast<ptrdiff_t>(kMR) * K;
       } else {
+        float* abuf = tls_buffer(0, static_cast<size_t>(kMC) * kKC);
+        thread_local APackState state;
         astride = static_cast<ptrdiff_t>(kMR) * kc;
-        if (packed_ic != ic || packed_pc != pc) {
+        if (state.problem != problem || state.ic != ic || state.pc != pc) {
           for (int p = 0; p < mpanels; ++p)
             pack_a_panel(g.a, ic + p * kMR, std::min(kMR, mc - p * kMR), pc, kc,
                          abuf + p * astride);
-          packed_ic = ic;
-          packed_pc = pc;
+          state = {problem, ic, pc};
         }
         ablk = abuf;
       }
@@ -734,65 +832,33 @@ void gemm_worker(const GemmProblem& g, Epi& epi, float* bbuf, int tid, int nth) 
         }
       }
     };
-    auto for_items = [&](auto&& body) {
-      if (nth == 1) {
-        for (int it = 0; it < nitems; ++it)
-          body(it);
-      } else {
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1) nowait
-#endif
-        for (int it = 0; it < nitems; ++it)
-          body(it);
-      }
-    };
 
     if (g.b_packed) {
       // No shared buffer: each item runs all K blocks itself (a C tile never changes threads
-      // between K blocks), so no barrier at all.
+      // between K blocks), so one job per column block.
       const float* bj = g.b_packed + static_cast<ptrdiff_t>(jc / kNR) * kNR * K;
-      for_items([&](int it) {
+      auto item = [&](ptrdiff_t it) {
         for (int pc = 0; pc < K; pc += kKC)
-          compute(it, pc, std::min(kKC, K - pc), bj + static_cast<ptrdiff_t>(pc) * kNR,
-                  static_cast<ptrdiff_t>(kNR) * K);
-      });
+          compute(static_cast<int>(it), pc, std::min(kKC, K - pc),
+                  bj + static_cast<ptrdiff_t>(pc) * kNR, static_cast<ptrdiff_t>(kNR) * K);
+      };
+      pool_for(nt, nitems, item);
     } else {
       for (int pc = 0; pc < K; pc += kKC) {
         const int kc = std::min(kKC, K - pc);
         const ptrdiff_t bstride = static_cast<ptrdiff_t>(kNR) * kc;
-        for (int q = npanels * tid / nth; q < npanels * (tid + 1) / nth; ++q)
-          pack_b_panel(g.b, pc, kc, jc + q * kNR, std::min(kNR, nc - q * kNR), bbuf + q * bstride);
-        team_barrier(nth); // B block packed
-        for_items([&](int it) { compute(it, pc, kc, bbuf, bstride); });
-        team_barrier(nth); // all tiles of this K block done; bbuf is free again
+        auto pack = [&](ptrdiff_t q) {
+          const int qi = static_cast<int>(q);
+          pack_b_panel(g.b, pc, kc, jc + qi * kNR, std::min(kNR, nc - qi * kNR),
+                       bbuf + q * bstride);
+        };
+        pool_for(static_cast<double>(npanels) * kNR * kc < kParallelMinWork ? 1 : nt, npanels,
+                 pack);
+        auto item = [&](ptrdiff_t it) { compute(static_cast<int>(it), pc, kc, bbuf, bstride); };
+        pool_for(nt, nitems, item);
       }
     }
   }
-}
-
-template <class Epi> void gemm_run(const GemmProblem& g, Epi& epi) {
-  if (g.M <= 0 || g.N <= 0) return;
-  if (g.K <= 0) {
-    for (int i = 0; i < g.M; ++i) {
-      std::memset(g.c + i * g.ldc, 0, sizeof(float) * g.N);
-      epi(g.c + i * g.ldc, i, 0, g.N);
-    }
-    return;
-  }
-  double work = static_cast<double>(g.M) * g.N * g.K;
-  int nt = num_threads();
-  if (nt > 1 && work < kParallelMinWork * 2) nt = 1;
-  float* bbuf = nullptr;
-  if (!g.b_packed)
-    bbuf = tls_buffer(1, static_cast<size_t>(kKC) * ((std::min(kNC, g.N) + kNR - 1) / kNR) * kNR);
-  if (nt <= 1) {
-    gemm_worker(g, epi, bbuf, 0, 1);
-    return;
-  }
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nt)
-  gemm_worker(g, epi, bbuf, thread_id(), team_size());
-#endif
 }
 
 inline View view_a(const float* A, int lda, bool transA) {

@@ -63,7 +63,7 @@ grep -q "per-layer time on cpu" "$TMP/err" && echo "ok   run-cpu-profile" && pas
 "$SRC/.venv/bin/python" -c "import numpy as n,sys; a,b=n.load(sys.argv[1]),n.load(sys.argv[2]); sys.exit(0 if n.allclose(a,b,rtol=1e-4,atol=1e-6) else 1)" "$TMP/probs.npy" "$TMP/probs_cpu.npy" \
   && echo "ok   run-cpu-matches-interp" && pass=$((pass + 1)) || { echo "FAIL run-cpu-matches-interp"; failn=$((failn + 1)); }
 check compile-cpu 0 "arena" -- "$TRIAD" compile "$SRC/models/resblock_cnn.onnx" --target cpu -o "$TMP/standalone"
-if make -s -C "$TMP/standalone" CXXFLAGS="-std=c++17 -O1 -fopenmp" >"$TMP/make.log" 2>&1 && (cd "$TMP/standalone" && ./resblock_cnn >"$TMP/standalone.out"); then
+if make -s -C "$TMP/standalone" CXXFLAGS="-std=c++17 -O1 -pthread" >"$TMP/make.log" 2>&1 && (cd "$TMP/standalone" && ./resblock_cnn >"$TMP/standalone.out"); then
   [[ $(wc -w <"$TMP/standalone.out") -ge 8 ]] && echo "ok   standalone-build-and-run" && pass=$((pass + 1)) || { echo "FAIL standalone-build-and-run: no output"; failn=$((failn + 1)); }
 else
   echo "FAIL standalone-build-and-run"; head -20 "$TMP/make.log"; failn=$((failn + 1))

@@ -1,6 +1,6 @@
 // Tests of the CPU run-time kernels (cpu/runtime/triad_kernels.h) against naive reference loops.
 // Built twice (tests/CMakeLists.txt): natively (-march=native: the AVX-512 or AVX2 micro-kernels)
-// and for baseline x86-64 (the scalar fallback), both with OpenMP; every GEMM/conv case runs
+// and for baseline x86-64 (the scalar fallback); every GEMM/conv case runs
 // with 1 and 2 threads. The header is C++17, so this file is compiled as C++17.
 #include "cpu/runtime/triad_kernels.h"
 

@@ -225,7 +225,7 @@ TEST(VerilogEmitter, SimulationWritesVcdAndFstTraces) {
       EXPECT_NE(text.find("out_tvalid"), std::string::npos);
     }
   }
-  EXPECT_THROW(sim::simulate(dir, d.top, in, res.layerRaw[d.lastLayer], n, d.outElems, 3,
-                             dir / "wave.txt"),
-               Error);
+  EXPECT_THROW(
+      sim::simulate(dir, d.top, in, res.layerRaw[d.lastLayer], n, d.outElems, 3, dir / "wave.txt"),
+      Error);
 }
