@@ -5,7 +5,7 @@ Both run in this one Python process on the same machine, at the same explicit th
 
 - Triad: `triad compile MODEL --target cpu --batch B -o DIR` writes standalone sources; they are
   built here into a shared object with the flags the CPU target uses (`c++ -std=c++17 -O3
-  -march=native -fopenmp -fPIC -shared`) and called through ctypes (`P_create(weights, threads,
+  -march=native -pthread -fPIC -shared`) and called through ctypes (`P_create(weights, threads,
   NULL, NULL)`, `P_run(state, inputs, outputs)` on preallocated buffers).
 - ONNX Runtime: an InferenceSession with intra_op_num_threads=N, inter_op_num_threads=1,
   sequential execution, all graph optimisations, run through an IOBinding on preallocated
@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ["digits_mlp", "jet_mlp", "digits_cnn"]
 LARGE = ["resnet18", "resnet50", "mobilenet_v2", "bert_base"]
 BATCH_FIXED = {"bert_base"}  # export bakes in batch 1 (Reshape constants)
-CXX_FLAGS = ["-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"]
+CXX_FLAGS = ["-std=c++17", "-O3", "-march=native", "-pthread", "-fPIC", "-shared"]
 RTOL, ATOL = 1e-3, 1e-4
 IDENTITY = "identity_relu"
 
