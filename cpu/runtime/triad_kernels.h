@@ -540,7 +540,7 @@ struct AlignedBuffer {
 };
 /// Per-thread growing buffers: slot 0 packs A blocks, slot 1 packs B blocks, slot 2 edge tiles.
 inline float* tls_buffer(int slot, size_t floats) {
-  thread_local AlignedBuffer bufs[3];
+  thread_local AlignedBuffer bufs[4];
   return bufs[slot].get(floats);
 }
 } // namespace detail
@@ -1077,23 +1077,36 @@ void conv2d(const Conv2dShape& s, const float* x, const float* packed_w, float* 
     uintptr_t p = reinterpret_cast<uintptr_t>(scratch);
     col = reinterpret_cast<float*>((p + 63) / 64 * 64);
   }
-  for (int n = 0; n < s.N; ++n) {
-    for (int g = 0; g < s.group; ++g) {
-      const float* xg = x + (static_cast<ptrdiff_t>(n) * s.C + static_cast<ptrdiff_t>(g) * Cg) * HW;
-      float* yg = y + (static_cast<ptrdiff_t>(n) * s.OC + static_cast<ptrdiff_t>(g) * OCg) * P;
-      const int oc0 = g * OCg;
-      auto gepi = [&epi, oc0](float* c, int row, int col0, int len) {
-        epi(c, oc0 + row, col0, len);
-      };
-      const float* bsrc = xg;
-      if (algo == ConvAlgo::Im2col) {
-        detail::im2col(s, xg, col);
-        bsrc = col;
-      }
-      gemm_packed_a(OCg, static_cast<int>(P), Kg, packed_w + g * wgroup, bsrc, static_cast<int>(P),
-                    false, yg, static_cast<int>(P), gepi);
+  auto one = [&](ptrdiff_t item, float* colbuf) {
+    const int n = static_cast<int>(item / s.group), g = static_cast<int>(item % s.group);
+    const float* xg = x + (static_cast<ptrdiff_t>(n) * s.C + static_cast<ptrdiff_t>(g) * Cg) * HW;
+    float* yg = y + (static_cast<ptrdiff_t>(n) * s.OC + static_cast<ptrdiff_t>(g) * OCg) * P;
+    const int oc0 = g * OCg;
+    auto gepi = [&epi, oc0](float* c, int row, int col0, int len) { epi(c, oc0 + row, col0, len); };
+    const float* bsrc = xg;
+    if (algo == ConvAlgo::Im2col) {
+      detail::im2col(s, xg, colbuf);
+      bsrc = colbuf;
     }
+    gemm_packed_a(OCg, static_cast<int>(P), Kg, packed_w + g * wgroup, bsrc, static_cast<int>(P),
+                  false, yg, static_cast<int>(P), gepi);
+  };
+  // Several images or groups whose GEMMs are each too small to split well: one item per (image,
+  // group) on the threads, each with its own im2col buffer. Otherwise one at a time, every GEMM
+  // using the threads itself.
+  const ptrdiff_t items = static_cast<ptrdiff_t>(s.N) * s.group;
+  const double perItem = static_cast<double>(OCg) * static_cast<double>(P) * Kg;
+  if (items > 1 && num_threads() > 1 && !detail::inside_job() && perItem < 8 * kParallelMinWork) {
+    parallel_for(items, perItem, [&](ptrdiff_t it) {
+      float* colbuf = algo == ConvAlgo::Im2col
+                          ? detail::tls_buffer(3, static_cast<size_t>(Kg) * static_cast<size_t>(P))
+                          : nullptr;
+      one(it, colbuf);
+    });
+    return;
   }
+  for (ptrdiff_t it = 0; it < items; ++it)
+    one(it, col);
 }
 
 // ============================================================================================

@@ -396,6 +396,8 @@ void convSuite(int threads) {
       {shape(2, 12, 16, 16, 12, 3, 12, 2, 1), ConvAlgo::Depthwise}, // dw stride 2
       {shape(1, 4, 10, 10, 8, 3, 4, 1, 1), ConvAlgo::Depthwise},    // channel multiplier 2
       {shape(1, 64, 56, 56, 64, 3, 1, 1, 1), ConvAlgo::Im2col},     // threaded
+      {shape(8, 16, 16, 16, 16, 3, 1, 1, 1), ConvAlgo::Im2col},     // images across threads
+      {shape(6, 16, 12, 12, 24, 1, 4, 1, 0), ConvAlgo::Pointwise},  // (image, group) items
   };
   for (auto& n : named) {
     EXPECT_EQ(triad_rt::conv2d_algo(n.s), n.algo) << convName(n.s);
