@@ -85,19 +85,30 @@ std::string shapeText(const Shape& s) {
   return fmt::format("[{}]", fmt::join(s, ","));
 }
 
+/// Untuned parameters for a GEMM of `s`: GemmParams{} (32x32 tiles), except on CPU devices
+/// (PoCL) for large enough products, where wider register strips read as float8 measured
+/// faster on this machine (the tuner's 512^3 winner, see docs/gpu.md).
+GemmParams defaultParams(const GpuLowerContext& c, const GemmShape& s) {
+  if (c.options.device && c.options.device->type == "CPU" && s.M >= 32 && s.N >= 64 && s.K >= 32 &&
+      c.options.maxWorkGroupSize >= 128)
+    return GemmParams{16, 8, 2, 8, 32, 8};
+  return GemmParams{};
+}
+
 /// The tuning database's parameters for `key` (TuningDb::gemmKey / convKey), else the defaults.
-GemmParams tunedOrDefault(GpuLowerContext& c, const std::function<std::string()>& key) {
+GemmParams tunedOrDefault(GpuLowerContext& c, const GemmShape& s,
+                          const std::function<std::string()>& key) {
   if (c.options.device && c.options.tuning) {
     if (auto t = c.options.tuning->findGemm(key())) {
       c.tuned = true;
       return t->params;
     }
   }
-  return GemmParams{};
+  return defaultParams(c, s);
 }
 
 GemmParams tunedOrDefault(GpuLowerContext& c, const GemmShape& s) {
-  return tunedOrDefault(c, [&] { return TuningDb::gemmKey(s, *c.options.device); });
+  return tunedOrDefault(c, s, [&] { return TuningDb::gemmKey(s, *c.options.device); });
 }
 
 // --- Gemm ---------------------------------------------------------------------------------------
@@ -244,7 +255,7 @@ void emitConv(GpuLowerContext& c) {
   c.conv = s;
   if (useImplicitGemm(s)) {
     GemmShape gs = implicitGemmShape(s);
-    GemmParams p = tunedOrDefault(c, [&] { return TuningDb::convKey(s, *c.options.device); });
+    GemmParams p = tunedOrDefault(c, gs, [&] { return TuningDb::convKey(s, *c.options.device); });
     c.kernel = generateConv2DImplicitGemm(c.layer, s, p, epi);
     c.kind = "conv (implicit GEMM)";
     c.gemm = gs;
@@ -609,6 +620,15 @@ Support supportsGather(const Node& n) {
   DType t = n.input(1)->type().dtype;
   if (t != DType::I64 && t != DType::I32) return no("indices must be int64 or int32");
   if (numElements(shapeOf(n.output(0))) == 0) return no("empty output");
+  // Indices known only at run time go to the host, whose reference kernel rejects an index out
+  // of range with an error naming the node; a kernel could only clamp it (a silent wrong answer).
+  const Value* idx = n.input(1);
+  if (!idx->isConstant()) return no("run-time indices are range-checked on the host");
+  int64_t dim = shapeOf(n.input(0))[size_t(n.attrs<AxisAttrs>().axis)];
+  for (int64_t k = 0; k < idx->constant().numElements(); ++k) {
+    int64_t v = idx->constant().getInt(k);
+    if (v < -dim || v >= dim) return no("an index is out of range (the host reports it)");
+  }
   return {};
 }
 
@@ -625,8 +645,7 @@ void emitGather(GpuLowerContext& c) {
       c, fmt::format("Gather, {}", dtypeName(n.input(0)->type().dtype)),
       {fmt::format("Y{} = X{}[indices{}] along axis {}", shapeText(y), shapeText(x),
                    shapeText(shapeOf(n.input(1))), axis),
-       "negative indices count from the end; out-of-range indices are clamped (the reference "
-       "rejects them)"},
+       "constant indices, checked in range at compile time; negative ones count from the end"},
       {fmt::format("__global const {}* restrict X", t),
        fmt::format("__global const {}* restrict I", it), fmt::format("__global {}* restrict Y", t)},
       numElements(y));

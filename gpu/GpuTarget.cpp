@@ -4,8 +4,10 @@
 #include "ir/Interpreter.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <fstream>
 
 namespace triad::gpu {
 
@@ -55,6 +57,12 @@ public:
     go.device = &device_;
     go.tuning = db ? &*db : nullptr;
     program_ = generateOpenCL(g, go);
+    if (const char* dump = std::getenv("TRIAD_GPU_SOURCE"); dump && *dump) {
+      std::ofstream f(dump); // the generated program, for reading and debugging
+      f << program_.source;
+      if (!f)
+        fail(ErrorKind::Io, "cannot write the OpenCL source to '{}' (TRIAD_GPU_SOURCE)", dump);
+    }
     double before = ctx_->buildStats().compileSeconds;
     std::string name = kernelIdentifier(g.name.empty() ? "model" : g.name);
     built_ = ctx_->build(program_.source, o.buildOptions, "model_" + name);
