@@ -5,6 +5,7 @@
 #include "frontend/TensorIO.h"
 #include "ir/Diagnostics.h"
 #include "ir/Interpreter.h"
+#include "ir/System.h"
 #include "ir/passes/Pass.h"
 
 #include <chrono>
@@ -27,37 +28,6 @@ namespace {
 std::string envOr(const char* name, std::string dflt) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) : dflt;
-}
-
-std::string shellQuote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) {
-    if (c == '\'')
-      q += "'\\''";
-    else
-      q += c;
-  }
-  return q + "'";
-}
-
-std::string runCapture(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) fail(ErrorKind::Io, "cannot run '{}'", cmd);
-  char buf[4096];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, k);
-  *rc = pclose(p);
-  return out;
-}
-
-uint64_t fnv1a(uint64_t h, std::string_view s) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 std::string compilerOf(const CpuOptions& o) {
@@ -156,7 +126,7 @@ BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts) {
   std::string cxx = compilerOf(opts), flags = flagsOf(opts);
   static std::map<std::string, std::string> versions;
   if (!versions.count(cxx)) versions[cxx] = compilerVersion(cxx);
-  uint64_t h = fnv1a(1469598103934665603ull, versions[cxx] + "\n" + flags + "\n");
+  uint64_t h = fnv1a(kFnvOffset, versions[cxx] + "\n" + flags + "\n");
   h = fnv1a(h, code.source);
   h = fnv1a(h, code.header);
   for (const auto& [name, text] : runtimeFiles())
@@ -344,7 +314,8 @@ public:
     BuildInfo info = buildSharedObject(generateCpp(g, co), opts_);
     int threads = opts_.threads;
     if (threads <= 0)
-      if (const char* t = std::getenv("TRIAD_THREADS"); t && std::atoi(t) > 0) threads = std::atoi(t);
+      if (const char* t = std::getenv("TRIAD_THREADS"); t && std::atoi(t) > 0)
+        threads = std::atoi(t);
     if (threads <= 0) threads = defaultThreads();
     return std::make_unique<CompiledModel>(g, std::move(info), threads);
   }

@@ -2,6 +2,7 @@
 
 #include "frontend/TensorIO.h"
 #include "ir/Diagnostics.h"
+#include "ir/System.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,36 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string runCapture(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) fail(ErrorKind::Io, "cannot run '{}'", cmd);
-  char buf[4096];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, k);
-  *rc = pclose(p);
-  return out;
-}
-
-std::string quote(const fs::path& p) {
-  std::string s = "'";
-  for (char c : p.string()) {
-    if (c == '\'')
-      s.append("'\\''");
-    else
-      s.push_back(c);
-  }
-  s.push_back('\'');
-  return s;
-}
-
-uint64_t fnv1a(uint64_t h, std::string_view s) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+std::string pathQuote(const fs::path& p) {
+  return shellQuote(p.string());
 }
 
 } // namespace
@@ -79,7 +52,7 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
   const char* traceFlags = trace == Trace::Vcd   ? " --trace -CFLAGS -DTRIAD_TRACE_VCD"
                            : trace == Trace::Fst ? " --trace-fst -CFLAGS -DTRIAD_TRACE_FST"
                                                  : "";
-  uint64_t h = fnv1a(1469598103934665603ull, version + top + traceFlags);
+  uint64_t h = fnv1a(kFnvOffset, version + top + traceFlags);
   for (const fs::path& p : sources)
     h = fnv1a(fnv1a(h, p.filename().string()), frontend::readFile(p));
   h = fnv1a(h, frontend::readFile(tb));
@@ -91,14 +64,14 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
   std::string cmd = fmt::format("verilator --cc --exe --build -j 2 -Wno-fatal --top-module {} "
                                 "-Mdir {} -o tb --output-split 20000 -LDFLAGS -pthread "
                                 "-MAKEFLAGS 'OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0'",
-                                top, quote(dir));
+                                top, pathQuote(dir));
   cmd += traceFlags;
   for (const fs::path& p : sources) {
     cmd.push_back(' ');
-    cmd.append(quote(p));
+    cmd.append(pathQuote(p));
   }
   cmd.push_back(' ');
-  cmd.append(quote(tb));
+  cmd.append(pathQuote(tb));
   cmd.append(" 2>&1");
   std::string log = runCapture(cmd, &rc);
   if (rc != 0 || !fs::exists(exe))
@@ -125,9 +98,9 @@ SimReport simulate(const fs::path& outdir, const std::string& top,
   }
   int rc = 0;
   std::string js = runCapture(
-      fmt::format("{} {} {} {} {}{}", quote(exe), quote(in), n, quote(out), seed,
+      fmt::format("{} {} {} {} {}{}", pathQuote(exe), pathQuote(in), n, pathQuote(out), seed,
                   trace == Trace::None ? std::string()
-                                       : std::string(" ") + quote(fs::absolute(traceFile))),
+                                       : std::string(" ") + pathQuote(fs::absolute(traceFile))),
       &rc);
   if (rc != 0) fail(ErrorKind::Runtime, "the testbench failed: {}", js);
   r.runSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();

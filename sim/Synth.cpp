@@ -2,6 +2,7 @@
 
 #include "frontend/TensorIO.h"
 #include "ir/Diagnostics.h"
+#include "ir/System.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,28 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string runCapture(const std::string& cmd, int* rc) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) fail(ErrorKind::Io, "cannot run '{}'", cmd);
-  char buf[4096];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, k);
-  *rc = pclose(p);
-  return out;
-}
-
-std::string quote(const fs::path& p) {
-  std::string s = "'";
-  for (char c : p.string()) {
-    if (c == '\'')
-      s.append("'\\''");
-    else
-      s.push_back(c);
-  }
-  s.push_back('\'');
-  return s;
+std::string pathQuote(const fs::path& p) {
+  return shellQuote(p.string());
 }
 
 SynthCounts classify(const nlohmann::json& byType, const std::string& family) {
@@ -192,8 +173,8 @@ SynthReport synthesize(const fs::path& outdirArg, const SynthOptions& o) {
       fs::remove(base + ".ltp");
       auto ts = std::chrono::steady_clock::now();
       int code = 0;
-      runCapture(fmt::format("cd {} && yosys -q -l {} -s {} >/dev/null 2>&1", quote(dir),
-                             quote(u.log), quote(base + ".ys")),
+      runCapture(fmt::format("cd {} && yosys -q -l {} -s {} >/dev/null 2>&1", pathQuote(dir),
+                             pathQuote(u.log), pathQuote(base + ".ys")),
                  &code);
       u.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count();
       std::lock_guard<std::mutex> lock(mu);

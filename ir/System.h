@@ -1,0 +1,23 @@
+// Small operating-system helpers shared by the tool-driving code (the CPU target's compiler
+// runs, Verilator and Yosys in sim/): running a shell command, quoting for the shell, and the
+// content hash that keys build caches.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace triad {
+
+/// Runs `cmd` with /bin/sh and returns its standard output; `*rc` gets pclose's status.
+/// Throws triad::Error(Io) when the shell cannot be started.
+std::string runCapture(const std::string& cmd, int* rc);
+
+/// `s` in single quotes, safe as one shell word.
+std::string shellQuote(std::string_view s);
+
+/// 64-bit FNV-1a over `s`, continuing from `h` (start with kFnvOffset): cache keys.
+constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+uint64_t fnv1a(uint64_t h, std::string_view s);
+
+} // namespace triad
