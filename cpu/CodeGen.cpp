@@ -45,13 +45,6 @@ int64_t alignUp(int64_t v) {
   return (v + kAlign - 1) / kAlign * kAlign;
 }
 
-std::vector<int64_t> stridesOf(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (int d = int(s.size()) - 2; d >= 0; --d)
-    st[size_t(d)] = st[size_t(d) + 1] * s[size_t(d) + 1];
-  return st;
-}
-
 /// How one operand of an elementwise loop is read, relative to a segment of the output that
 /// starts at linear index `i0` and never crosses a chunk of `chunk` elements.
 struct OperandAccess {

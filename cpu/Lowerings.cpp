@@ -24,14 +24,6 @@ Support no(std::string why) {
   return {false, std::move(why)};
 }
 
-int64_t prod(const Shape& s, size_t from = 0, size_t to = SIZE_MAX) {
-  int64_t p = 1;
-  const size_t end = std::min(to, s.size());
-  for (size_t i = from; i < end; ++i)
-    p *= s[i];
-  return p;
-}
-
 bool allF32(const Node& n) {
   for (Value* v : n.inputs())
     if (v && v->type().dtype != DType::F32) return false;
@@ -131,7 +123,7 @@ void emitMatMul(LowerContext& c) {
   Shape batch(rank);
   for (size_t i = 0; i < rank; ++i)
     batch[i] = std::max(ba[i], bb[i]);
-  int64_t batches = prod(batch), batchesA = prod(ba), batchesB = prod(bb);
+  int64_t batches = numElements(batch), batchesA = numElements(ba), batchesB = numElements(bb);
   c.body.line("// {} x [{}, {}] * [{}, {}]", batches, M, K, K, N);
   bool packB = n.input(1)->isConstant() && batchesB == 1;
   std::string packed = "pk_" + c.ident;
@@ -296,7 +288,7 @@ void emitGlobalPool(LowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   const char* fn =
       c.node.kind() == OpKind::GlobalAveragePool ? "global_avg_pool" : "global_max_pool";
-  c.body.line("triad_rt::{}({}, {}, {}, {});", fn, x[0] * x[1], prod(x, 2), c.inputs[0],
+  c.body.line("triad_rt::{}({}, {}, {}, {});", fn, x[0] * x[1], numElements(x, 2), c.inputs[0],
               c.outputs[0]);
 }
 
@@ -316,15 +308,15 @@ void emitSoftmax(LowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   size_t first = size_t(c.node.attrs<SoftmaxAttrs>().axes.front());
   const char* fn = c.node.kind() == OpKind::Softmax ? "softmax_rows" : "log_softmax_rows";
-  c.body.line("triad_rt::{}({}, {}, {}, {});", fn, c.inputs[0], c.outputs[0], prod(x, 0, first),
-              prod(x, first));
+  c.body.line("triad_rt::{}({}, {}, {}, {});", fn, c.inputs[0], c.outputs[0],
+              numElements(x, 0, first), numElements(x, first));
 }
 
 Support supportsLayerNorm(const Node& n) {
   if (auto s = requireF32(n); !s.ok) return s;
   if (n.outputs().size() > 1) return no("the Mean/InvStdDev outputs are not compiled");
   const Shape& x = shapeOf(n.input(0));
-  int64_t inner = prod(x, size_t(n.attrs<LayerNormAttrs>().axis));
+  int64_t inner = numElements(x, size_t(n.attrs<LayerNormAttrs>().axis));
   for (size_t i = 1; i < 3; ++i)
     if (n.input(i) && numElements(shapeOf(n.input(i))) != inner)
       return no("scale and bias must cover the normalized dims exactly");
@@ -335,7 +327,7 @@ void emitLayerNorm(LowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   const auto& a = c.node.attrs<LayerNormAttrs>();
   c.body.line("triad_rt::layernorm_rows({}, {}, {}, {}, {}, {}, {});", c.inputs[0], c.outputs[0],
-              prod(x, 0, size_t(a.axis)), prod(x, size_t(a.axis)), c.inputs[1],
+              numElements(x, 0, size_t(a.axis)), numElements(x, size_t(a.axis)), c.inputs[1],
               c.node.input(2) ? c.inputs[2] : "nullptr", floatLiteral(a.epsilon));
 }
 
@@ -349,7 +341,7 @@ Support supportsBatchNorm(const Node& n) {
 void emitBatchNorm(LowerContext& c) {
   const Node& n = c.node;
   const Shape& x = shapeOf(n.input(0));
-  int64_t C = x[1], inner = prod(x, 2), outer = x[0];
+  int64_t C = x[1], inner = numElements(x, 2), outer = x[0];
   std::string ab = "bn_" + c.ident;
   c.fields.line("float* {} = nullptr; // {}: per-channel scale and shift", ab, n.name());
   c.create.line("m.{} = (float*)m.alloc({} * sizeof(float));", ab, 2 * C);
@@ -398,13 +390,9 @@ void emitStridedCopy(Code& body, const std::string& dst, const std::string& src,
 void emitTranspose(LowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   const auto& perm = c.node.attrs<TransposeAttrs>().perm;
-  std::vector<int64_t> xs(x.size(), 1);
-  for (size_t d = x.size(); d-- > 1;)
-    xs[d - 1] = xs[d] * x[d];
+  std::vector<int64_t> xs = stridesOf(x);
   const Shape& y = shapeOf(c.node.output(0));
-  std::vector<int64_t> ys(y.size(), 1), src(y.size());
-  for (size_t d = y.size(); d-- > 1;)
-    ys[d - 1] = ys[d] * y[d];
+  std::vector<int64_t> ys = stridesOf(y), src(y.size());
   for (size_t d = 0; d < y.size(); ++d)
     src[d] = xs[size_t(perm[d])];
   emitStridedCopy(c.body, c.outputs[0], c.inputs[0], y, ys, src, 0, elemBytes(c.node.input(0)));
@@ -412,14 +400,9 @@ void emitTranspose(LowerContext& c) {
 
 void emitSlice(LowerContext& c) {
   const auto& a = c.node.attrs<SliceAttrs>();
-  const Shape& x = shapeOf(c.node.input(0));
-  std::vector<int64_t> xs(x.size(), 1);
-  for (size_t d = x.size(); d-- > 1;)
-    xs[d - 1] = xs[d] * x[d];
+  std::vector<int64_t> xs = stridesOf(shapeOf(c.node.input(0)));
   const Shape& y = a.outShape;
-  std::vector<int64_t> ys(y.size(), 1), src(y.size());
-  for (size_t d = y.size(); d-- > 1;)
-    ys[d - 1] = ys[d] * y[d];
+  std::vector<int64_t> ys = stridesOf(y), src(y.size());
   int64_t base = 0;
   for (size_t d = 0; d < y.size(); ++d) {
     src[d] = xs[d] * a.steps[d];
@@ -433,13 +416,13 @@ void emitConcat(LowerContext& c) {
   const Node& n = c.node;
   size_t axis = size_t(n.attrs<AxisAttrs>().axis);
   const Shape& y = shapeOf(n.output(0));
-  int64_t outer = prod(y, 0, axis), elem = elemBytes(n.output(0));
-  int64_t yrow = prod(y, axis) * elem;
+  int64_t outer = numElements(y, 0, axis), elem = elemBytes(n.output(0));
+  int64_t yrow = numElements(y, axis) * elem;
   c.body.line("unsigned char* db = (unsigned char*){};", c.outputs[0]);
   c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outer));
   int64_t off = 0;
   for (size_t i = 0; i < n.inputs().size(); ++i) {
-    int64_t row = prod(shapeOf(n.input(i)), axis) * elem;
+    int64_t row = numElements(shapeOf(n.input(i)), axis) * elem;
     if (row == 0) continue;
     c.body.line("std::memcpy(db + o * {} + {}, (const unsigned char*){} + o * {}, {});", yrow, off,
                 c.inputs[i], row, row);
@@ -452,13 +435,13 @@ void emitSplit(LowerContext& c) {
   const Node& n = c.node;
   size_t axis = size_t(n.attrs<SplitAttrs>().axis);
   const Shape& x = shapeOf(n.input(0));
-  int64_t outer = prod(x, 0, axis), elem = elemBytes(n.input(0));
-  int64_t xrow = prod(x, axis) * elem;
+  int64_t outer = numElements(x, 0, axis), elem = elemBytes(n.input(0));
+  int64_t xrow = numElements(x, axis) * elem;
   c.body.line("const unsigned char* sb = (const unsigned char*){};", c.inputs[0]);
   c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outer));
   int64_t off = 0;
   for (size_t i = 0; i < n.outputs().size(); ++i) {
-    int64_t row = prod(shapeOf(n.output(i)), axis) * elem;
+    int64_t row = numElements(shapeOf(n.output(i)), axis) * elem;
     if (row == 0) continue;
     c.body.line("std::memcpy((unsigned char*){} + o * {}, sb + o * {} + {}, {});", c.outputs[i],
                 row, xrow, off, row);
@@ -476,8 +459,8 @@ void emitGather(LowerContext& c) {
   const Node& n = c.node;
   size_t axis = size_t(n.attrs<AxisAttrs>().axis);
   const Shape& x = shapeOf(n.input(0));
-  int64_t outer = prod(x, 0, axis), dim = x[axis], elem = elemBytes(n.input(0));
-  int64_t inner = prod(x, axis + 1) * elem;
+  int64_t outer = numElements(x, 0, axis), dim = x[axis], elem = elemBytes(n.input(0));
+  int64_t inner = numElements(x, axis + 1) * elem;
   int64_t count = numElements(shapeOf(n.input(1)));
   c.body.line("const unsigned char* sb = (const unsigned char*){};", c.inputs[0]);
   c.body.line("unsigned char* db = (unsigned char*){};", c.outputs[0]);

@@ -89,17 +89,6 @@ std::string clLiteral(const Tensor& t, int64_t i = 0) {
   }
 }
 
-std::string shapeText(const Shape& s) {
-  return fmt::format("[{}]", fmt::join(s, ","));
-}
-
-std::vector<int64_t> stridesOf(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t d = s.size(); d-- > 1;)
-    st[d - 1] = st[d] * s[d];
-  return st;
-}
-
 /// Offset expression of an operand of shape `in` broadcast (right-aligned) to `out`, given
 /// expressions for the output's coordinates (`coord(d)`) and linear index (`linear`).
 std::string broadcastOffset(const Shape& in, const Shape& out, const std::string& linear,
@@ -245,7 +234,7 @@ Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& i
           std::string off = broadcastOffset(v->type().shape, os, "", coord);
           if (off.empty()) off = linear(); // same shape as the output
           code += fmt::format("const {} ev{} = {}[{}]; // {}{}\n", t, k, ptr, off, v->name(),
-                              shapeText(v->type().shape));
+                              shapeToString(v->type().shape));
           expr[v] = fmt::format("ev{}", k);
         }
       }

@@ -23,14 +23,6 @@ Support no(std::string why) {
   return {false, std::move(why)};
 }
 
-int64_t prod(const Shape& s, size_t from = 0, size_t to = SIZE_MAX) {
-  int64_t p = 1;
-  const size_t end = std::min(to, s.size());
-  for (size_t i = from; i < end; ++i)
-    p *= s[i];
-  return p;
-}
-
 const Shape& shapeOf(const Value* v) {
   return v->type().shape;
 }
@@ -79,10 +71,6 @@ std::string moveType(DType t) {
   default:
     return "ulong";
   }
-}
-
-std::string shapeText(const Shape& s) {
-  return fmt::format("[{}]", fmt::join(s, ","));
 }
 
 /// Untuned parameters for a GEMM of `s`: GemmParams{} (32x32 tiles), except on CPU devices
@@ -140,8 +128,8 @@ void emitGemm(GpuLowerContext& c) {
                       : cs[1] == 1             ? "row"
                                                : fmt::format("row * {} + col", s.N);
     std::string beta = a.beta == 1.0f ? "" : floatLiteral(a.beta) + " * ";
-    pre +=
-        fmt::format("acc += {}{}[{}]; // C{}\n", beta, bias, idx, shapeText(shapeOf(n.input(2))));
+    pre += fmt::format("acc += {}{}[{}]; // C{}\n", beta, bias, idx,
+                       shapeToString(shapeOf(n.input(2))));
   }
   Epilogue epi = c.epilogue({fmt::format("row * {} + col", s.N), {"row", "col"}}, pre);
   GemmParams p = tunedOrDefault(c, s);
@@ -168,7 +156,7 @@ std::optional<MatMulPlan> planMatMul(const Node& n) {
   size_t rank = std::max(ba.size(), bb.size());
   ba.insert(ba.begin(), rank - ba.size(), 1);
   bb.insert(bb.begin(), rank - bb.size(), 1);
-  int64_t batchesA = prod(ba), batchesB = prod(bb);
+  int64_t batchesA = numElements(ba), batchesB = numElements(bb);
   MatMulPlan p;
   p.shape.M = sa[sa.size() - 2];
   p.shape.K = sa.back();
@@ -326,9 +314,9 @@ Support supportsGlobalPool(const Node& n) {
 void emitGlobalPool(GpuLowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   ReduceParams p;
-  p.wgSize = reduceWorkGroup(prod(x, 2), c.options.maxWorkGroupSize);
+  p.wgSize = reduceWorkGroup(numElements(x, 2), c.options.maxWorkGroupSize);
   PoolKind kind = c.node.kind() == OpKind::GlobalMaxPool ? PoolKind::Max : PoolKind::Avg;
-  c.kernel = generateGlobalPool(c.layer, kind, x[0], x[1], prod(x, 2), p);
+  c.kernel = generateGlobalPool(c.layer, kind, x[0], x[1], numElements(x, 2), p);
   c.bind = {{"X", c.node.input(0)}, {"Y", c.output(0)}};
   c.kind = kind == PoolKind::Max ? "global max pool" : "global average pool";
   c.params = p.toString();
@@ -352,7 +340,7 @@ Support supportsSoftmax(const Node& n) {
 void emitSoftmax(GpuLowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   size_t first = size_t(c.node.attrs<SoftmaxAttrs>().axes.front());
-  int64_t rows = prod(x, 0, first), cols = prod(x, first);
+  int64_t rows = numElements(x, 0, first), cols = numElements(x, first);
   ReduceParams p;
   p.wgSize = reduceWorkGroup(cols, c.options.maxWorkGroupSize);
   c.kernel = generateSoftmax(c.layer, rows, cols, p);
@@ -366,8 +354,8 @@ Support supportsLayerNorm(const Node& n) {
   if (n.outputs().size() == 2) return no("Mean without InvStdDev is not compiled");
   const Shape& x = shapeOf(n.input(0));
   size_t axis = size_t(n.attrs<LayerNormAttrs>().axis);
-  int64_t inner = prod(x, axis);
-  if (prod(x, 0, axis) < 1 || inner < 1) return no("empty input");
+  int64_t inner = numElements(x, axis);
+  if (numElements(x, 0, axis) < 1 || inner < 1) return no("empty input");
   for (size_t i = 1; i < 3; ++i)
     if (n.input(i) && numElements(shapeOf(n.input(i))) != inner)
       return no("scale and bias must cover the normalized dims exactly");
@@ -377,7 +365,7 @@ Support supportsLayerNorm(const Node& n) {
 void emitLayerNorm(GpuLowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   const auto& a = c.node.attrs<LayerNormAttrs>();
-  int64_t rows = prod(x, 0, size_t(a.axis)), cols = prod(x, size_t(a.axis));
+  int64_t rows = numElements(x, 0, size_t(a.axis)), cols = numElements(x, size_t(a.axis));
   ReduceParams p;
   p.wgSize = reduceWorkGroup(cols, c.options.maxWorkGroupSize);
   bool beta = c.node.input(2) != nullptr;
@@ -423,13 +411,6 @@ CodeWriter openPerElementKernel(GpuLowerContext& c, const std::string& what,
   return w;
 }
 
-std::vector<int64_t> stridesOf(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t d = s.size(); d-- > 1;)
-    st[d - 1] = st[d] * s[d];
-  return st;
-}
-
 /// Source offset of output element `idx` for a strided read: output coordinate d (of `out`)
 /// advances the source by srcStride[d]; `base` is the source offset of the first element.
 void emitStridedIndex(CodeWriter& w, const Shape& out, const std::vector<int64_t>& srcStride,
@@ -455,12 +436,12 @@ Support supportsBatchNorm(const Node& n) {
 void emitBatchNorm(GpuLowerContext& c) {
   const Node& n = c.node;
   const Shape& x = shapeOf(n.input(0));
-  int64_t C = x[1], inner = prod(x, 2), total = numElements(x);
+  int64_t C = x[1], inner = numElements(x, 2), total = numElements(x);
   float eps = n.attrs<NormAttrs>().epsilon;
   CodeWriter w = openPerElementKernel(
       c, "BatchNormalization, inference, f32",
       {fmt::format("Y{0} = (X{0} - mean[c]) / sqrt(var[c] + {1}) * scale[c] + bias[c], c = channel",
-                   shapeText(x), floatLiteral(eps))},
+                   shapeToString(x), floatLiteral(eps))},
       {"__global const float* restrict X", "__global const float* restrict scale",
        "__global const float* restrict bias", "__global const float* restrict mean",
        "__global const float* restrict var", "__global float* restrict Y"},
@@ -488,7 +469,8 @@ void emitTranspose(GpuLowerContext& c) {
   std::string t = moveType(n.input(0)->type().dtype);
   CodeWriter w = openPerElementKernel(
       c, fmt::format("Transpose, {}", dtypeName(n.input(0)->type().dtype)),
-      {fmt::format("X{} -> Y{}, perm [{}]", shapeText(x), shapeText(y), fmt::join(perm, ","))},
+      {fmt::format("X{} -> Y{}, perm [{}]", shapeToString(x), shapeToString(y),
+                   fmt::join(perm, ","))},
       {fmt::format("__global const {}* restrict X", t), fmt::format("__global {}* restrict Y", t)},
       numElements(y));
   std::vector<int64_t> xs = stridesOf(x), src(y.size());
@@ -515,7 +497,7 @@ void emitSlice(GpuLowerContext& c) {
   std::string t = moveType(n.input(0)->type().dtype);
   CodeWriter w = openPerElementKernel(
       c, fmt::format("Slice, {}", dtypeName(n.input(0)->type().dtype)),
-      {fmt::format("X{} -> Y{}, starts [{}], steps [{}]", shapeText(x), shapeText(y),
+      {fmt::format("X{} -> Y{}, starts [{}], steps [{}]", shapeToString(x), shapeToString(y),
                    fmt::join(a.starts, ","), fmt::join(a.steps, ","))},
       {fmt::format("__global const {}* restrict X", t), fmt::format("__global {}* restrict Y", t)},
       numElements(y));
@@ -544,24 +526,24 @@ void emitConcat(GpuLowerContext& c) {
   size_t axis = size_t(n.attrs<AxisAttrs>().axis);
   const Shape& y = shapeOf(n.output(0));
   std::string t = moveType(n.output(0)->type().dtype);
-  int64_t yrow = prod(y, axis);
+  int64_t yrow = numElements(y, axis);
   std::vector<std::string> params;
   std::string inputs;
   for (size_t i = 0; i < n.inputs().size(); ++i) {
     params.push_back(fmt::format("__global const {}* restrict X{}", t, i));
-    inputs += fmt::format("{}X{}{}", i ? ", " : "", i, shapeText(shapeOf(n.input(i))));
+    inputs += fmt::format("{}X{}{}", i ? ", " : "", i, shapeToString(shapeOf(n.input(i))));
   }
   params.push_back(fmt::format("__global {}* restrict Y", t));
   CodeWriter w = openPerElementKernel(
       c, fmt::format("Concat, {}", dtypeName(n.output(0)->type().dtype)),
-      {fmt::format("Y{} = concat({}) along axis {}", shapeText(y), inputs, axis)}, params,
+      {fmt::format("Y{} = concat({}) along axis {}", shapeToString(y), inputs, axis)}, params,
       numElements(y));
   w.line("const int o = idx / {}, p = idx % {}; // row of the dims before the axis, position", yrow,
          yrow);
   int64_t off = 0;
   bool first = true;
   for (size_t i = 0; i < n.inputs().size(); ++i) {
-    int64_t row = prod(shapeOf(n.input(i)), axis);
+    int64_t row = numElements(shapeOf(n.input(i)), axis);
     c.bind[fmt::format("X{}", i)] = n.input(i);
     if (row == 0) continue;
     w.line("{}if (p < {}) Y[idx] = X{}[o * {} + p - {}];", first ? "" : "else ", off + row, i, row,
@@ -586,23 +568,24 @@ void emitSplit(GpuLowerContext& c) {
   size_t axis = size_t(n.attrs<SplitAttrs>().axis);
   const Shape& x = shapeOf(n.input(0));
   std::string t = moveType(n.input(0)->type().dtype);
-  int64_t xrow = prod(x, axis);
+  int64_t xrow = numElements(x, axis);
   std::vector<std::string> params = {fmt::format("__global const {}* restrict X", t)};
   std::string outs;
   for (size_t i = 0; i < n.outputs().size(); ++i) {
     params.push_back(fmt::format("__global {}* restrict Y{}", t, i));
-    outs += fmt::format("{}Y{}{}", i ? ", " : "", i, shapeText(shapeOf(n.output(i))));
+    outs += fmt::format("{}Y{}{}", i ? ", " : "", i, shapeToString(shapeOf(n.output(i))));
   }
   // One work-item per input element: each goes to the output that owns its position.
-  CodeWriter w = openPerElementKernel(
-      c, fmt::format("Split, {}", dtypeName(n.input(0)->type().dtype)),
-      {fmt::format("X{} -> {} along axis {}", shapeText(x), outs, axis)}, params, numElements(x));
+  CodeWriter w =
+      openPerElementKernel(c, fmt::format("Split, {}", dtypeName(n.input(0)->type().dtype)),
+                           {fmt::format("X{} -> {} along axis {}", shapeToString(x), outs, axis)},
+                           params, numElements(x));
   w.line("const int o = idx / {}, p = idx % {};", xrow, xrow);
   c.bind["X"] = n.input(0);
   int64_t off = 0;
   bool first = true;
   for (size_t i = 0; i < n.outputs().size(); ++i) {
-    int64_t row = prod(shapeOf(n.output(i)), axis);
+    int64_t row = numElements(shapeOf(n.output(i)), axis);
     c.bind[fmt::format("Y{}", i)] = c.output(i);
     if (row == 0) continue;
     w.line("{}if (p < {}) Y{}[o * {} + p - {}] = X[idx];", first ? "" : "else ", off + row, i, row,
@@ -637,14 +620,14 @@ void emitGather(GpuLowerContext& c) {
   size_t axis = size_t(n.attrs<AxisAttrs>().axis);
   const Shape& x = shapeOf(n.input(0));
   const Shape& y = shapeOf(n.output(0));
-  int64_t dim = x[axis], inner = prod(x, axis + 1);
+  int64_t dim = x[axis], inner = numElements(x, axis + 1);
   int64_t count = numElements(shapeOf(n.input(1)));
   std::string t = moveType(n.input(0)->type().dtype);
   std::string it = n.input(1)->type().dtype == DType::I64 ? "long" : "int";
   CodeWriter w = openPerElementKernel(
       c, fmt::format("Gather, {}", dtypeName(n.input(0)->type().dtype)),
-      {fmt::format("Y{} = X{}[indices{}] along axis {}", shapeText(y), shapeText(x),
-                   shapeText(shapeOf(n.input(1))), axis),
+      {fmt::format("Y{} = X{}[indices{}] along axis {}", shapeToString(y), shapeToString(x),
+                   shapeToString(shapeOf(n.input(1))), axis),
        "constant indices, checked in range at compile time; negative ones count from the end"},
       {fmt::format("__global const {}* restrict X", t),
        fmt::format("__global const {}* restrict I", it), fmt::format("__global {}* restrict Y", t)},

@@ -1,6 +1,7 @@
 #include "ir/Types.h"
 #include "ir/Diagnostics.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -90,9 +91,13 @@ bool isInteger(DType t) {
 }
 
 int64_t numElements(const Shape& s) {
+  return numElements(s, 0, s.size());
+}
+
+int64_t numElements(const Shape& s, size_t from, size_t to) {
   int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
+  for (size_t i = from; i < std::min(to, s.size()); ++i)
+    n *= s[i];
   return n;
 }
 

@@ -5,6 +5,7 @@
 // graphs to it and the emulator, the RTL and the testbench all speak it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -57,6 +58,8 @@ bool isSignedInteger(DType t);
 using Shape = std::vector<int64_t>;
 
 int64_t numElements(const Shape& s);
+/// Product of the dims s[from, to) (to clamped to the rank): outer/inner sizes around an axis.
+int64_t numElements(const Shape& s, size_t from, size_t to = SIZE_MAX);
 std::string shapeToString(const Shape& s); // "[1,3,224,224]"
 
 struct TensorType {

@@ -13,14 +13,6 @@ using namespace ops;
 
 namespace {
 
-/// Product of shape[from, to).
-int64_t dimProduct(const Shape& s, size_t from, size_t to) {
-  int64_t n = 1;
-  for (size_t i = from; i < to; ++i)
-    n *= s[i];
-  return n;
-}
-
 void requireChannelVector(const InferContext& ctx, size_t i, int64_t C, std::string_view what) {
   const TensorType& t = ctx.in(i);
   requireFloat(t, what);
@@ -65,7 +57,7 @@ void evalBatchNorm(const EvalContext& ctx) {
   std::vector<double> scale = ctx.in(1).toDoubleVector(), bias = ctx.in(2).toDoubleVector();
   std::vector<double> mean = ctx.in(3).toDoubleVector(), var = ctx.in(4).toDoubleVector();
   int64_t N = X.shape()[0], C = X.shape()[1];
-  int64_t inner = dimProduct(X.shape(), 2, X.shape().size());
+  int64_t inner = numElements(X.shape(), 2, X.shape().size());
   visitFloat(X.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* x = X.data<T>();
@@ -106,7 +98,7 @@ void evalInstanceNorm(const EvalContext& ctx) {
   const Tensor& X = ctx.in(0);
   std::vector<double> scale = ctx.in(1).toDoubleVector(), bias = ctx.in(2).toDoubleVector();
   int64_t N = X.shape()[0], C = X.shape()[1];
-  int64_t inner = dimProduct(X.shape(), 2, X.shape().size());
+  int64_t inner = numElements(X.shape(), 2, X.shape().size());
   visitFloat(X.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* x = X.data<T>();
@@ -167,7 +159,7 @@ void evalLayerNorm(const EvalContext& ctx) {
   const auto& a = ctx.as<LayerNormAttrs>();
   const Tensor& X = ctx.in(0);
   Shape norm(X.shape().begin() + a.axis, X.shape().end());
-  int64_t outer = dimProduct(X.shape(), 0, size_t(a.axis)), inner = numElements(norm);
+  int64_t outer = numElements(X.shape(), 0, size_t(a.axis)), inner = numElements(norm);
   std::vector<int64_t> smap, bmap;
   if (ctx.has(1)) smap = broadcastIndexMap(ctx.in(1).shape(), norm);
   if (ctx.has(2)) bmap = broadcastIndexMap(ctx.in(2).shape(), norm);
@@ -227,7 +219,7 @@ void evalLRN(const EvalContext& ctx) {
   const auto& a = ctx.as<LRNAttrs>();
   const Tensor& X = ctx.in(0);
   int64_t N = X.shape()[0], C = X.shape()[1];
-  int64_t inner = dimProduct(X.shape(), 2, X.shape().size());
+  int64_t inner = numElements(X.shape(), 2, X.shape().size());
   int64_t before = (a.size - 1) / 2, after = a.size - 1 - before; // floor / ceil of (size-1)/2
   double scale = double(a.alpha) / double(a.size);
   visitFloat(X.dtype(), [&](auto tag) {
@@ -293,8 +285,8 @@ template <typename T> void softmaxKernel(const EvalContext& ctx, SoftmaxKind kin
   // View X as [outer, len, inner]; the op runs along len.
   size_t first = a.axes.empty() ? s.size() : size_t(a.axes.front());
   size_t last = a.axes.empty() ? s.size() : size_t(a.axes.back()) + 1;
-  int64_t outer = dimProduct(s, 0, first), len = dimProduct(s, first, last);
-  int64_t inner = dimProduct(s, last, s.size());
+  int64_t outer = numElements(s, 0, first), len = numElements(s, first, last);
+  int64_t inner = numElements(s, last, s.size());
   const T* x = X.data<T>();
   T* y = ctx.out(0).data<T>();
   std::vector<double> e(static_cast<size_t>(len));
