@@ -503,7 +503,9 @@ GeneratedCode Generator::run() {
   src.open("struct State");
   src.line("const unsigned char* W = nullptr; // weights blob");
   src.line("unsigned char* arena = nullptr;   // {} bytes of intermediates", plan_.arenaBytes);
-  src.line("float* scratch = nullptr;         // {} bytes", scratchBytes_);
+  src.line("float* scratch = nullptr;         // per-layer scratch, shared by the layers");
+  src.line("size_t scratch_bytes = {};        // its size: the largest layer's need (create)",
+           std::max<int64_t>(scratchBytes_, 1));
   src.line("int threads = 1;");
   src.line("triad_host_fn host = nullptr;");
   src.line("void* host_ctx = nullptr;");
@@ -539,8 +541,8 @@ GeneratedCode Generator::run() {
   src.line("m.host = host;");
   src.line("m.host_ctx = host_ctx;");
   src.line("m.arena = (unsigned char*)m.alloc({});", std::max<int64_t>(plan_.arenaBytes, 1));
-  src.line("m.scratch = (float*)m.alloc({});", std::max<int64_t>(scratchBytes_, 1));
   src.raw(create_.text());
+  src.line("m.scratch = (float*)m.alloc(m.scratch_bytes);");
   src.line("return mp;");
   src.close();
   src.line("");

@@ -232,12 +232,11 @@ void emitConv(LowerContext& c) {
   c.create.line("m.{} = (float*)m.alloc(triad_rt::conv2d_packed_weights_size(s) * sizeof(float));",
                 packed);
   c.create.line("triad_rt::conv2d_pack_weights(s, {}, m.{});", c.inputs[1], packed);
+  c.create.line("m.scratch_bytes = std::max(m.scratch_bytes, triad_rt::conv2d_scratch_bytes(s));");
   c.create.close();
   int64_t oh = oneD ? 1 : y[2], ow = y.back();
   int64_t P = oh * ow;
-  // Scratch: an upper bound of conv2d_scratch_bytes (im2col of one group) plus alignment slack.
-  int64_t Kg = (x[1] / a.group) * k(a.kernel, 0, 1) * k(a.kernel, 1, 1);
-  std::string scratch = c.scratch(Kg * P * 4 + 64);
+  std::string scratch = c.scratch(0); // sized at creation (conv2d_scratch_bytes above)
   c.body.line("float* y = {};", c.outputs[0]);
   std::string pre;
   if (n.input(2)) {

@@ -113,6 +113,16 @@ inline vf vpow2i(vf n) {
   i = _mm512_add_epi32(i, _mm512_set1_epi32(127));
   return _mm512_castsi512_ps(_mm512_mask_slli_epi32(z, 0xFFFF, i, 23));
 }
+// Lanes [a, b) of p (clamped to [0, kW]), zeros elsewhere; touches no other memory.
+inline vf vload_lanes(const float* p, int a, int b) {
+  a = std::max(a, 0), b = std::min(b, 16);
+  const __mmask16 m = b > a ? static_cast<__mmask16>(((1u << b) - 1u) & ~((1u << a) - 1u)) : 0;
+  return _mm512_maskz_loadu_ps(m, p);
+}
+// Stores lanes [0, n) of v (n in [0, kW]).
+inline void vstore_lanes(float* p, vf v, int n) {
+  _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1u), v);
+}
 #elif defined(__AVX2__) && defined(__FMA__)
 #define TRIAD_RT_ISA "avx2"
 using vf = __m256;
@@ -166,6 +176,17 @@ inline vf vpow2i(vf n) {
   __m256i i = _mm256_cvtps_epi32(n);
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(i, _mm256_set1_epi32(127)), 23));
 }
+inline __m256i lane_mask(int a, int b) {
+  const __m256i l = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(a), l),
+                             _mm256_cmpgt_epi32(_mm256_set1_epi32(b), l));
+}
+inline vf vload_lanes(const float* p, int a, int b) {
+  return _mm256_maskload_ps(p, lane_mask(a, b));
+}
+inline void vstore_lanes(float* p, vf v, int n) {
+  _mm256_maskstore_ps(p, lane_mask(0, n), v);
+}
 #else
 #define TRIAD_RT_ISA "scalar"
 #define TRIAD_RT_SCALAR 1
@@ -193,6 +214,12 @@ inline float vhsum(float v) {
 }
 inline float vhmax(float v) {
   return v;
+}
+inline vf vload_lanes(const float* p, int a, int b) {
+  return a <= 0 && b > 0 ? *p : 0.0f;
+}
+inline void vstore_lanes(float* p, vf v, int n) {
+  if (n > 0) *p = v;
 }
 #endif
 inline float vfma(float a, float b, float c) {
@@ -538,9 +565,10 @@ struct AlignedBuffer {
     return p;
   }
 };
-/// Per-thread growing buffers: slot 0 packs A blocks, slot 1 packs B blocks, slot 2 edge tiles.
+/// Per-thread growing buffers: slot 0 packs A blocks, slot 1 packs B blocks, slot 2 edge tiles,
+/// slots 3-5 the depthwise convolution's grid, output and tap offsets, slot 6 a padded row.
 inline float* tls_buffer(int slot, size_t floats) {
-  thread_local AlignedBuffer bufs[4];
+  thread_local AlignedBuffer bufs[7];
   return bufs[slot].get(floats);
 }
 } // namespace detail
@@ -559,6 +587,8 @@ constexpr int kMR = 6, kNV = 2, kKC = 256, kMC = 6 * 48, kNC = 2048;
 constexpr int kMR = 4, kNV = 8, kKC = 256, kMC = 4 * 64, kNC = 1024;
 #endif
 constexpr int kNR = kNV * kW;
+/// GEMMs with at most this many rows read unpacked B in place (see gemm_run).
+constexpr int kDirectMaxM = 48;
 
 // ---- Epilogues: called as epi(float* c, int row, int col0, int n) once per finished row
 // segment c[0..n) of C = C[row, col0 .. col0+n), while the block is in cache. Must be
@@ -628,7 +658,11 @@ namespace detail {
 struct View {
   const float* p;
   ptrdiff_t rs, cs;
-  const float* at(ptrdiff_t i, ptrdiff_t j) const { return p + i * rs + j * cs; }
+  const float* const* rows = nullptr; // when set, row i starts at rows[i] (cs == 1)
+  const int* cols = nullptr;          // with rows: column j is rows[i][cols[j]] (a gather)
+  const float* at(ptrdiff_t i, ptrdiff_t j) const {
+    return rows ? rows[i] + j * cs : p + i * rs + j * cs;
+  }
 };
 
 /// Packs rows [i0, i0+mr) x cols [k0, k0+kc) of A into one kMR-panel (k-major, kMR per k).
@@ -654,6 +688,31 @@ inline void pack_a_panel(View a, int i0, int mr, int k0, int kc, float* dst) {
 
 /// Packs rows [k0, k0+kc) x cols [j0, j0+nr) of B into one kNR-panel (k-major, kNR per k).
 inline void pack_b_panel(View b, int k0, int kc, int j0, int nr, float* dst) {
+  if (b.cols) {
+    const int* cj = b.cols + j0;
+    for (int k = 0; k < kc; ++k) {
+      const float* src = b.rows[k0 + k];
+      float* d = dst + static_cast<ptrdiff_t>(k) * kNR;
+      int j = 0;
+#if defined(__AVX512F__)
+      for (; j + 16 <= nr; j += 16)
+        _mm512_storeu_ps(d + j,
+                         _mm512_mask_i32gather_ps(
+                             _mm512_setzero_ps(), 0xFFFF,
+                             _mm512_loadu_si512(reinterpret_cast<const void*>(cj + j)), src, 4));
+#elif defined(__AVX2__) && defined(__FMA__)
+      for (; j + 8 <= nr; j += 8)
+        _mm256_storeu_ps(d + j,
+                         _mm256_i32gather_ps(
+                             src, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cj + j)), 4));
+#endif
+      for (; j < nr; ++j)
+        d[j] = src[cj[j]];
+      for (; j < kNR; ++j)
+        d[j] = 0.0f;
+    }
+    return;
+  }
   if (b.cs == 1) {
     for (int k = 0; k < kc; ++k) {
       const float* src = b.at(k0 + k, j0);
@@ -681,9 +740,10 @@ inline void pack_b_panel(View b, int k0, int kc, int j0, int nr, float* dst) {
 }
 
 /// The micro-kernel: C[0..MRt, 0..kNR) (+)= Apanel[kc x kMR] * Bpanel[kc x kNR], accumulators
-/// in registers (MRt * kNV vectors). `acc` adds to C (later K blocks), else overwrites.
+/// in registers (MRt * kNV vectors). `acc` adds to C (later K blocks), else overwrites. B's rows
+/// are ldb floats apart: kNR for a packed panel, the matrix's row stride when read in place.
 template <int MRt>
-inline void ukernel(int kc, const float* __restrict a, const float* __restrict b,
+inline void ukernel(int kc, const float* __restrict a, const float* __restrict b, ptrdiff_t ldb,
                     float* __restrict c, ptrdiff_t ldc, bool acc) {
   vf r[MRt][kNV];
   if (acc) {
@@ -712,7 +772,7 @@ inline void ukernel(int kc, const float* __restrict a, const float* __restrict b
         r[i][v] = vfma(av, bv[v], r[i][v]);
     }
     a += kMR;
-    b += kNR;
+    b += ldb;
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MRt; ++i)
@@ -721,7 +781,7 @@ inline void ukernel(int kc, const float* __restrict a, const float* __restrict b
       vstore(c + i * ldc + v * kW, r[i][v]);
 }
 
-using UkernelFn = void (*)(int, const float*, const float*, float*, ptrdiff_t, bool);
+using UkernelFn = void (*)(int, const float*, const float*, ptrdiff_t, float*, ptrdiff_t, bool);
 template <int... Is>
 constexpr std::array<UkernelFn, sizeof...(Is)> ukernel_table(std::integer_sequence<int, Is...>) {
   return {{&ukernel<Is + 1>...}};
@@ -765,6 +825,10 @@ template <class Epi> void gemm_run(const GemmProblem& g, Epi& epi) {
   static std::atomic<uint64_t> serial{0};
   const uint64_t problem = ++serial;
   const int mblocks = (M + kMC - 1) / kMC;
+  // Few rows of A: each B element is used in only M multiply-adds, so packing B would cost about
+  // as much as the product; full-width panels are then read in place (row stride g.b.rs), and
+  // only the right-edge panel is packed.
+  const bool direct = !g.b_packed && !g.b.rows && g.b.cs == 1 && M <= kDirectMaxM;
   // B blocks (when B is not pre-packed) are packed into the calling thread's buffer and read by
   // every thread during the block's compute job.
   float* bbuf = nullptr;
@@ -816,13 +880,16 @@ template <class Epi> void gemm_run(const GemmProblem& g, Epi& epi) {
           float* cp = g.c + static_cast<ptrdiff_t>(i) * g.ldc + j;
           UkernelFn uk = ukernel_for(mr);
           if (nr == kNR) {
-            uk(kc, ap, bp, cp, g.ldc, pc > 0);
+            if (direct)
+              uk(kc, ap, g.b.at(pc, j), g.b.rs, cp, g.ldc, pc > 0);
+            else
+              uk(kc, ap, bp, kNR, cp, g.ldc, pc > 0);
           } else {
             // Right edge: run the full-width kernel on a private tile, copy the valid part.
             if (pc > 0)
               for (int r = 0; r < mr; ++r)
                 std::memcpy(tile + r * kNR, cp + r * g.ldc, sizeof(float) * nr);
-            uk(kc, ap, bp, tile, kNR, pc > 0);
+            uk(kc, ap, bp, kNR, tile, kNR, pc > 0);
             for (int r = 0; r < mr; ++r)
               std::memcpy(cp + r * g.ldc, tile + r * kNR, sizeof(float) * nr);
           }
@@ -852,8 +919,12 @@ template <class Epi> void gemm_run(const GemmProblem& g, Epi& epi) {
           pack_b_panel(g.b, pc, kc, jc + qi * kNR, std::min(kNR, nc - qi * kNR),
                        bbuf + q * bstride);
         };
-        pool_for(static_cast<double>(npanels) * kNR * kc < kParallelMinWork ? 1 : nt, npanels,
-                 pack);
+        if (direct) {
+          if (nc % kNR) pack(npanels - 1);
+        } else {
+          pool_for(static_cast<double>(npanels) * kNR * kc < kParallelMinWork ? 1 : nt, npanels,
+                   pack);
+        }
         auto item = [&](ptrdiff_t it) { compute(static_cast<int>(it), pc, kc, bbuf, bstride); };
         pool_for(nt, nitems, item);
       }
@@ -922,9 +993,22 @@ void gemm_packed_a(int M, int N, int K, const float* Ap, const float* B, int ldb
 // epi(float* c, int oc, int p0, int n) on each finished segment y[n, oc, p0 .. p0+n) of an
 // output plane (p = oh * OW + ow). The offset c - y locates the same element in any tensor of
 // y's shape (residual adds). Algorithms by shape:
-//   pointwise (1x1, stride 1, no pad): per image and group, y = W[OCg, Cg] * x[Cg, H*W], no copy;
-//   depthwise (group == C, any channel multiplier): direct vectorised kernel;
-//   otherwise im2col into the caller's scratch buffer [Cg*KH*KW, OH*OW] + GEMM, weights packed.
+//   pointwise (1x1, stride 1, no pad; one image or large planes): per image and group,
+//     y = W[OCg, Cg] * x[Cg, H*W] with x read in place;
+//   depthwise (group == C, any channel multiplier): a direct vectorised kernel on the grid
+//     layout below, one (image, channel) plane at a time;
+//   implicit (everything else): a GEMM whose B operand is read straight from the grid layout
+//     (each im2col row is a shifted run of a grid plane, so no im2col copy), several images per
+//     GEMM when the planes are small.
+//
+// The grid layout. A convolution with stride (sh, sw) reads the zero-padded input xpad at rows
+// oh*sh + kh*dh. Split xpad into its stride phases, plane(a, b)[i][j] = xpad[i*sh + a][j*sw + b]
+// (Hq x Wq each, zeros past the pads), and stack the images of one phase: column
+// g = n*Hq*Wq + i*Wq + j. Output (oh, ow) of image n is then computed at column
+// g = n*Hq*Wq + oh*Wq + ow, and tap (kh, kw) reads phase ((kh*dh) % sh, (kw*dw) % sw) at column
+// g + (kh*dh / sh) * Wq + (kw*dw / sw): one contiguous shifted run per tap for every output.
+// Columns with oh >= OH or ow >= OW are computed too and dropped (they read only the planes'
+// zero slack or a neighbour's pixels). Only the phases some tap reads are built.
 // ============================================================================================
 
 struct Conv2dShape {
@@ -941,15 +1025,302 @@ struct Conv2dShape {
   int Kg() const { return Cg() * KH * KW; }
 };
 
-enum class ConvAlgo { Pointwise, Depthwise, Im2col };
+enum class ConvAlgo { Pointwise, Depthwise, Implicit };
 
 inline ConvAlgo conv2d_algo(const Conv2dShape& s) {
   if (s.group == s.C && s.group > 1 && s.Cg() == 1) return ConvAlgo::Depthwise;
   if (s.KH == 1 && s.KW == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 &&
-      s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0)
+      s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0 &&
+      (s.N == 1 || static_cast<ptrdiff_t>(s.H) * s.W >= 1024))
     return ConvAlgo::Pointwise;
-  return ConvAlgo::Im2col;
+  return ConvAlgo::Implicit;
 }
+
+namespace detail {
+/// The grid layout of one convolution for `images` images (see above).
+struct ConvGrid {
+  int sh, sw, Hq, Wq, images;
+  int nrow, ncol;   // phases some tap reads, per axis
+  ptrdiff_t G;      // columns: images * Hq * Wq
+  ptrdiff_t stride; // floats per (channel, phase) plane: G + slack, a multiple of 16
+  ptrdiff_t chan;   // floats per channel: nrow * ncol * stride
+};
+
+/// Slot of phase `a` among the distinct phases (k * dil) % stride, k < K, in order of first
+/// appearance; -1 when no tap reads it. slot_count: how many there are.
+inline int phase_slot(int a, int K, int dil, int stride) {
+  int slot = 0;
+  for (int k = 0; k < K; ++k) {
+    int pk = k * dil % stride;
+    bool first = true;
+    for (int j = 0; j < k && first; ++j)
+      first = j * dil % stride != pk;
+    if (!first) continue;
+    if (pk == a) return slot;
+    ++slot;
+  }
+  return -1;
+}
+inline int phase_count(int K, int dil, int stride) {
+  int n = 0;
+  for (int a = 0; a < stride; ++a)
+    n += phase_slot(a, K, dil, stride) >= 0;
+  return n;
+}
+
+inline ConvGrid conv_grid(const Conv2dShape& s, int images) {
+  ConvGrid gd;
+  gd.sh = s.stride_h, gd.sw = s.stride_w, gd.images = images;
+  gd.Hq = (s.H + s.pad_t + s.pad_b + s.stride_h - 1) / s.stride_h;
+  gd.Wq = (s.W + s.pad_l + s.pad_r + s.stride_w - 1) / s.stride_w;
+  gd.nrow = phase_count(s.KH, s.dil_h, s.stride_h);
+  gd.ncol = phase_count(s.KW, s.dil_w, s.stride_w);
+  gd.G = static_cast<ptrdiff_t>(images) * gd.Hq * gd.Wq;
+  // Columns read past the last one: the largest tap shift plus the kernels' vector overrun.
+  const ptrdiff_t shift = static_cast<ptrdiff_t>((s.KH - 1) * s.dil_h / s.stride_h) * gd.Wq +
+                          (s.KW - 1) * s.dil_w / s.stride_w;
+  gd.stride = (gd.G + shift + 4 * kW + 15) / 16 * 16;
+  gd.chan = gd.stride * gd.nrow * gd.ncol;
+  return gd;
+}
+/// Offset of tap (kh, kw) from a channel's grid start.
+inline ptrdiff_t grid_tap(const Conv2dShape& s, const ConvGrid& gd, int kh, int kw) {
+  const int ra = phase_slot(kh * s.dil_h % s.stride_h, s.KH, s.dil_h, s.stride_h);
+  const int cb = phase_slot(kw * s.dil_w % s.stride_w, s.KW, s.dil_w, s.stride_w);
+  return (ra * gd.ncol + cb) * gd.stride +
+         static_cast<ptrdiff_t>(kh * s.dil_h / s.stride_h) * gd.Wq + kw * s.dil_w / s.stride_w;
+}
+
+/// xrow[q .. q + kW) with the lanes outside [lo, hi) zero; reads xrow only inside [lo, hi).
+inline vf vload_in(const float* xrow, int q, int lo, int hi) {
+  if (q >= lo && q + kW <= hi) return vload(xrow + q);
+  return vload_lanes(xrow + q, lo - q, hi - q);
+}
+/// d[j] = xrow[j] for j in [lo, hi), 0 elsewhere in [0, n); reads xrow only inside [lo, hi)
+/// and writes d only inside [0, n).
+inline void fill_row(float* d, const float* xrow, int lo, int hi, int n) {
+  int j = 0;
+  for (; j + kW <= n; j += kW)
+    vstore(d + j, vload_in(xrow, j, lo, hi));
+  if (j < n) vstore_lanes(d + j, vload_in(xrow, j, lo, hi), n - j);
+}
+/// e[j] = xrow[2j], o[j] = xrow[2j + 1] for j in [0, n) (either may be null), with xrow's
+/// elements outside [lo, hi) read as 0 (and not read).
+inline void deinterleave2(const float* xrow, int lo, int hi, float* e, float* o, int n) {
+  int j = 0;
+#if defined(__AVX512F__)
+  const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+  for (; j < n; j += 16) {
+    const __m512 v0 = vload_in(xrow, 2 * j, lo, hi), v1 = vload_in(xrow, 2 * j + 16, lo, hi);
+    const int m = std::min(16, n - j);
+    if (m == 16) {
+      if (e) _mm512_storeu_ps(e + j, _mm512_permutex2var_ps(v0, ie, v1));
+      if (o) _mm512_storeu_ps(o + j, _mm512_permutex2var_ps(v0, io, v1));
+    } else {
+      if (e) vstore_lanes(e + j, _mm512_permutex2var_ps(v0, ie, v1), m);
+      if (o) vstore_lanes(o + j, _mm512_permutex2var_ps(v0, io, v1), m);
+    }
+  }
+#endif
+  for (; j < n; ++j) {
+    const int q = 2 * j;
+    if (e) e[j] = q >= lo && q < hi ? xrow[q] : 0.0f;
+    if (o) o[j] = q + 1 >= lo && q + 1 < hi ? xrow[q + 1] : 0.0f;
+  }
+}
+
+/// Writes image `n`'s part of every phase plane of one input channel xc[H, W] into the
+/// channel's grid dst (phase planes `gd.stride` apart), and zeroes the slack after the last
+/// image when `n` is the last.
+inline void grid_fill(const Conv2dShape& s, const ConvGrid& gd, const float* xc, int n,
+                      float* dst) {
+  const ptrdiff_t imgoff = static_cast<ptrdiff_t>(n) * gd.Hq * gd.Wq;
+  const int L = gd.Wq * gd.sw; // a padded input row, rounded up to whole strides
+  float* tmp = gd.sw > 2 ? tls_buffer(6, static_cast<size_t>(L)) : nullptr;
+  for (int a = 0; a < gd.sh; ++a) {
+    const int ra = phase_slot(a, s.KH, s.dil_h, s.stride_h);
+    if (ra < 0) continue;
+    float* planes = dst + ra * gd.ncol * gd.stride + imgoff; // phase (a, slot 0), this image
+    for (int i = 0; i < gd.Hq; ++i) {
+      const ptrdiff_t rowoff = static_cast<ptrdiff_t>(i) * gd.Wq;
+      const int ih = i * gd.sh + a - s.pad_t;
+      const bool inside = ih >= 0 && ih < s.H;
+      // The padded row: column q holds x[ih, q - pad_l].
+      const float* xrow = xc + static_cast<ptrdiff_t>(inside ? ih : 0) * s.W - s.pad_l;
+      const int lo = inside ? s.pad_l : 0, hi = inside ? s.pad_l + s.W : 0;
+      if (gd.sw == 1) {
+        fill_row(planes + rowoff, xrow, lo, hi, gd.Wq);
+        continue;
+      }
+      if (gd.sw == 2) {
+        const int ce = phase_slot(0, s.KW, s.dil_w, 2), co = phase_slot(1, s.KW, s.dil_w, 2);
+        deinterleave2(xrow, lo, hi, ce < 0 ? nullptr : planes + ce * gd.stride + rowoff,
+                      co < 0 ? nullptr : planes + co * gd.stride + rowoff, gd.Wq);
+        continue;
+      }
+      fill_row(tmp, xrow, lo, std::min(hi, L), L);
+      for (int b = 0; b < gd.sw; ++b) {
+        const int cb = phase_slot(b, s.KW, s.dil_w, s.stride_w);
+        if (cb < 0) continue;
+        float* d = planes + cb * gd.stride + rowoff;
+        for (int j = 0; j < gd.Wq; ++j)
+          d[j] = tmp[j * gd.sw + b];
+      }
+    }
+  }
+  if (n == gd.images - 1)
+    for (int p = 0; p < gd.nrow * gd.ncol; ++p)
+      std::memset(dst + p * gd.stride + gd.G, 0, sizeof(float) * (gd.stride - gd.G));
+}
+
+/// Depthwise outputs out[oh * Wq + g .. + kW) for R output rows from oh0 and every g < Wq (step
+/// kW), K x K kernel, stride S, dilation 1: each grid row is loaded once per block of R rows and
+/// used for every (row, tap) that reads it. Vectors past a row's end compute the next row's
+/// first columns (the same values), so nothing is masked.
+template <int K, int S, int R>
+inline void dw_rows(const ConvGrid& gd, const float* grid, const vf* wv, int oh0, float* out) {
+  constexpr int ncol = S < K ? S : K;
+  for (int g = 0; g < gd.Wq; g += kW) {
+    vf acc[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      acc[r] = vzero();
+#pragma GCC unroll 16
+    for (int pr = 0; pr < S * (R - 1) + K; ++pr) {
+      // Padded input row S*oh0 + pr: phase pr % S, grid row oh0 + pr / S.
+      const float* row =
+          grid + (pr % S) * ncol * gd.stride + static_cast<ptrdiff_t>(oh0 + pr / S) * gd.Wq + g;
+      vf in[K];
+#pragma GCC unroll 8
+      for (int kw = 0; kw < K; ++kw)
+        in[kw] = vload(row + (kw % S) * gd.stride + kw / S);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const int kh = pr - S * r;
+        if (kh < 0 || kh >= K) continue;
+#pragma GCC unroll 8
+        for (int kw = 0; kw < K; ++kw)
+          acc[r] = vfma(wv[kh * K + kw], in[kw], acc[r]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      vstore(out + static_cast<ptrdiff_t>(oh0 + r) * gd.Wq + g, acc[r]);
+  }
+}
+/// All OH output rows with dw_rows, 4 rows at a time.
+template <int K, int S>
+inline void dw_plane(const ConvGrid& gd, const float* grid, const float* w, int OH, float* out) {
+  vf wv[K * K];
+  for (int t = 0; t < K * K; ++t)
+    wv[t] = vset1(w[t]);
+  int oh = 0;
+  for (; oh + 4 <= OH; oh += 4)
+    dw_rows<K, S, 4>(gd, grid, wv, oh, out);
+  switch (OH - oh) {
+  case 3:
+    dw_rows<K, S, 3>(gd, grid, wv, oh, out);
+    break;
+  case 2:
+    dw_rows<K, S, 2>(gd, grid, wv, oh, out);
+    break;
+  case 1:
+    dw_rows<K, S, 1>(gd, grid, wv, oh, out);
+    break;
+  default:
+    break;
+  }
+}
+using DwPlaneFn = void (*)(const ConvGrid&, const float*, const float*, int, float*);
+/// The register-blocked plane kernel for this shape, or null (generic tap loop).
+inline DwPlaneFn dw_plane_for(const Conv2dShape& s) {
+  if (s.KH != s.KW || s.stride_h != s.stride_w || s.dil_h != 1 || s.dil_w != 1) return nullptr;
+  const int k = s.KH, st = s.stride_h;
+  if (k == 3 && st == 1) return &dw_plane<3, 1>;
+  if (k == 3 && st == 2) return &dw_plane<3, 2>;
+  if (k == 5 && st == 1) return &dw_plane<5, 1>;
+  if (k == 5 && st == 2) return &dw_plane<5, 2>;
+  return nullptr;
+}
+
+/// Depthwise convolution: output channel oc reads input channel oc / (OC / C). Per (image,
+/// input channel): build its grid (thread-local), then every output of the plane is
+/// sum_t w[t] * grid[g + tap_t], four vectors at a time, and the valid columns are copied out.
+template <class Epi>
+void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, float* y, Epi& epi) {
+  const int OH = s.OH(), OW = s.OW(), mult = s.OCg(), T = s.KH * s.KW;
+  const ConvGrid gd = conv_grid(s, 1);
+  const ptrdiff_t cols = static_cast<ptrdiff_t>(OH) * gd.Wq; // grid columns holding outputs
+  const ptrdiff_t ocols = (cols + 4 * kW - 1) / (4 * kW) * (4 * kW);
+  const ptrdiff_t P = static_cast<ptrdiff_t>(OH) * OW;
+  const DwPlaneFn blocked = dw_plane_for(s);
+  constexpr int kMaxTaps = 64;
+  ptrdiff_t taps_local[kMaxTaps];
+  std::vector<ptrdiff_t> taps_heap;
+  ptrdiff_t* taps = taps_local;
+  if (T > kMaxTaps) {
+    taps_heap.resize(static_cast<size_t>(T));
+    taps = taps_heap.data();
+  }
+  for (int kh = 0; kh < s.KH; ++kh)
+    for (int kw = 0; kw < s.KW; ++kw)
+      taps[kh * s.KW + kw] = grid_tap(s, gd, kh, kw);
+  const ptrdiff_t items = static_cast<ptrdiff_t>(s.N) * s.C;
+  parallel_for(items, static_cast<double>(cols) * T * mult, [&](ptrdiff_t item) {
+    const int n = static_cast<int>(item / s.C), ic = static_cast<int>(item % s.C);
+    float* grid = tls_buffer(3, static_cast<size_t>(gd.chan));
+    float* out = tls_buffer(4, static_cast<size_t>(ocols + kW));
+    grid_fill(s, gd, x + (static_cast<ptrdiff_t>(n) * s.C + ic) * s.H * s.W, 0, grid);
+    for (int m = 0; m < mult; ++m) {
+      const int oc = ic * mult + m;
+      const float* wp = w + static_cast<ptrdiff_t>(oc) * T;
+      if (blocked) blocked(gd, grid, wp, OH, out);
+      for (ptrdiff_t g = 0; !blocked && g < ocols; g += 4 * kW) {
+        vf a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+        for (int t = 0; t < T; ++t) {
+          const vf wv = vset1(wp[t]);
+          const float* p = grid + taps[t] + g;
+          a0 = vfma(wv, vload(p), a0);
+          a1 = vfma(wv, vload(p + kW), a1);
+          a2 = vfma(wv, vload(p + 2 * kW), a2);
+          a3 = vfma(wv, vload(p + 3 * kW), a3);
+        }
+        vstore(out + g, a0);
+        vstore(out + g + kW, a1);
+        vstore(out + g + 2 * kW, a2);
+        vstore(out + g + 3 * kW, a3);
+      }
+      float* yp = y + (static_cast<ptrdiff_t>(n) * s.OC + oc) * P;
+      for (int oh = 0; oh < OH; ++oh)
+        fill_row(yp + static_cast<ptrdiff_t>(oh) * OW, out + static_cast<ptrdiff_t>(oh) * gd.Wq, 0,
+                 OW, OW);
+      epi(yp, oc, 0, static_cast<int>(P)); // one call per plane: long vector loops
+    }
+  });
+}
+
+/// How the implicit GEMM runs: `images` per GEMM (enough for ~4096 columns, at most all), and
+/// whether its columns are the grid's (contiguous panels, invalid columns computed and dropped)
+/// or only the valid outputs ("compact": panels gathered through a column map), chosen when the
+/// grid would need over 10 % more column panels (small planes: 7x7 outputs on a 9x9 grid).
+struct ImplicitPlan {
+  int images;
+  bool compact;
+};
+inline ImplicitPlan implicit_plan(const Conv2dShape& s) {
+  const ptrdiff_t plane =
+      static_cast<ptrdiff_t>((s.H + s.pad_t + s.pad_b + s.stride_h - 1) / s.stride_h) *
+      ((s.W + s.pad_l + s.pad_r + s.stride_w - 1) / s.stride_w);
+  ImplicitPlan pl;
+  pl.images = static_cast<int>(std::max<ptrdiff_t>(1, std::min<ptrdiff_t>(s.N, 4096 / plane)));
+  const ptrdiff_t gridPanels = (pl.images * plane + kNR - 1) / kNR;
+  const ptrdiff_t validPanels =
+      (pl.images * static_cast<ptrdiff_t>(s.OH()) * s.OW() + kNR - 1) / kNR;
+  pl.compact = gridPanels * 10 > validPanels * 11;
+  return pl;
+}
+} // namespace detail
 
 /// Floats of the packed weights (conv2d_pack_weights).
 inline size_t conv2d_packed_weights_size(const Conv2dShape& s) {
@@ -967,95 +1338,18 @@ inline void conv2d_pack_weights(const Conv2dShape& s, const float* w, float* dst
     pack_a(s.OCg(), s.Kg(), w + static_cast<size_t>(g) * s.OCg() * s.Kg(), s.Kg(), false,
            dst + g * per_group);
 }
-/// Bytes of caller-owned scratch conv2d needs (0 for pointwise and depthwise).
+/// Bytes of caller-owned scratch conv2d needs (0 for pointwise and depthwise): the grid of one
+/// group's channels, the GEMM's output on the grid, and the im2col row pointers.
 inline size_t conv2d_scratch_bytes(const Conv2dShape& s) {
-  if (conv2d_algo(s) != ConvAlgo::Im2col) return 0;
-  return static_cast<size_t>(s.Kg()) * s.OH() * s.OW() * sizeof(float) + 64;
+  if (conv2d_algo(s) != ConvAlgo::Implicit) return 0;
+  const detail::ImplicitPlan pl = detail::implicit_plan(s);
+  const detail::ConvGrid gd = detail::conv_grid(s, pl.images);
+  const size_t cols = static_cast<size_t>(pl.images) * s.OH() * s.OW();
+  const size_t floats = static_cast<size_t>(s.Cg()) * gd.chan +
+                        static_cast<size_t>(s.OCg()) * (pl.compact ? cols : gd.G) +
+                        2 * static_cast<size_t>(s.Kg()) + (pl.compact ? cols : 0);
+  return floats * sizeof(float) + 4 * 64;
 }
-
-namespace detail {
-/// col[(c*KH + kh)*KW + kw, oh*OW + ow] = x[c, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw] (0 outside).
-inline void im2col(const Conv2dShape& s, const float* x, float* col) {
-  const int OH = s.OH(), OW = s.OW(), KHW = s.KH * s.KW;
-  const ptrdiff_t P = static_cast<ptrdiff_t>(OH) * OW;
-  parallel_for(static_cast<ptrdiff_t>(s.Cg()) * KHW, static_cast<double>(P), [&](ptrdiff_t row) {
-    const int c = static_cast<int>(row / KHW), kh = static_cast<int>(row % KHW) / s.KW,
-              kw = static_cast<int>(row % s.KW);
-    const float* xc = x + static_cast<ptrdiff_t>(c) * s.H * s.W;
-    float* dst = col + row * P;
-    const int off_w = kw * s.dil_w - s.pad_l;
-    // Valid ow: 0 <= ow*sw + off_w < W.
-    int ow_lo = off_w >= 0 ? 0 : (-off_w + s.stride_w - 1) / s.stride_w;
-    int ow_hi = s.W - off_w <= 0 ? 0 : (s.W - 1 - off_w) / s.stride_w + 1;
-    ow_lo = std::min(ow_lo, OW);
-    ow_hi = std::max(ow_lo, std::min(ow_hi, OW));
-    for (int oh = 0; oh < OH; ++oh) {
-      float* d = dst + static_cast<ptrdiff_t>(oh) * OW;
-      const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
-      if (ih < 0 || ih >= s.H) {
-        std::memset(d, 0, sizeof(float) * OW);
-        continue;
-      }
-      const float* src = xc + static_cast<ptrdiff_t>(ih) * s.W + off_w;
-      for (int ow = 0; ow < ow_lo; ++ow)
-        d[ow] = 0.0f;
-      if (s.stride_w == 1)
-        std::memcpy(d + ow_lo, src + ow_lo, sizeof(float) * (ow_hi - ow_lo));
-      else
-        for (int ow = ow_lo; ow < ow_hi; ++ow)
-          d[ow] = src[static_cast<ptrdiff_t>(ow) * s.stride_w];
-      for (int ow = ow_hi; ow < OW; ++ow)
-        d[ow] = 0.0f;
-    }
-  });
-}
-
-/// Depthwise: output channel oc reads input channel oc / (OC / C).
-template <class Epi>
-void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, float* y, Epi& epi) {
-  const int OH = s.OH(), OW = s.OW(), mult = s.OCg();
-  const ptrdiff_t planes = static_cast<ptrdiff_t>(s.N) * s.OC;
-  parallel_for(planes, static_cast<double>(OH) * OW * s.KH * s.KW, [&](ptrdiff_t pl) {
-    const int n = static_cast<int>(pl / s.OC), oc = static_cast<int>(pl % s.OC);
-    const int ic = oc / mult;
-    const float* xp = x + (static_cast<ptrdiff_t>(n) * s.C + ic) * s.H * s.W;
-    const float* wp = w + static_cast<ptrdiff_t>(oc) * s.KH * s.KW;
-    float* yp = y + pl * OH * OW;
-    for (int oh = 0; oh < OH; ++oh) {
-      float* yr = yp + static_cast<ptrdiff_t>(oh) * OW;
-      std::memset(yr, 0, sizeof(float) * OW);
-      for (int kh = 0; kh < s.KH; ++kh) {
-        const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
-        if (ih < 0 || ih >= s.H) continue;
-        const float* xr = xp + static_cast<ptrdiff_t>(ih) * s.W;
-        for (int kw = 0; kw < s.KW; ++kw) {
-          const float wv = wp[kh * s.KW + kw];
-          const int off = kw * s.dil_w - s.pad_l;
-          int lo = off >= 0 ? 0 : (-off + s.stride_w - 1) / s.stride_w;
-          int hi = s.W - off <= 0 ? 0 : (s.W - 1 - off) / s.stride_w + 1;
-          lo = std::min(lo, OW);
-          hi = std::max(lo, std::min(hi, OW));
-          if (s.stride_w == 1) {
-            const float* src = xr + off;
-            int ow = lo;
-#ifndef TRIAD_RT_SCALAR
-            vf wvv = vset1(wv);
-            for (; ow + kW <= hi; ow += kW)
-              vstore(yr + ow, vfma(wvv, vload(src + ow), vload(yr + ow)));
-#endif
-            for (; ow < hi; ++ow)
-              yr[ow] += wv * src[ow];
-          } else {
-            for (int ow = lo; ow < hi; ++ow)
-              yr[ow] += wv * xr[static_cast<ptrdiff_t>(ow) * s.stride_w + off];
-          }
-        }
-      }
-      epi(yr, oc, oh * OW, OW);
-    }
-  });
-}
-} // namespace detail
 
 /// The convolution. packed_w from conv2d_pack_weights; scratch: conv2d_scratch_bytes(s) bytes
 /// (may be null when that is 0). Epilogue: see above; EpiNone, epi_bias_row(bias) (bias per
@@ -1068,45 +1362,96 @@ void conv2d(const Conv2dShape& s, const float* x, const float* packed_w, float* 
     detail::depthwise_conv2d(s, x, packed_w, y, epi);
     return;
   }
-  const int OCg = s.OCg(), Cg = s.Cg(), Kg = s.Kg();
-  const ptrdiff_t P = static_cast<ptrdiff_t>(s.OH()) * s.OW(),
-                  HW = static_cast<ptrdiff_t>(s.H) * s.W;
+  const int OCg = s.OCg(), Cg = s.Cg(), Kg = s.Kg(), OH = s.OH(), OW = s.OW();
+  const ptrdiff_t P = static_cast<ptrdiff_t>(OH) * OW, HW = static_cast<ptrdiff_t>(s.H) * s.W;
   const size_t wgroup = packed_a_size(OCg, Kg);
-  float* col = nullptr;
-  if (algo == ConvAlgo::Im2col) {
-    uintptr_t p = reinterpret_cast<uintptr_t>(scratch);
-    col = reinterpret_cast<float*>((p + 63) / 64 * 64);
-  }
-  auto one = [&](ptrdiff_t item, float* colbuf) {
-    const int n = static_cast<int>(item / s.group), g = static_cast<int>(item % s.group);
-    const float* xg = x + (static_cast<ptrdiff_t>(n) * s.C + static_cast<ptrdiff_t>(g) * Cg) * HW;
-    float* yg = y + (static_cast<ptrdiff_t>(n) * s.OC + static_cast<ptrdiff_t>(g) * OCg) * P;
-    const int oc0 = g * OCg;
-    auto gepi = [&epi, oc0](float* c, int row, int col0, int len) { epi(c, oc0 + row, col0, len); };
-    const float* bsrc = xg;
-    if (algo == ConvAlgo::Im2col) {
-      detail::im2col(s, xg, colbuf);
-      bsrc = colbuf;
-    }
-    gemm_packed_a(OCg, static_cast<int>(P), Kg, packed_w + g * wgroup, bsrc, static_cast<int>(P),
-                  false, yg, static_cast<int>(P), gepi);
-  };
-  // Several images or groups whose GEMMs are each too small to split well: one item per (image,
-  // group) on the threads, each with its own im2col buffer. Otherwise one at a time, every GEMM
-  // using the threads itself.
-  const ptrdiff_t items = static_cast<ptrdiff_t>(s.N) * s.group;
-  const double perItem = static_cast<double>(OCg) * static_cast<double>(P) * Kg;
-  if (items > 1 && num_threads() > 1 && !detail::inside_job() && perItem < 8 * kParallelMinWork) {
-    parallel_for(items, perItem, [&](ptrdiff_t it) {
-      float* colbuf = algo == ConvAlgo::Im2col
-                          ? detail::tls_buffer(3, static_cast<size_t>(Kg) * static_cast<size_t>(P))
-                          : nullptr;
-      one(it, colbuf);
-    });
+  if (algo == ConvAlgo::Pointwise) {
+    auto one = [&](ptrdiff_t item) {
+      const int n = static_cast<int>(item / s.group), g = static_cast<int>(item % s.group);
+      const float* xg = x + (static_cast<ptrdiff_t>(n) * s.C + static_cast<ptrdiff_t>(g) * Cg) * HW;
+      float* yg = y + (static_cast<ptrdiff_t>(n) * s.OC + static_cast<ptrdiff_t>(g) * OCg) * P;
+      const int oc0 = g * OCg;
+      auto gepi = [&epi, oc0](float* c, int row, int col0, int len) {
+        epi(c, oc0 + row, col0, len);
+      };
+      gemm_packed_a(OCg, static_cast<int>(P), Kg, packed_w + g * wgroup, xg, static_cast<int>(P),
+                    false, yg, static_cast<int>(P), gepi);
+    };
+    // Several groups whose GEMMs are each too small to split well run side by side.
+    const ptrdiff_t items = static_cast<ptrdiff_t>(s.N) * s.group;
+    const double perItem = static_cast<double>(OCg) * static_cast<double>(P) * Kg;
+    if (items > 1 && perItem < 8 * kParallelMinWork)
+      parallel_for(items, perItem, one);
+    else
+      for (ptrdiff_t it = 0; it < items; ++it)
+        one(it);
     return;
   }
-  for (ptrdiff_t it = 0; it < items; ++it)
-    one(it, col);
+  // Implicit GEMM on the grid, `nb` images at a time, per group.
+  const detail::ImplicitPlan plan = detail::implicit_plan(s);
+  const int nb = plan.images;
+  const int KHW = s.KH * s.KW;
+  auto align = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) + 63) / 64 * 64; };
+  for (int n0 = 0; n0 < s.N; n0 += nb) {
+    const int images = std::min(nb, s.N - n0);
+    const detail::ConvGrid gd = detail::conv_grid(s, images);
+    // Scratch: grid | C | row pointers | column map (compact).
+    const ptrdiff_t ncols = plan.compact ? images * P : gd.G; // the GEMM's N
+    float* grid = reinterpret_cast<float*>(align(scratch));
+    float* cbuf = reinterpret_cast<float*>(align(grid + static_cast<size_t>(Cg) * gd.chan));
+    const float** rows =
+        reinterpret_cast<const float**>(align(cbuf + static_cast<size_t>(OCg) * ncols));
+    int* colmap = reinterpret_cast<int*>(align(rows + Kg));
+    for (int c = 0; c < Cg; ++c)
+      for (int kh = 0; kh < s.KH; ++kh)
+        for (int kw = 0; kw < s.KW; ++kw)
+          rows[c * KHW + kh * s.KW + kw] = grid + c * gd.chan + detail::grid_tap(s, gd, kh, kw);
+    if (plan.compact)
+      for (int n = 0, q = 0; n < images; ++n)
+        for (int oh = 0; oh < OH; ++oh)
+          for (int ow = 0; ow < OW; ++ow)
+            colmap[q++] = static_cast<int>((static_cast<ptrdiff_t>(n) * gd.Hq + oh) * gd.Wq + ow);
+    for (int g = 0; g < s.group; ++g) {
+      parallel_for(static_cast<ptrdiff_t>(Cg) * images,
+                   static_cast<double>(gd.Hq) * gd.Wq * gd.nrow * gd.ncol, [&](ptrdiff_t it) {
+                     const int c = static_cast<int>(it / images), n = static_cast<int>(it % images);
+                     detail::grid_fill(
+                         s, gd, x + ((static_cast<ptrdiff_t>(n0) + n) * s.C + g * Cg + c) * HW, n,
+                         grid + c * gd.chan);
+                   });
+      // One image in compact columns: C is y itself.
+      const bool inPlace = plan.compact && images == 1;
+      float* yg = y + (static_cast<ptrdiff_t>(n0) * s.OC + static_cast<ptrdiff_t>(g) * OCg) * P;
+      detail::View b{nullptr, 0, 1, rows, plan.compact ? colmap : nullptr};
+      detail::GemmProblem prob{OCg,
+                               static_cast<int>(ncols),
+                               Kg,
+                               detail::View{},
+                               packed_w + g * wgroup,
+                               b,
+                               nullptr,
+                               inPlace ? yg : cbuf,
+                               inPlace ? P : ncols};
+      EpiNone none;
+      detail::gemm_run(prob, none);
+      // Valid columns to y, then the epilogue once per output plane (long vector loops).
+      parallel_for(static_cast<ptrdiff_t>(images) * OCg, static_cast<double>(P), [&](ptrdiff_t it) {
+        const int n = static_cast<int>(it / OCg), row = static_cast<int>(it % OCg);
+        const int oc = g * OCg + row;
+        float* yp = y + ((static_cast<ptrdiff_t>(n0) + n) * s.OC + oc) * P;
+        if (plan.compact) {
+          if (!inPlace) std::memcpy(yp, cbuf + row * ncols + n * P, sizeof(float) * P);
+        } else {
+          const float* src =
+              cbuf + static_cast<ptrdiff_t>(row) * gd.G + static_cast<ptrdiff_t>(n) * gd.Hq * gd.Wq;
+          for (int oh = 0; oh < OH; ++oh)
+            detail::fill_row(yp + static_cast<ptrdiff_t>(oh) * OW,
+                             src + static_cast<ptrdiff_t>(oh) * gd.Wq, 0, OW, OW);
+        }
+        epi(yp, oc, 0, static_cast<int>(P));
+      });
+    }
+  }
 }
 
 // ============================================================================================

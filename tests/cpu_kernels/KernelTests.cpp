@@ -388,17 +388,34 @@ void convSuite(int threads) {
   };
   std::vector<Named> named = {
       {shape(1, 16, 14, 14, 32, 1, 1, 1, 0), ConvAlgo::Pointwise},
-      {shape(2, 8, 9, 7, 12, 1, 2, 1, 0), ConvAlgo::Pointwise},     // grouped 1x1
-      {shape(1, 8, 15, 15, 16, 3, 1, 1, 1), ConvAlgo::Im2col},      // 3x3 same
-      {shape(1, 3, 32, 32, 8, 7, 1, 2, 3), ConvAlgo::Im2col},       // ResNet stem
-      {shape(1, 16, 8, 8, 8, 1, 1, 2, 0), ConvAlgo::Im2col},        // 1x1 stride 2 (downsample)
+      {shape(2, 8, 9, 7, 12, 1, 2, 1, 0), ConvAlgo::Implicit},      // grouped 1x1, batched
+      {shape(1, 8, 15, 15, 16, 3, 1, 1, 1), ConvAlgo::Implicit},    // 3x3 same
+      {shape(1, 3, 32, 32, 8, 7, 1, 2, 3), ConvAlgo::Implicit},     // ResNet stem
+      {shape(1, 16, 8, 8, 8, 1, 1, 2, 0), ConvAlgo::Implicit},      // 1x1 stride 2 (downsample)
       {shape(1, 24, 17, 17, 24, 3, 24, 1, 1), ConvAlgo::Depthwise}, // MobileNet dw
       {shape(2, 12, 16, 16, 12, 3, 12, 2, 1), ConvAlgo::Depthwise}, // dw stride 2
       {shape(1, 4, 10, 10, 8, 3, 4, 1, 1), ConvAlgo::Depthwise},    // channel multiplier 2
-      {shape(1, 64, 56, 56, 64, 3, 1, 1, 1), ConvAlgo::Im2col},     // threaded
-      {shape(8, 16, 16, 16, 16, 3, 1, 1, 1), ConvAlgo::Im2col},     // images across threads
-      {shape(6, 16, 12, 12, 24, 1, 4, 1, 0), ConvAlgo::Pointwise},  // (image, group) items
+      {shape(1, 64, 56, 56, 64, 3, 1, 1, 1), ConvAlgo::Implicit},   // threaded
+      {shape(8, 16, 16, 16, 16, 3, 1, 1, 1), ConvAlgo::Implicit},   // images across threads
+      {shape(6, 16, 12, 12, 24, 1, 4, 1, 0), ConvAlgo::Implicit},   // small 1x1 planes, batched
+      {shape(1, 16, 12, 12, 24, 1, 4, 1, 0), ConvAlgo::Pointwise},  // (group) items
+      {shape(2, 8, 40, 40, 16, 1, 2, 1, 0), ConvAlgo::Pointwise},   // large planes, batched
+      {shape(32, 1, 8, 8, 8, 3, 1, 1, 1), ConvAlgo::Implicit},      // digits_cnn, 32 images/GEMM
+      {shape(40, 8, 13, 11, 5, 3, 1, 2, 1), ConvAlgo::Implicit},    // several image chunks
+      {shape(1, 32, 7, 7, 32, 3, 32, 1, 1), ConvAlgo::Depthwise},   // dw on a 7x7 plane
+      {shape(1, 16, 21, 19, 16, 5, 16, 2, 2), ConvAlgo::Depthwise}, // dw 5x5 stride 2
+      {shape(1, 6, 30, 30, 4, 3, 1, 5, 0), ConvAlgo::Implicit},     // stride above the kernel
+      {shape(1, 64, 7, 7, 48, 3, 1, 1, 1), ConvAlgo::Implicit},     // compact columns, in place
+      {shape(3, 16, 7, 7, 20, 3, 2, 1, 1), ConvAlgo::Implicit},     // compact, batched, grouped
   };
+  {
+    // Stride 2 with dilation 2: every tap reads one phase (0, 0).
+    triad_rt::Conv2dShape d = shape(2, 4, 17, 16, 6, 3, 1, 2, 2);
+    d.dil_h = d.dil_w = 2;
+    named.push_back({d, ConvAlgo::Implicit});
+    d.group = d.C, d.OC = d.C * 2;
+    named.push_back({d, ConvAlgo::Depthwise});
+  }
   for (auto& n : named) {
     EXPECT_EQ(triad_rt::conv2d_algo(n.s), n.algo) << convName(n.s);
     checkConv(n.s, rng, convName(n.s) + " threads " + std::to_string(threads));
@@ -432,12 +449,17 @@ TEST(Conv2d, MatchesNaiveTwoThreads) {
   convSuite(2);
 }
 
-TEST(Conv2d, ScratchOnlyForIm2col) {
+TEST(Conv2d, ScratchOnlyForImplicitGemm) {
   EXPECT_EQ(triad_rt::conv2d_scratch_bytes(shape(1, 16, 14, 14, 32, 1, 1, 1, 0)), 0u);
   EXPECT_EQ(triad_rt::conv2d_scratch_bytes(shape(1, 24, 17, 17, 24, 3, 24, 1, 1)), 0u);
-  // 3x3 same on 8 channels of 15x15: col is [8*9, 225] floats.
-  EXPECT_GE(triad_rt::conv2d_scratch_bytes(shape(1, 8, 15, 15, 16, 3, 1, 1, 1)),
-            8u * 9 * 225 * sizeof(float));
+  // 3x3 same on 8 channels of 15x15: the grid is 8 planes of 17x17 (+ slack), the output
+  // 16 x 225 floats (compact columns), and 72 row pointers: well under the 9x im2col copy.
+  const size_t got = triad_rt::conv2d_scratch_bytes(shape(1, 8, 15, 15, 16, 3, 1, 1, 1));
+  EXPECT_GE(got, (8u * 17 * 17 + 16u * 225) * sizeof(float) + 72 * sizeof(float*));
+  EXPECT_LT(got, 8u * 9 * 225 * sizeof(float));
+  // Stride 2: four phase planes of 9x9 per channel instead of one 17x17.
+  EXPECT_GE(triad_rt::conv2d_scratch_bytes(shape(1, 8, 15, 15, 16, 3, 1, 2, 1)),
+            (8u * 4 * 81 + 16u * 81) * sizeof(float));
 }
 
 // ---------------------------------------------------------------------------------------------
