@@ -392,6 +392,7 @@ def profile_case(case, threads, inputs, ref, calls, work, zoo_macs):
     events = json.loads(Path(prof_file).read_text())
     Path(prof_file).unlink()
     ortk = {}
+    ortl = {}  # per node (ORT's fused node names), seconds per call
     # A run's node events come before its model_run event; the warm-up runs come first.
     skip = sum(1 for e in events if e.get("name") == "model_run") - calls
     runs_done = 0
@@ -405,10 +406,13 @@ def profile_case(case, threads, inputs, ref, calls, work, zoo_macs):
         d = ortk.setdefault(e.get("args", {}).get("op_name", "?"), {"seconds": 0.0, "layers": 0})
         d["seconds"] += e["dur"] * 1e-6 / calls
         d["layers"] += 1
+        node = e["name"][: -len("_kernel_time")]
+        ortl[node] = ortl.get(node, 0.0) + e["dur"] * 1e-6 / calls
     for d in ortk.values():
         d["layers"] //= calls
     return {"triad": triad, "triad_layers": layers, "triad_wall": wall, "ort": ortk,
-            "ort_wall": ort_wall, "calls": calls}
+            "ort_layers": sorted(ortl.items(), key=lambda kv: -kv[1]), "ort_wall": ort_wall,
+            "calls": calls}
 
 
 def print_profile(tag, p):

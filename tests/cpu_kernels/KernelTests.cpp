@@ -405,8 +405,8 @@ void convSuite(int threads) {
       {shape(1, 32, 7, 7, 32, 3, 32, 1, 1), ConvAlgo::Depthwise},   // dw on a 7x7 plane
       {shape(1, 16, 21, 19, 16, 5, 16, 2, 2), ConvAlgo::Depthwise}, // dw 5x5 stride 2
       {shape(1, 6, 30, 30, 4, 3, 1, 5, 0), ConvAlgo::Implicit},     // stride above the kernel
-      {shape(1, 64, 7, 7, 48, 3, 1, 1, 1), ConvAlgo::Implicit},     // compact columns, in place
-      {shape(3, 16, 7, 7, 20, 3, 2, 1, 1), ConvAlgo::Implicit},     // compact, batched, grouped
+      {shape(1, 48, 7, 7, 24, 3, 1, 1, 1), ConvAlgo::Implicit},     // compact columns, in place
+      {shape(3, 16, 7, 7, 128, 3, 2, 1, 1), ConvAlgo::Implicit},    // compact, batched, grouped
   };
   {
     // Stride 2 with dilation 2: every tap reads one phase (0, 0).
@@ -416,6 +416,11 @@ void convSuite(int threads) {
     d.group = d.C, d.OC = d.C * 2;
     named.push_back({d, ConvAlgo::Depthwise});
   }
+  // Small planes take the compact-column GEMM, large ones the grid's columns.
+  EXPECT_TRUE(triad_rt::detail::implicit_plan(shape(1, 48, 7, 7, 64, 3, 1, 1, 1)).compact);
+  EXPECT_TRUE(triad_rt::detail::implicit_plan(shape(3, 16, 7, 7, 128, 3, 2, 1, 1)).compact);
+  EXPECT_TRUE(triad_rt::detail::implicit_plan(shape(1, 8, 6, 6, 16, 3, 1, 1, 0)).compact);
+  EXPECT_FALSE(triad_rt::detail::implicit_plan(shape(1, 64, 56, 56, 64, 3, 1, 1, 1)).compact);
   for (auto& n : named) {
     EXPECT_EQ(triad_rt::conv2d_algo(n.s), n.algo) << convName(n.s);
     checkConv(n.s, rng, convName(n.s) + " threads " + std::to_string(threads));
@@ -453,7 +458,8 @@ TEST(Conv2d, ScratchOnlyForImplicitGemm) {
   EXPECT_EQ(triad_rt::conv2d_scratch_bytes(shape(1, 16, 14, 14, 32, 1, 1, 1, 0)), 0u);
   EXPECT_EQ(triad_rt::conv2d_scratch_bytes(shape(1, 24, 17, 17, 24, 3, 24, 1, 1)), 0u);
   // 3x3 same on 8 channels of 15x15: the grid is 8 planes of 17x17 (+ slack), the output
-  // 16 x 225 floats (compact columns), and 72 row pointers: well under the 9x im2col copy.
+  // 16 x 225 floats at least (16 x 17*17 on the grid's columns; which one depends on the
+  // micro-tile width), and 72 row pointers: well under the 9x im2col copy.
   const size_t got = triad_rt::conv2d_scratch_bytes(shape(1, 8, 15, 15, 16, 3, 1, 1, 1));
   EXPECT_GE(got, (8u * 17 * 17 + 16u * 225) * sizeof(float) + 72 * sizeof(float*));
   EXPECT_LT(got, 8u * 9 * 225 * sizeof(float));
