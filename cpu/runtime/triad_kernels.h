@@ -35,8 +35,11 @@
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
+#elif defined(__SSE2__)
+#include <emmintrin.h> // _mm_pause
 #endif
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -423,7 +426,7 @@ struct Job {
   void* ctx = nullptr;
   ptrdiff_t n = 0;
   std::atomic<ptrdiff_t> next{0};
-  int refs = 0; // workers inside the job (guarded by the pool's mutex)
+  std::atomic<int> refs{0}; // workers inside the job (changed under the pool's mutex)
 };
 
 inline bool& inside_job() {
@@ -431,14 +434,42 @@ inline bool& inside_job() {
   return inside;
 }
 
-/// Worker threads that sleep between jobs. The caller of run() works on its own job and then
-/// waits only for items that workers already took.
+/// How long an idle worker (and a caller waiting for workers) spins before sleeping, in
+/// microseconds: TRIAD_SPIN_US, default 50. Layers follow each other within microseconds, so
+/// a short spin catches the next job without the futex wake-up (several microseconds, often
+/// more than a small layer's whole parallel part); bounded, so an idle model costs nothing.
+inline int spin_us() {
+  static const int us = [] {
+    const char* e = std::getenv("TRIAD_SPIN_US");
+    return e ? std::max(0, std::atoi(e)) : 50;
+  }();
+  return us;
+}
+/// Spins until done() or the spin time is up; true if done.
+template <class F> inline bool spin_until(F done) {
+  const int us = spin_us();
+  if (us <= 0) return done();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+#if defined(__SSE2__)
+    _mm_pause();
+#endif
+    if ((i & 63) == 63 &&
+        std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(us))
+      return done();
+  }
+}
+
+/// Worker threads that spin briefly, then sleep between jobs. The caller of run() works on its
+/// own job and then waits only for items that workers already took.
 class Pool {
 public:
   ~Pool() {
     {
       std::lock_guard<std::mutex> l(m_);
       stop_ = true;
+      stop_flag_ = true;
     }
     wake_.notify_all();
     for (std::thread& t : workers_)
@@ -454,14 +485,18 @@ public:
       while (static_cast<int>(workers_.size()) < threads - 1)
         workers_.emplace_back([this] { work(); });
       job_ = &job;
-      ++generation_;
       wanted_ = threads - 1;
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     drain(job);
+    {
+      std::lock_guard<std::mutex> l(m_);
+      job_ = nullptr; // late workers find nothing
+    }
+    if (spin_until([&] { return job.refs.load(std::memory_order_acquire) == 0; })) return;
     std::unique_lock<std::mutex> l(m_);
-    job_ = nullptr; // late workers find nothing
-    done_.wait(l, [&] { return job.refs == 0; });
+    done_.wait(l, [&] { return job.refs.load(std::memory_order_relaxed) == 0; });
   }
 
 private:
@@ -476,20 +511,27 @@ private:
   void work() {
     uint64_t seen = 0;
     for (;;) {
+      spin_until([&] {
+        return generation_.load(std::memory_order_acquire) != seen ||
+               stop_flag_.load(std::memory_order_relaxed);
+      });
       Job* job;
       {
         std::unique_lock<std::mutex> l(m_);
-        wake_.wait(l, [&] { return stop_ || (job_ && generation_ != seen && wanted_ > 0); });
+        wake_.wait(l, [&] {
+          return stop_ || (job_ && generation_.load(std::memory_order_relaxed) != seen &&
+                           wanted_ > 0);
+        });
         if (stop_) return;
-        seen = generation_;
+        seen = generation_.load(std::memory_order_relaxed);
         --wanted_;
         job = job_;
-        ++job->refs;
+        job->refs.fetch_add(1, std::memory_order_relaxed);
       }
       drain(*job);
       {
         std::lock_guard<std::mutex> l(m_);
-        if (--job->refs == 0) done_.notify_all();
+        if (job->refs.fetch_sub(1, std::memory_order_release) == 1) done_.notify_all();
       }
     }
   }
@@ -497,9 +539,10 @@ private:
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
   Job* job_ = nullptr;
-  uint64_t generation_ = 0;
+  std::atomic<uint64_t> generation_{0};
   int wanted_ = 0; // workers the current job may still take
   bool stop_ = false;
+  std::atomic<bool> stop_flag_{false};
 };
 
 inline Pool& pool() {
