@@ -455,8 +455,7 @@ template <class F> inline bool spin_until(F done) {
 #if defined(__SSE2__)
     _mm_pause();
 #endif
-    if ((i & 63) == 63 &&
-        std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(us))
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(us))
       return done();
   }
 }
@@ -519,8 +518,8 @@ private:
       {
         std::unique_lock<std::mutex> l(m_);
         wake_.wait(l, [&] {
-          return stop_ || (job_ && generation_.load(std::memory_order_relaxed) != seen &&
-                           wanted_ > 0);
+          return stop_ ||
+                 (job_ && generation_.load(std::memory_order_relaxed) != seen && wanted_ > 0);
         });
         if (stop_) return;
         seen = generation_.load(std::memory_order_relaxed);
@@ -799,6 +798,15 @@ template <int MRt>
 inline void ukernel(int kc, const float* __restrict a, const float* __restrict b, ptrdiff_t ldb,
                     float* __restrict c, ptrdiff_t ldc, bool acc) {
   vf r[MRt][kNV];
+#ifndef TRIAD_RT_SCALAR
+  // The C tile is stored after the k loop: fetch its lines now (strided rows, which the
+  // hardware prefetcher does not follow), so the stores do not wait for memory.
+#pragma GCC unroll 16
+  for (int i = 0; i < MRt; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < kNV; ++v)
+      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + v * kW), _MM_HINT_T0);
+#endif
   if (acc) {
 #pragma GCC unroll 16
     for (int i = 0; i < MRt; ++i)
