@@ -14,6 +14,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <fstream>
 #include <map>
 #include <thread>
 #include <unistd.h>
@@ -153,6 +154,21 @@ BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts) {
   if (rc != 0) {
     std::string log = frontend::readFile(tmp / "build.log");
     if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
+    // Tell a compiler or flags that build nothing (the user's TRIAD_CXX / TRIAD_CXXFLAGS, or a
+    // missing compiler) from generated code that does not compile (a bug in Triad).
+    std::ofstream(tmp / "probe.cpp") << "int triad_probe() { return 0; }\n";
+    std::string probe = fmt::format("cd {} && {} -std=c++17 {} -pthread -fPIC -shared probe.cpp -o "
+                                    "probe.so > probe.log 2>&1",
+                                    shellQuote(tmp.string()), shellQuote(cxx), flags);
+    if (std::system(probe.c_str()) != 0) {
+      std::string plog = frontend::readFile(tmp / "probe.log");
+      if (plog.size() > 2000) plog = plog.substr(0, 2000) + "\n...";
+      fs::remove_all(tmp);
+      fail(ErrorKind::Usage,
+           "the C++ compiler '{}' with flags '{}' cannot build even an empty library (set them "
+           "with TRIAD_CXX / TRIAD_CXXFLAGS or the target options):\n{}",
+           cxx, flags, plog);
+    }
     fail(ErrorKind::Internal, "the generated C++ does not compile ({}); sources kept in {}:\n{}",
          cmd, tmp.string(), log);
   }

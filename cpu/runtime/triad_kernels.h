@@ -17,8 +17,8 @@
 // A job posted from inside a job runs inline (no nesting).
 //
 // Memory: GEMM packs operands into thread-local buffers that grow on first use and are then
-// reused (no allocation in steady state). Convolution's im2col buffer is supplied by the caller
-// (`conv2d_scratch_bytes`). Constant operands (weights) can be packed once at load time
+// reused (no allocation in steady state). The implicit-GEMM convolution's grid and output
+// buffers are supplied by the caller (`conv2d_scratch_bytes`). Constant operands (weights) can be packed once at load time
 // (`pack_a` / `pack_b`, `conv2d_pack_weights`).
 #pragma once
 
