@@ -18,7 +18,8 @@
 //
 // Memory: GEMM packs operands into thread-local buffers that grow on first use and are then
 // reused (no allocation in steady state). The implicit-GEMM convolution's grid and output
-// buffers are supplied by the caller (`conv2d_scratch_bytes`). Constant operands (weights) can be packed once at load time
+// buffers are supplied by the caller (`conv2d_scratch_bytes`). Constant operands (weights) can be
+// packed once at load time
 // (`pack_a` / `pack_b`, `conv2d_pack_weights`).
 #pragma once
 
@@ -1558,6 +1559,24 @@ template <class F> void pool_planes(const Pool2dShape& s, const float* x, float*
 
 /// Max pooling (with dilations). A window with no input element gives the lowest float.
 inline void max_pool2d(const Pool2dShape& s, const float* x, float* y) {
+  if (s.KH == 2 && s.KW == 2 && s.stride_h == 2 && s.stride_w == 2 && s.dil_h == 1 &&
+      s.dil_w == 1 && s.pad_t == 0 && s.pad_l == 0 && s.OH == s.H / 2 && s.OW == s.W / 2) {
+    // 2x2 stride 2 without pads, the commonest pool: one flat pass over all output rows (no
+    // per-plane set-up, which dominates on small planes).
+    const ptrdiff_t rows = static_cast<ptrdiff_t>(s.N) * s.C * s.OH;
+    parallel_for(rows, static_cast<double>(s.OW) * 4, [&](ptrdiff_t r) {
+      const ptrdiff_t pl = r / s.OH, oh = r % s.OH;
+      const float* a = x + (pl * s.H + 2 * oh) * s.W;
+      const float* b = a + s.W;
+      float* o = y + r * s.OW;
+      for (int ow = 0; ow < s.OW; ++ow) {
+        const float m0 = std::max(a[2 * ow], a[2 * ow + 1]);
+        const float m1 = std::max(b[2 * ow], b[2 * ow + 1]);
+        o[ow] = std::max(m0, m1);
+      }
+    });
+    return;
+  }
   if (s.dil_h == 1 && s.dil_w == 1) {
     // Separable: per output row, the max over the window's input rows (contiguous, vectorized),
     // then per output column the max over the window's columns of that row: KH*W + OW*KW
