@@ -1158,13 +1158,28 @@ inline vf vload_in(const float* xrow, int q, int lo, int hi) {
   if (q >= lo && q + kW <= hi) return vload(xrow + q);
   return vload_lanes(xrow + q, lo - q, hi - q);
 }
-/// d[j] = xrow[j] for j in [lo, hi), 0 elsewhere in [0, n); reads xrow only inside [lo, hi)
-/// and writes d only inside [0, n).
-inline void fill_row(float* d, const float* xrow, int lo, int hi, int n) {
+/// d[j] = xrow[j] for j in [lo, hi), 0 elsewhere in [0, n); reads xrow only inside [lo, hi).
+/// Writes d only inside [0, room) (room >= n): with room past n, the last vector is stored
+/// whole (the caller rewrites or owns d[n, room): rows filled in order overwrite the previous
+/// row's overrun) instead of masked, which is slow on some cores (Zen 4/5) and is every row's
+/// only store on small planes.
+inline void fill_row(float* d, const float* xrow, int lo, int hi, int n, ptrdiff_t room = 0) {
   int j = 0;
   for (; j + kW <= n; j += kW)
     vstore(d + j, vload_in(xrow, j, lo, hi));
-  if (j < n) vstore_lanes(d + j, vload_in(xrow, j, lo, hi), n - j);
+  if (j < n) {
+    if (j + kW <= room)
+      vstore(d + j, vload_in(xrow, j, lo, hi));
+    else
+      vstore_lanes(d + j, vload_in(xrow, j, lo, hi), n - j);
+  }
+}
+/// Copies rows src[r * sstride .. + n) to d[r * n ..) for r < rows (a plane's valid columns);
+/// writes nothing past d[rows * n).
+inline void copy_rows(float* d, const float* src, ptrdiff_t sstride, int rows, int n) {
+  for (int r = 0; r < rows; ++r)
+    fill_row(d + static_cast<ptrdiff_t>(r) * n, src + r * sstride, 0, n, n,
+             static_cast<ptrdiff_t>(rows - r) * n);
 }
 /// e[j] = xrow[2j], o[j] = xrow[2j + 1] for j in [0, n) (either may be null), with xrow's
 /// elements outside [lo, hi) read as 0 (and not read).
@@ -1212,7 +1227,11 @@ inline void grid_fill(const Conv2dShape& s, const ConvGrid& gd, const float* xc,
       const float* xrow = xc + static_cast<ptrdiff_t>(inside ? ih : 0) * s.W - s.pad_l;
       const int lo = inside ? s.pad_l : 0, hi = inside ? s.pad_l + s.W : 0;
       if (gd.sw == 1) {
-        fill_row(planes + rowoff, xrow, lo, hi, gd.Wq);
+        // Overrun into the next row (filled next) or into the slack after the last image;
+        // not into the next image, which another thread may be filling.
+        const ptrdiff_t room =
+            static_cast<ptrdiff_t>(gd.Hq - i) * gd.Wq + (n == gd.images - 1 ? gd.stride - gd.G : 0);
+        fill_row(planes + rowoff, xrow, lo, hi, gd.Wq, room);
         continue;
       }
       if (gd.sw == 2) {
@@ -1354,9 +1373,7 @@ void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, floa
         vstore(out + g + 3 * kW, a3);
       }
       float* yp = y + (static_cast<ptrdiff_t>(n) * s.OC + oc) * P;
-      for (int oh = 0; oh < OH; ++oh)
-        fill_row(yp + static_cast<ptrdiff_t>(oh) * OW, out + static_cast<ptrdiff_t>(oh) * gd.Wq, 0,
-                 OW, OW);
+      copy_rows(yp, out, gd.Wq, OH, OW);
       epi(yp, oc, 0, static_cast<int>(P)); // one call per plane: long vector loops
     }
   });
@@ -1510,9 +1527,7 @@ void conv2d(const Conv2dShape& s, const float* x, const float* packed_w, float* 
         } else {
           const float* src =
               cbuf + static_cast<ptrdiff_t>(row) * gd.G + static_cast<ptrdiff_t>(n) * gd.Hq * gd.Wq;
-          for (int oh = 0; oh < OH; ++oh)
-            detail::fill_row(yp + static_cast<ptrdiff_t>(oh) * OW,
-                             src + static_cast<ptrdiff_t>(oh) * gd.Wq, 0, OW, OW);
+          detail::copy_rows(yp, src, gd.Wq, OH, OW);
         }
         epi(yp, oc, 0, static_cast<int>(P));
       });
