@@ -215,7 +215,6 @@ private:
   std::vector<uint8_t> weights_;
   Code fields_{1}, create_{1}, functions_, runBody_{1};
   std::vector<const Node*> hostNodes_;
-  int64_t scratchBytes_ = 0;
   std::set<std::string> idents_;
   std::vector<std::string> layerNames_; // by layer index (profiling)
 };
@@ -410,8 +409,8 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
       for (Value* v : head->outputs())
         ctx.outputs.push_back(pointer(v, true));
     }
-    ctx.scratch = [this](int64_t bytes) {
-      scratchBytes_ = std::max(scratchBytes_, alignUp(bytes));
+    ctx.scratch = [&ctx](const std::string& bytes) {
+      ctx.create.line("m.scratch_bytes = std::max(m.scratch_bytes, (size_t)({}));", bytes);
       return std::string("m.scratch");
     };
     low->emit(ctx);
@@ -453,7 +452,7 @@ GeneratedCode Generator::run() {
   src.line("// Memory: arena {} bytes for intermediates (one buffer each would take {}), {} "
            "in-place, {} views;",
            plan_.arenaBytes, plan_.unsharedBytes, plan_.inPlaceCount, plan_.aliasCount);
-  src.line("// weights {} bytes; scratch {} bytes.", weights_.size(), scratchBytes_);
+  src.line("// weights {} bytes; per-layer scratch sized at creation.", weights_.size());
   src.line("//");
   src.line("// Inputs:");
   for (size_t i = 0; i < g_.inputs().size(); ++i)
@@ -504,8 +503,7 @@ GeneratedCode Generator::run() {
   src.line("const unsigned char* W = nullptr; // weights blob");
   src.line("unsigned char* arena = nullptr;   // {} bytes of intermediates", plan_.arenaBytes);
   src.line("float* scratch = nullptr;         // per-layer scratch, shared by the layers");
-  src.line("size_t scratch_bytes = {};        // its size: the largest layer's need (create)",
-           std::max<int64_t>(scratchBytes_, 1));
+  src.line("size_t scratch_bytes = 1;         // its size: the largest layer's need (create)");
   src.line("int threads = 1;");
   src.line("triad_host_fn host = nullptr;");
   src.line("void* host_ctx = nullptr;");
@@ -630,7 +628,6 @@ GeneratedCode Generator::run() {
   gc.hostNodes = hostNodes_;
   gc.arenaBytes = plan_.arenaBytes;
   gc.unsharedBytes = plan_.unsharedBytes;
-  gc.scratchBytes = scratchBytes_;
   gc.inPlace = plan_.inPlaceCount;
   gc.views = plan_.aliasCount;
   gc.groups = groups.size();

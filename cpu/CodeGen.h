@@ -39,7 +39,6 @@ struct GeneratedCode {
   std::vector<const ir::Node*> hostNodes; // nodes run by the host callback, by call index
   int64_t arenaBytes = 0;                 // intermediates, after buffer reuse
   int64_t unsharedBytes = 0;              // what one buffer per intermediate would take
-  int64_t scratchBytes = 0;               // static scratch bound (convs add theirs in create)
   int inPlace = 0, views = 0;
   size_t groups = 0, nodes = 0;
   std::string fusionSummary;

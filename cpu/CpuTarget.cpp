@@ -144,25 +144,27 @@ BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts) {
   fs::path tmp = root / fmt::format("{:016x}.tmp.{}", h, getpid());
   fs::remove_all(tmp);
   writeSources(info.code, tmp, false);
+  // `c++ ... SRC.cpp -o SRC.so` in tmp, its output kept in SRC.log.
+  auto build = [&](const std::string& src) {
+    std::string cmd = fmt::format("cd {} && {} -std=c++17 {} -pthread -fPIC -shared -I. {}.cpp -o "
+                                  "{}.so > {}.log 2>&1",
+                                  shellQuote(tmp.string()), shellQuote(cxx), flags, src, src, src);
+    return std::pair(cmd, std::system(cmd.c_str()));
+  };
+  auto logOf = [&](const std::string& src, size_t limit) {
+    std::string log = frontend::readFile(tmp / (src + ".log"));
+    return log.size() > limit ? log.substr(0, limit) + "\n..." : log;
+  };
   auto t0 = std::chrono::steady_clock::now();
-  std::string cmd = fmt::format("cd {} && {} -std=c++17 {} -pthread -fPIC -shared -I. model.cpp -o "
-                                "model.so > build.log 2>&1",
-                                shellQuote(tmp.string()), shellQuote(cxx), flags);
-  int rc = std::system(cmd.c_str());
+  auto [cmd, rc] = build("model");
   info.compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (rc != 0) {
-    std::string log = frontend::readFile(tmp / "build.log");
-    if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
     // Tell a compiler or flags that build nothing (the user's TRIAD_CXX / TRIAD_CXXFLAGS, or a
     // missing compiler) from generated code that does not compile (a bug in Triad).
     std::ofstream(tmp / "probe.cpp") << "int triad_probe() { return 0; }\n";
-    std::string probe = fmt::format("cd {} && {} -std=c++17 {} -pthread -fPIC -shared probe.cpp -o "
-                                    "probe.so > probe.log 2>&1",
-                                    shellQuote(tmp.string()), shellQuote(cxx), flags);
-    if (std::system(probe.c_str()) != 0) {
-      std::string plog = frontend::readFile(tmp / "probe.log");
-      if (plog.size() > 2000) plog = plog.substr(0, 2000) + "\n...";
+    if (build("probe").second != 0) {
+      std::string plog = logOf("probe", 2000);
       fs::remove_all(tmp);
       fail(ErrorKind::Usage,
            "the C++ compiler '{}' with flags '{}' cannot build even an empty library (set them "
@@ -170,7 +172,7 @@ BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts) {
            cxx, flags, plog);
     }
     fail(ErrorKind::Internal, "the generated C++ does not compile ({}); sources kept in {}:\n{}",
-         cmd, tmp.string(), log);
+         cmd, tmp.string(), logOf("model", 4000));
   }
   std::error_code ec;
   fs::rename(tmp, info.dir, ec);

@@ -62,8 +62,10 @@ struct LowerContext {
   Code& fields; // members of the model struct (packed weights, tables)
 
   /// Reserves scratch memory for this layer (shared by all layers; valid during the layer only)
-  /// and returns a `float*` expression for it.
-  std::function<std::string(int64_t bytes)> scratch;
+  /// and returns a `float*` expression for it. `bytes` is a C++ expression for its size,
+  /// evaluated in P_create where the call is made: call it while the layer's `create` block
+  /// that defines what the expression uses is open.
+  std::function<std::string(const std::string& bytes)> scratch;
 
   bool hasEpilogue() const { return static_cast<bool>(epilogue); }
   /// The epilogue lambda, or triad_rt::EpiNone{} when there is none.

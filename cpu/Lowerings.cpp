@@ -232,11 +232,10 @@ void emitConv(LowerContext& c) {
   c.create.line("m.{} = (float*)m.alloc(triad_rt::conv2d_packed_weights_size(s) * sizeof(float));",
                 packed);
   c.create.line("triad_rt::conv2d_pack_weights(s, {}, m.{});", c.inputs[1], packed);
-  c.create.line("m.scratch_bytes = std::max(m.scratch_bytes, triad_rt::conv2d_scratch_bytes(s));");
+  std::string scratch = c.scratch("triad_rt::conv2d_scratch_bytes(s)");
   c.create.close();
   int64_t oh = oneD ? 1 : y[2], ow = y.back();
   int64_t P = oh * ow;
-  std::string scratch = c.scratch(0); // sized at creation (conv2d_scratch_bytes above)
   c.body.line("float* y = {};", c.outputs[0]);
   std::string pre;
   if (n.input(2)) {

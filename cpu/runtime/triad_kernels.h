@@ -19,8 +19,7 @@
 // Memory: GEMM packs operands into thread-local buffers that grow on first use and are then
 // reused (no allocation in steady state). The implicit-GEMM convolution's grid and output
 // buffers are supplied by the caller (`conv2d_scratch_bytes`). Constant operands (weights) can be
-// packed once at load time
-// (`pack_a` / `pack_b`, `conv2d_pack_weights`).
+// packed once at load time (`pack_a` / `pack_b`, `conv2d_pack_weights`).
 #pragma once
 
 #include <algorithm>
@@ -469,7 +468,6 @@ public:
     {
       std::lock_guard<std::mutex> l(m_);
       stop_ = true;
-      stop_flag_ = true;
     }
     wake_.notify_all();
     for (std::thread& t : workers_)
@@ -513,7 +511,7 @@ private:
     for (;;) {
       spin_until([&] {
         return generation_.load(std::memory_order_acquire) != seen ||
-               stop_flag_.load(std::memory_order_relaxed);
+               stop_.load(std::memory_order_relaxed);
       });
       Job* job;
       {
@@ -540,9 +538,8 @@ private:
   std::vector<std::thread> workers_;
   Job* job_ = nullptr;
   std::atomic<uint64_t> generation_{0};
-  int wanted_ = 0; // workers the current job may still take
-  bool stop_ = false;
-  std::atomic<bool> stop_flag_{false};
+  int wanted_ = 0;                // workers the current job may still take
+  std::atomic<bool> stop_{false}; // set under the mutex; read by spinning workers without it
 };
 
 inline Pool& pool() {
@@ -609,9 +606,9 @@ struct AlignedBuffer {
   }
 };
 /// Per-thread growing buffers: slot 0 packs A blocks, slot 1 packs B blocks, slot 2 edge tiles,
-/// slots 3-5 the depthwise convolution's grid, output and tap offsets, slot 6 a padded row.
+/// slots 3-4 the depthwise convolution's grid and output, slot 5 a padded input row.
 inline float* tls_buffer(int slot, size_t floats) {
-  thread_local AlignedBuffer bufs[7];
+  thread_local AlignedBuffer bufs[6];
   return bufs[slot].get(floats);
 }
 } // namespace detail
@@ -1109,7 +1106,7 @@ struct ConvGrid {
 };
 
 /// Slot of phase `a` among the distinct phases (k * dil) % stride, k < K, in order of first
-/// appearance; -1 when no tap reads it. slot_count: how many there are.
+/// appearance; -1 when no tap reads it (phase_count: how many are read).
 inline int phase_slot(int a, int K, int dil, int stride) {
   int slot = 0;
   for (int k = 0; k < K; ++k) {
@@ -1214,7 +1211,7 @@ inline void grid_fill(const Conv2dShape& s, const ConvGrid& gd, const float* xc,
                       float* dst) {
   const ptrdiff_t imgoff = static_cast<ptrdiff_t>(n) * gd.Hq * gd.Wq;
   const int L = gd.Wq * gd.sw; // a padded input row, rounded up to whole strides
-  float* tmp = gd.sw > 2 ? tls_buffer(6, static_cast<size_t>(L)) : nullptr;
+  float* tmp = gd.sw > 2 ? tls_buffer(5, static_cast<size_t>(L)) : nullptr;
   for (int a = 0; a < gd.sh; ++a) {
     const int ra = phase_slot(a, s.KH, s.dil_h, s.stride_h);
     if (ra < 0) continue;
@@ -1356,21 +1353,24 @@ void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, floa
     for (int m = 0; m < mult; ++m) {
       const int oc = ic * mult + m;
       const float* wp = w + static_cast<ptrdiff_t>(oc) * T;
-      if (blocked) blocked(gd, grid, wp, OH, out);
-      for (ptrdiff_t g = 0; !blocked && g < ocols; g += 4 * kW) {
-        vf a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
-        for (int t = 0; t < T; ++t) {
-          const vf wv = vset1(wp[t]);
-          const float* p = grid + taps[t] + g;
-          a0 = vfma(wv, vload(p), a0);
-          a1 = vfma(wv, vload(p + kW), a1);
-          a2 = vfma(wv, vload(p + 2 * kW), a2);
-          a3 = vfma(wv, vload(p + 3 * kW), a3);
+      if (blocked) {
+        blocked(gd, grid, wp, OH, out);
+      } else {
+        for (ptrdiff_t g = 0; g < ocols; g += 4 * kW) {
+          vf a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+          for (int t = 0; t < T; ++t) {
+            const vf wv = vset1(wp[t]);
+            const float* p = grid + taps[t] + g;
+            a0 = vfma(wv, vload(p), a0);
+            a1 = vfma(wv, vload(p + kW), a1);
+            a2 = vfma(wv, vload(p + 2 * kW), a2);
+            a3 = vfma(wv, vload(p + 3 * kW), a3);
+          }
+          vstore(out + g, a0);
+          vstore(out + g + kW, a1);
+          vstore(out + g + 2 * kW, a2);
+          vstore(out + g + 3 * kW, a3);
         }
-        vstore(out + g, a0);
-        vstore(out + g + kW, a1);
-        vstore(out + g + 2 * kW, a2);
-        vstore(out + g + 3 * kW, a3);
       }
       float* yp = y + (static_cast<ptrdiff_t>(n) * s.OC + oc) * P;
       copy_rows(yp, out, gd.Wq, OH, OW);
@@ -1388,9 +1388,7 @@ struct ImplicitPlan {
   bool compact;
 };
 inline ImplicitPlan implicit_plan(const Conv2dShape& s) {
-  const ptrdiff_t plane =
-      static_cast<ptrdiff_t>((s.H + s.pad_t + s.pad_b + s.stride_h - 1) / s.stride_h) *
-      ((s.W + s.pad_l + s.pad_r + s.stride_w - 1) / s.stride_w);
+  const ptrdiff_t plane = conv_grid(s, 1).G;
   ImplicitPlan pl;
   pl.images = static_cast<int>(std::max<ptrdiff_t>(1, std::min<ptrdiff_t>(s.N, 4096 / plane)));
   const ptrdiff_t gridPanels = (pl.images * plane + kNR - 1) / kNR;
@@ -1400,6 +1398,35 @@ inline ImplicitPlan implicit_plan(const Conv2dShape& s) {
   // with few output channels (digits_cnn: 16).
   pl.compact = gridPanels * 10 > validPanels * 11;
   return pl;
+}
+
+/// Where the implicit GEMM's buffers lie in the caller's scratch, for `images` images: the grid
+/// of one group's channels, the GEMM's output (columns: the grid's, or the valid outputs when
+/// compact), the im2col row pointers and the compact column map, each 64-byte aligned. `end` is
+/// one past the last byte (offsets from 0 when `scratch` is null: conv2d_scratch_bytes).
+struct ImplicitScratch {
+  float* grid;
+  float* c;
+  const float** rows;
+  int* colmap;
+  uintptr_t end;
+};
+inline ImplicitScratch implicit_scratch(const Conv2dShape& s, const ImplicitPlan& plan,
+                                        const ConvGrid& gd, void* scratch) {
+  auto align = [](uintptr_t p) { return (p + 63) / 64 * 64; };
+  const size_t ncols =
+      plan.compact ? static_cast<size_t>(gd.images) * s.OH() * s.OW() : static_cast<size_t>(gd.G);
+  ImplicitScratch m;
+  const uintptr_t grid = align(reinterpret_cast<uintptr_t>(scratch));
+  const uintptr_t c = align(grid + sizeof(float) * static_cast<size_t>(s.Cg()) * gd.chan);
+  const uintptr_t rows = align(c + sizeof(float) * static_cast<size_t>(s.OCg()) * ncols);
+  const uintptr_t colmap = align(rows + sizeof(float*) * static_cast<size_t>(s.Kg()));
+  m.grid = reinterpret_cast<float*>(grid);
+  m.c = reinterpret_cast<float*>(c);
+  m.rows = reinterpret_cast<const float**>(rows);
+  m.colmap = reinterpret_cast<int*>(colmap);
+  m.end = colmap + (plan.compact ? sizeof(int) * ncols : 0);
+  return m;
 }
 } // namespace detail
 
@@ -1424,12 +1451,8 @@ inline void conv2d_pack_weights(const Conv2dShape& s, const float* w, float* dst
 inline size_t conv2d_scratch_bytes(const Conv2dShape& s) {
   if (conv2d_algo(s) != ConvAlgo::Implicit) return 0;
   const detail::ImplicitPlan pl = detail::implicit_plan(s);
-  const detail::ConvGrid gd = detail::conv_grid(s, pl.images);
-  const size_t cols = static_cast<size_t>(pl.images) * s.OH() * s.OW();
-  const size_t floats = static_cast<size_t>(s.Cg()) * gd.chan +
-                        static_cast<size_t>(s.OCg()) * (pl.compact ? cols : gd.G) +
-                        2 * static_cast<size_t>(s.Kg()) + (pl.compact ? cols : 0);
-  return floats * sizeof(float) + 4 * 64;
+  // Laid out from address 0; up to 63 more bytes align a caller's unaligned scratch.
+  return detail::implicit_scratch(s, pl, detail::conv_grid(s, pl.images), nullptr).end + 63;
 }
 
 /// The convolution. packed_w from conv2d_pack_weights; scratch: conv2d_scratch_bytes(s) bytes
@@ -1472,17 +1495,15 @@ void conv2d(const Conv2dShape& s, const float* x, const float* packed_w, float* 
   const detail::ImplicitPlan plan = detail::implicit_plan(s);
   const int nb = plan.images;
   const int KHW = s.KH * s.KW;
-  auto align = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) + 63) / 64 * 64; };
   for (int n0 = 0; n0 < s.N; n0 += nb) {
     const int images = std::min(nb, s.N - n0);
     const detail::ConvGrid gd = detail::conv_grid(s, images);
-    // Scratch: grid | C | row pointers | column map (compact).
     const ptrdiff_t ncols = plan.compact ? images * P : gd.G; // the GEMM's N
-    float* grid = reinterpret_cast<float*>(align(scratch));
-    float* cbuf = reinterpret_cast<float*>(align(grid + static_cast<size_t>(Cg) * gd.chan));
-    const float** rows =
-        reinterpret_cast<const float**>(align(cbuf + static_cast<size_t>(OCg) * ncols));
-    int* colmap = reinterpret_cast<int*>(align(rows + Kg));
+    const detail::ImplicitScratch mem = detail::implicit_scratch(s, plan, gd, scratch);
+    float* grid = mem.grid;
+    float* cbuf = mem.c;
+    const float** rows = mem.rows;
+    int* colmap = mem.colmap;
     for (int kh = 0; kh < s.KH; ++kh)
       for (int kw = 0; kw < s.KW; ++kw)
         rows[kh * s.KW + kw] = grid + detail::grid_tap(s, gd, kh, kw);
