@@ -1557,6 +1557,349 @@ void conv2d(const Conv2dShape& s, const float* x, const float* packed_w, float* 
 }
 
 // ============================================================================================
+// Channel-blocked convolution (NCHW16c). A blocked tensor [N, C, H, W] (C a multiple of 16) is
+// stored as [N, C/16, H, W, 16]: element (n, c, h, w) at
+// (((n*C/16 + c/16)*H + h)*W + w)*16 + c%16. Code generation keeps the tensors between such
+// convolutions blocked, so no layer repacks its input:
+//   - dense (group 1): each output tile is kCMR pixels of one output row x kCP output channels
+//     in registers. Input values are broadcast straight from the blocked input (a pixel's 16
+//     channels are one cache line) against a weight vector of kCP output channels; the K loop
+//     runs over (input block, tap, lane). Padded inputs are copied once into a zero-haloed
+//     blocked buffer; 1x1 stride-1 convolutions treat the whole plane as one row.
+//   - depthwise: one vector of 16 channels per pixel, several pixels per register block, taps
+//     that fall into the padding skipped (no padded copy).
+// The bias initialises the accumulators; the epilogue then runs on each finished tile of one
+// 16-channel block, as epi(c, row = n*OC/16 + block, col0 = pixel*16, len = pixels*16): the
+// blocked output is a matrix [N*OC/16, OH*OW*16] and `c - y` its linear offset.
+// ============================================================================================
+
+constexpr int kCB = 16; // channels per block
+#if defined(__AVX512F__)
+constexpr int kCMR = 14, kCNV = 2; // 14 pixels x 32 output channels (28 accumulators)
+#elif defined(__AVX2__) && defined(__FMA__)
+constexpr int kCMR = 6, kCNV = 2; // 6 x 16 (12 accumulators)
+#else
+constexpr int kCMR = 4, kCNV = 16; // 4 x 16 (scalar)
+#endif
+constexpr int kCP = kCNV * kW;  // output channels per weight panel
+constexpr int kCPB = kCP / kCB; // blocks per panel
+constexpr int kCDV = kCB / kW;  // vectors per block (depthwise)
+static_assert(kCP % kCB == 0, "a weight panel holds whole blocks");
+
+/// Whether conv2d_nchwc computes `s`: 2-D dense (group 1, stride_w <= 2, at most 64 taps) or
+/// depthwise (group == C == OC, KH <= 64), with channel counts that are multiples of 16.
+inline bool conv2d_nchwc_supported(const Conv2dShape& s) {
+  if (s.C % kCB != 0 || s.OC % kCB != 0) return false;
+  if (s.group == 1) return s.stride_w <= 2 && s.KH * s.KW <= 64;
+  return s.group == s.C && s.OC == s.C && s.KH <= 64;
+}
+
+namespace detail {
+inline bool nchwc_depthwise(const Conv2dShape& s) {
+  return s.group > 1;
+}
+inline bool nchwc_padded(const Conv2dShape& s) {
+  return s.pad_t != 0 || s.pad_l != 0 || s.pad_b != 0 || s.pad_r != 0;
+}
+/// Floats of the (padded, for dense) blocked input conv2d_nchwc builds in scratch; 0 when it
+/// reads x in place.
+inline size_t nchwc_input_floats(const Conv2dShape& s, bool x_blocked) {
+  if (nchwc_depthwise(s)) return x_blocked ? 0 : static_cast<size_t>(s.N) * s.C * s.H * s.W;
+  if (x_blocked && !nchwc_padded(s)) return 0;
+  return static_cast<size_t>(s.N) * s.C * (s.H + s.pad_t + s.pad_b) * (s.W + s.pad_l + s.pad_r);
+}
+} // namespace detail
+
+/// x (NCHW, or blocked when `blocked`) -> blocked with a zero halo of (pt, pl, pb, pr) pixels:
+/// dst is [N, C/16, H+pt+pb, W+pl+pr, 16].
+inline void to_nchwc(const float* x, bool blocked, int N, int C, int H, int W, int pt, int pl,
+                     int pb, int pr, float* dst) {
+  const int Cb = C / kCB, Hp = H + pt + pb, Wp = W + pl + pr;
+  const ptrdiff_t plane = static_cast<ptrdiff_t>(Hp) * Wp * kCB, HW = static_cast<ptrdiff_t>(H) * W;
+  parallel_for(static_cast<ptrdiff_t>(N) * Cb, static_cast<double>(plane), [&](ptrdiff_t it) {
+    const ptrdiff_t n = it / Cb, cb = it % Cb;
+    float* d = dst + it * plane;
+    std::memset(d, 0, sizeof(float) * pt * Wp * kCB);
+    std::memset(d + static_cast<ptrdiff_t>(pt + H) * Wp * kCB, 0, sizeof(float) * pb * Wp * kCB);
+    for (int h = 0; h < H; ++h) {
+      float* row = d + static_cast<ptrdiff_t>(pt + h) * Wp * kCB;
+      std::memset(row, 0, sizeof(float) * pl * kCB);
+      std::memset(row + static_cast<ptrdiff_t>(pl + W) * kCB, 0, sizeof(float) * pr * kCB);
+      float* out = row + pl * kCB;
+      if (blocked) {
+        std::memcpy(out, x + (it * H + h) * static_cast<ptrdiff_t>(W) * kCB,
+                    sizeof(float) * W * kCB);
+        continue;
+      }
+      const float* src = x + (n * C + cb * kCB) * HW + static_cast<ptrdiff_t>(h) * W;
+      for (int w = 0; w < W; ++w)
+        for (int l = 0; l < kCB; ++l)
+          out[w * kCB + l] = src[l * HW + w];
+    }
+  });
+}
+
+/// Blocked [N, C/16, H*W, 16] -> NCHW.
+inline void from_nchwc(const float* x, int N, int C, ptrdiff_t HW, float* dst) {
+  const int Cb = C / kCB;
+  parallel_for(static_cast<ptrdiff_t>(N) * Cb, static_cast<double>(HW * kCB), [&](ptrdiff_t it) {
+    const ptrdiff_t n = it / Cb, cb = it % Cb;
+    const float* src = x + it * HW * kCB;
+    float* d = dst + (n * C + cb * kCB) * HW;
+    for (int l = 0; l < kCB; ++l)
+      for (ptrdiff_t p = 0; p < HW; ++p)
+        d[l * HW + p] = src[p * kCB + l];
+  });
+}
+
+/// Floats of conv2d_nchwc's packed weights.
+inline size_t conv2d_nchwc_weights_size(const Conv2dShape& s) {
+  return static_cast<size_t>(s.OC) * s.Cg() * s.KH * s.KW;
+}
+/// Packs w[OC, C/group, KH, KW]. Dense: panels of kCP output channels (the last may hold fewer
+/// whole blocks), each as [C/16][KH][KW][16 lanes][panel channels]. Depthwise:
+/// [C/16][KH][KW][16].
+inline void conv2d_nchwc_pack_weights(const Conv2dShape& s, const float* w, float* dst) {
+  const int KHW = s.KH * s.KW;
+  if (detail::nchwc_depthwise(s)) {
+    for (int c = 0; c < s.C; ++c)
+      for (int t = 0; t < KHW; ++t)
+        dst[(static_cast<size_t>(c / kCB) * KHW + t) * kCB + c % kCB] =
+            w[static_cast<size_t>(c) * KHW + t];
+    return;
+  }
+  const size_t K = static_cast<size_t>(s.C) * KHW;
+  for (int q0 = 0; q0 < s.OC; q0 += kCP) {
+    const int wq = std::min(kCP, s.OC - q0);
+    float* d = dst + static_cast<size_t>(q0) * K;
+    for (int cb = 0; cb < s.C / kCB; ++cb)
+      for (int t = 0; t < KHW; ++t)
+        for (int l = 0; l < kCB; ++l)
+          for (int j = 0; j < wq; ++j)
+            *d++ = w[(static_cast<size_t>(q0 + j) * s.C + cb * kCB + l) * KHW + t];
+  }
+}
+/// Bytes of scratch conv2d_nchwc needs (0: none) for an input that is blocked or NCHW.
+inline size_t conv2d_nchwc_scratch_bytes(const Conv2dShape& s, bool x_blocked) {
+  const size_t f = detail::nchwc_input_floats(s, x_blocked);
+  return f ? f * sizeof(float) + 63 : 0;
+}
+
+namespace detail {
+/// One dense output tile: MRt pixels (input pixels SW*16 floats apart) x NVt vectors of output
+/// channels. a: the tile's first input pixel at tap offset 0 of input block 0; taps[t]: offset
+/// of tap t; cstride: floats between input blocks; w: the panel's packed weights; y: the tile's
+/// first output pixel in the panel's first block, ys floats between output blocks.
+template <int MRt, int NVt, int SW>
+void nchwc_tile(int cb, int ntaps, const ptrdiff_t* taps, ptrdiff_t cstride,
+                const float* __restrict a, const float* __restrict w, const float* __restrict bias,
+                float* __restrict y, ptrdiff_t ys) {
+  vf r[MRt][NVt];
+#pragma GCC unroll 16
+  for (int i = 0; i < MRt; ++i)
+#pragma GCC unroll 16
+    for (int v = 0; v < NVt; ++v)
+      r[i][v] = bias ? vload(bias + v * kW) : vzero();
+  for (int c = 0; c < cb; ++c) {
+    const float* ac = a + c * cstride;
+    for (int t = 0; t < ntaps; ++t) {
+      const float* ap = ac + taps[t];
+#pragma GCC unroll 4
+      for (int l = 0; l < kCB; ++l) {
+        vf wv[NVt];
+#pragma GCC unroll 16
+        for (int v = 0; v < NVt; ++v)
+          wv[v] = vload(w + v * kW);
+        w += NVt * kW;
+#pragma GCC unroll 16
+        for (int i = 0; i < MRt; ++i) {
+          const vf av = vset1(ap[i * SW * kCB + l]);
+#pragma GCC unroll 16
+          for (int v = 0; v < NVt; ++v)
+            r[i][v] = vfma(av, wv[v], r[i][v]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MRt; ++i)
+#pragma GCC unroll 16
+    for (int v = 0; v < NVt; ++v)
+      vstore(y + (v * kW / kCB) * ys + i * kCB + (v * kW) % kCB, r[i][v]);
+}
+
+using NchwcTileFn = void (*)(int, int, const ptrdiff_t*, ptrdiff_t, const float*, const float*,
+                             const float*, float*, ptrdiff_t);
+template <int NVt, int SW, int... Is>
+constexpr std::array<NchwcTileFn, sizeof...(Is)> nchwc_tiles(std::integer_sequence<int, Is...>) {
+  return {{&nchwc_tile<Is + 1, NVt, SW>...}};
+}
+/// nchwc_tile for mr pixels (1..kCMR), a panel of `blocks` blocks (1..kCPB), stride sw (1, 2).
+inline NchwcTileFn nchwc_tile_for(int mr, int blocks, int sw) {
+  using Seq = std::make_integer_sequence<int, kCMR>;
+  constexpr int kHalf = kCPB > 1 ? kCNV / kCPB : kCNV; // vectors of a one-block panel
+  static constexpr auto f1 = nchwc_tiles<kCNV, 1>(Seq()), f2 = nchwc_tiles<kCNV, 2>(Seq());
+  static constexpr auto h1 = nchwc_tiles<kHalf, 1>(Seq()), h2 = nchwc_tiles<kHalf, 2>(Seq());
+  if (blocks == kCPB) return (sw == 1 ? f1 : f2)[mr - 1];
+  return (sw == 1 ? h1 : h2)[mr - 1];
+}
+
+/// Depthwise: PB output pixels of one row and one 16-channel block. `in` points at input column
+/// (ow0*sw - pl) of the tap row; edge pixels (Checked) skip taps outside [0, W).
+template <int PB, bool Checked>
+inline void nchwc_dw_pixels(const Conv2dShape& s, const float* const* rows, int nrows,
+                            const int* khs, const float* wb, const float* bias, int ow0, float* y) {
+  vf r[PB][kCDV];
+#pragma GCC unroll 8
+  for (int p = 0; p < PB; ++p)
+#pragma GCC unroll 16
+    for (int v = 0; v < kCDV; ++v)
+      r[p][v] = bias ? vload(bias + v * kW) : vzero();
+  for (int k = 0; k < nrows; ++k) {
+    const float* row = rows[k];
+    const float* wr = wb + static_cast<ptrdiff_t>(khs[k]) * s.KW * kCB;
+    for (int kw = 0; kw < s.KW; ++kw) {
+      vf wv[kCDV];
+#pragma GCC unroll 16
+      for (int v = 0; v < kCDV; ++v)
+        wv[v] = vload(wr + kw * kCB + v * kW);
+#pragma GCC unroll 8
+      for (int p = 0; p < PB; ++p) {
+        const int iw = (ow0 + p) * s.stride_w - s.pad_l + kw * s.dil_w;
+        if (Checked && (iw < 0 || iw >= s.W)) continue;
+        const float* in = row + static_cast<ptrdiff_t>(iw) * kCB;
+#pragma GCC unroll 16
+        for (int v = 0; v < kCDV; ++v)
+          r[p][v] = vfma(vload(in + v * kW), wv[v], r[p][v]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < PB; ++p)
+#pragma GCC unroll 16
+    for (int v = 0; v < kCDV; ++v)
+      vstore(y + (ow0 + p) * kCB + v * kW, r[p][v]);
+}
+
+template <class Epi>
+void nchwc_depthwise_conv(const Conv2dShape& s, const float* x, const float* packed_w,
+                          const float* bias, float* y, Epi& epi) {
+#if defined(__AVX512F__)
+  constexpr int PB = 8;
+#elif defined(__AVX2__) && defined(__FMA__)
+  constexpr int PB = 4;
+#else
+  constexpr int PB = 1;
+#endif
+  const int Cb = s.C / kCB, OH = s.OH(), OW = s.OW(), KHW = s.KH * s.KW;
+  const ptrdiff_t plane = static_cast<ptrdiff_t>(s.H) * s.W * kCB;
+  const ptrdiff_t oplane = static_cast<ptrdiff_t>(OH) * OW * kCB;
+  // Output columns whose taps all fall inside [0, W): [lo, hi).
+  int lo = 0, hi = OW;
+  while (lo < OW && lo * s.stride_w - s.pad_l < 0)
+    ++lo;
+  while (hi > lo && (hi - 1) * s.stride_w - s.pad_l + (s.KW - 1) * s.dil_w >= s.W)
+    --hi;
+  if (hi < lo) hi = lo;
+  parallel_for(static_cast<ptrdiff_t>(s.N) * Cb * OH, static_cast<double>(OW) * KHW * kCB,
+               [&](ptrdiff_t it) {
+                 const int oh = static_cast<int>(it % OH);
+                 const ptrdiff_t nc = it / OH; // n*Cb + cb
+                 const int cb = static_cast<int>(nc % Cb);
+                 const float* xp = x + nc * plane;
+                 const float* wb = packed_w + static_cast<ptrdiff_t>(cb) * KHW * kCB;
+                 const float* bb = bias ? bias + cb * kCB : nullptr;
+                 const float* rows[64];
+                 int khs[64];
+                 int nrows = 0;
+                 for (int kh = 0; kh < s.KH && nrows < 64; ++kh) {
+                   const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+                   if (ih < 0 || ih >= s.H) continue;
+                   rows[nrows] = xp + static_cast<ptrdiff_t>(ih) * s.W * kCB;
+                   khs[nrows++] = kh;
+                 }
+                 float* yr = y + nc * oplane + static_cast<ptrdiff_t>(oh) * OW * kCB;
+                 for (int ow = 0; ow < lo; ++ow)
+                   nchwc_dw_pixels<1, true>(s, rows, nrows, khs, wb, bb, ow, yr);
+                 int ow = lo;
+                 for (; ow + PB <= hi; ow += PB)
+                   nchwc_dw_pixels<PB, false>(s, rows, nrows, khs, wb, bb, ow, yr);
+                 for (; ow < hi; ++ow)
+                   nchwc_dw_pixels<1, false>(s, rows, nrows, khs, wb, bb, ow, yr);
+                 for (ow = hi; ow < OW; ++ow)
+                   nchwc_dw_pixels<1, true>(s, rows, nrows, khs, wb, bb, ow, yr);
+                 epi(yr, static_cast<int>(nc), oh * OW * kCB, OW * kCB);
+               });
+}
+} // namespace detail
+
+/// The blocked convolution (conv2d_nchwc_supported(s)). x: NCHW, or blocked when x_blocked; y:
+/// blocked. packed_w from conv2d_nchwc_pack_weights; bias: OC floats or null; scratch:
+/// conv2d_nchwc_scratch_bytes(s, x_blocked) bytes. Epilogue: see above.
+template <class Epi = EpiNone>
+void conv2d_nchwc(const Conv2dShape& s, const float* x, bool x_blocked, const float* packed_w,
+                  const float* bias, float* y, void* scratch, Epi epi = {}) {
+  const float* xin = x;
+  const bool copy = detail::nchwc_input_floats(s, x_blocked) != 0;
+  float* buf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) / 64 * 64);
+  if (detail::nchwc_depthwise(s)) {
+    if (copy) {
+      to_nchwc(x, false, s.N, s.C, s.H, s.W, 0, 0, 0, 0, buf);
+      xin = buf;
+    }
+    detail::nchwc_depthwise_conv(s, xin, packed_w, bias, y, epi);
+    return;
+  }
+  const int Hp = s.H + s.pad_t + s.pad_b, Wp = s.W + s.pad_l + s.pad_r;
+  if (copy) {
+    to_nchwc(x, x_blocked, s.N, s.C, s.H, s.W, s.pad_t, s.pad_l, s.pad_b, s.pad_r, buf);
+    xin = buf;
+  }
+  const int Cb = s.C / kCB, OCb = s.OC / kCB, OH = s.OH(), OW = s.OW();
+  const int KHW = s.KH * s.KW;
+  const ptrdiff_t cstride = static_cast<ptrdiff_t>(Hp) * Wp * kCB;
+  const ptrdiff_t ys = static_cast<ptrdiff_t>(OH) * OW * kCB; // between output blocks
+  const ptrdiff_t K = static_cast<ptrdiff_t>(s.C) * KHW;
+  ptrdiff_t taps[64];
+  for (int kh = 0; kh < s.KH; ++kh)
+    for (int kw = 0; kw < s.KW; ++kw)
+      taps[kh * s.KW + kw] =
+          (static_cast<ptrdiff_t>(kh) * s.dil_h * Wp + static_cast<ptrdiff_t>(kw) * s.dil_w) * kCB;
+  // Rows of output pixels: one output row each, or (1x1, stride 1, no pads) runs of a plane.
+  const bool flat =
+      s.KH == 1 && s.KW == 1 && s.stride_h == 1 && s.stride_w == 1 && !detail::nchwc_padded(s);
+  const ptrdiff_t P = static_cast<ptrdiff_t>(OH) * OW;
+  const int run = flat ? static_cast<int>(std::min<ptrdiff_t>(P, kCMR * 8)) : OW;
+  const ptrdiff_t runsPerImage = flat ? (P + run - 1) / run : OH;
+  const ptrdiff_t rows = static_cast<ptrdiff_t>(s.N) * runsPerImage;
+  const ptrdiff_t panels = (OCb + kCPB - 1) / kCPB;
+  // Weights larger than the input: each panel's weights stay cached while the rows stream by.
+  const bool panelOuter = static_cast<double>(s.OC) * K > static_cast<double>(s.N) * s.C * Hp * Wp;
+  const int sw = s.stride_w;
+  parallel_for(rows * panels, static_cast<double>(run) * kCP * K, [&](ptrdiff_t it) {
+    const ptrdiff_t r = panelOuter ? it % rows : it / panels;
+    const ptrdiff_t q = panelOuter ? it / rows : it % panels;
+    const ptrdiff_t n = r / runsPerImage, j = r % runsPerImage;
+    const ptrdiff_t p0 = flat ? j * run : j * OW; // first output pixel of the row in its plane
+    const int len = flat ? static_cast<int>(std::min<ptrdiff_t>(run, P - p0)) : OW;
+    const float* arow = xin + n * Cb * cstride +
+                        (flat ? p0 * kCB : j * s.stride_h * static_cast<ptrdiff_t>(Wp) * kCB);
+    const int blocks = static_cast<int>(std::min<ptrdiff_t>(kCPB, OCb - q * kCPB));
+    const float* wq = packed_w + q * kCP * K;
+    const float* bq = bias ? bias + q * kCP : nullptr;
+    float* yq = y + (n * OCb + q * kCPB) * ys + p0 * kCB;
+    for (int t0 = 0; t0 < len; t0 += kCMR) {
+      const int mr = std::min(kCMR, len - t0);
+      detail::nchwc_tile_for(mr, blocks, sw)(Cb, KHW, taps, cstride, arow + t0 * sw * kCB, wq, bq,
+                                             yq + t0 * kCB, ys);
+      for (int b = 0; b < blocks; ++b)
+        epi(yq + b * ys + t0 * kCB, static_cast<int>(n * OCb + q * kCPB + b),
+            static_cast<int>((p0 + t0) * kCB), mr * kCB);
+    }
+  });
+}
+
+// ============================================================================================
 // Pooling, NCHW. The caller gives the output size (so ceil_mode is its choice).
 // ============================================================================================
 

@@ -469,6 +469,143 @@ TEST(Conv2d, ScratchOnlyForImplicitGemm) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Channel-blocked convolution (NCHW16c)
+
+/// NCHW -> blocked [N, C/16, H*W, 16].
+Vec blockedOf(const Vec& x, int N, int C, size_t HW) {
+  Vec b(x.size());
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c)
+      for (size_t p = 0; p < HW; ++p)
+        b[((static_cast<size_t>(n) * (C / 16) + c / 16) * HW + p) * 16 + c % 16] =
+            x[(static_cast<size_t>(n) * C + c) * HW + p];
+  return b;
+}
+
+/// conv2d_nchwc with bias + residual add + relu (epilogue on blocked tiles), from an NCHW and
+/// from a blocked input, against the naive conv; every output element is finished exactly once.
+void checkConvNchwc(const triad_rt::Conv2dShape& s, std::mt19937& rng, const std::string& what) {
+  ASSERT_TRUE(triad_rt::conv2d_nchwc_supported(s)) << what;
+  const size_t HW = static_cast<size_t>(s.H) * s.W, P = static_cast<size_t>(s.OH()) * s.OW();
+  Vec x = randomVec(static_cast<size_t>(s.N) * s.C * HW, rng);
+  Vec w = randomVec(static_cast<size_t>(s.OC) * (s.C / s.group) * s.KH * s.KW, rng);
+  Vec bias = randomVec(s.OC, rng);
+  const size_t ysize = static_cast<size_t>(s.N) * s.OC * P;
+  Vec res = randomVec(ysize, rng);
+  std::vector<double> ref = naiveConv(s, x, w, bias);
+  Vec refv(ref.begin(), ref.end());
+  Vec refb = blockedOf(refv, s.N, s.OC, P), resb = blockedOf(res, s.N, s.OC, P);
+  Vec xb = blockedOf(x, s.N, s.C, HW);
+  Vec wp = sized(triad_rt::conv2d_nchwc_weights_size(s));
+  triad_rt::conv2d_nchwc_pack_weights(s, w.data(), wp.data());
+  const int Kg = (s.C / s.group) * s.KH * s.KW;
+  for (bool blocked : {false, true}) {
+    std::vector<unsigned char> scratch(triad_rt::conv2d_nchwc_scratch_bytes(s, blocked));
+    Vec y(ysize, std::nanf(""));
+    float* ybase = y.data();
+    std::vector<int> visits(ysize, 0);
+    triad_rt::conv2d_nchwc(
+        s, blocked ? xb.data() : x.data(), blocked, wp.data(), bias.data(), y.data(),
+        scratch.empty() ? nullptr : scratch.data(), [&](float* c, int row, int col0, int n) {
+          ptrdiff_t off = c - ybase;
+          EXPECT_EQ(static_cast<size_t>(off) % (P * 16), static_cast<size_t>(col0)) << what;
+          EXPECT_EQ(static_cast<size_t>(off) / (P * 16), static_cast<size_t>(row)) << what;
+          for (int j = 0; j < n; ++j) {
+            c[j] = std::max(0.0f, c[j] + resb[off + j]);
+#pragma omp atomic
+            visits[static_cast<size_t>(off + j)] += 1;
+          }
+        });
+    int bad = 0;
+    for (size_t i = 0; i < ysize && bad < 5; ++i) {
+      double want = std::max(0.0, static_cast<double>(refb[i]) + resb[i]);
+      double tol = (Kg + 3) * 2.4e-7 * (Kg + 2) + 1e-6;
+      if (!(std::fabs(y[i] - want) <= tol) || visits[i] != 1) {
+        ADD_FAILURE() << what << (blocked ? " blocked in" : " nchw in") << " at " << i << ": got "
+                      << y[i] << " want " << want << " visits " << visits[i];
+        ++bad;
+      }
+    }
+  }
+}
+
+void convNchwcSuite(int threads) {
+  ThreadScope ts(threads);
+  std::mt19937 rng(7 + threads);
+  std::vector<triad_rt::Conv2dShape> named = {
+      shape(1, 64, 56, 56, 64, 1, 1, 1, 0),  // ResNet 1x1, flat runs of a plane
+      shape(1, 32, 14, 14, 48, 3, 1, 1, 1),  // 3x3 same, a one-block last panel (AVX-512)
+      shape(2, 16, 9, 11, 32, 3, 1, 2, 1),   // stride 2, batched
+      shape(1, 16, 8, 8, 16, 1, 1, 2, 0),    // 1x1 stride 2 (downsample)
+      shape(1, 32, 7, 7, 64, 3, 1, 1, 1),    // 7x7 plane: a 7-pixel tile
+      shape(3, 16, 5, 5, 16, 1, 1, 1, 0),    // flat, several images
+      shape(1, 32, 17, 17, 32, 3, 32, 1, 1), // depthwise
+      shape(2, 16, 16, 16, 16, 3, 16, 2, 1), // depthwise stride 2
+      shape(1, 48, 7, 7, 48, 3, 48, 1, 1),   // depthwise 7x7 plane
+      shape(1, 16, 21, 19, 16, 5, 16, 2, 2), // depthwise 5x5 stride 2
+      shape(1, 16, 3, 3, 16, 3, 16, 1, 1),   // depthwise: every pixel an edge
+  };
+  {
+    triad_rt::Conv2dShape d = shape(1, 16, 13, 12, 32, 3, 1, 1, 2);
+    d.dil_h = d.dil_w = 2, d.pad_b = 0, d.stride_h = 3; // dilation, asymmetric pads, stride_h 3
+    named.push_back(d);
+    d.group = d.C, d.OC = d.C;
+    named.push_back(d);
+  }
+  for (const auto& s : named)
+    checkConvNchwc(s, rng, convName(s) + " threads " + std::to_string(threads));
+  std::uniform_int_distribution<int> u(0, 1 << 30);
+  for (int t = 0; t < 30; ++t) {
+    triad_rt::Conv2dShape s;
+    const bool dw = t % 2 == 1;
+    s.N = 1 + u(rng) % 2;
+    s.C = 16 * (1 + u(rng) % 3);
+    s.OC = dw ? s.C : 16 * (1 + u(rng) % 4);
+    s.group = dw ? s.C : 1;
+    s.KH = 1 + u(rng) % 4, s.KW = 1 + u(rng) % 4;
+    s.stride_h = 1 + u(rng) % 3, s.stride_w = 1 + u(rng) % (dw ? 3 : 2);
+    s.dil_h = 1 + u(rng) % 2, s.dil_w = 1 + u(rng) % 2;
+    s.pad_t = u(rng) % 3, s.pad_l = u(rng) % 3, s.pad_b = u(rng) % 3, s.pad_r = u(rng) % 3;
+    s.H = 1 + u(rng) % 19, s.W = 1 + u(rng) % 23;
+    if (s.H + s.pad_t + s.pad_b < s.dil_h * (s.KH - 1) + 1 ||
+        s.W + s.pad_l + s.pad_r < s.dil_w * (s.KW - 1) + 1)
+      continue;
+    checkConvNchwc(s, rng, convName(s) + " threads " + std::to_string(threads));
+  }
+}
+
+TEST(Conv2dNchwc, MatchesNaiveOneThread) {
+  convNchwcSuite(1);
+}
+TEST(Conv2dNchwc, MatchesNaiveTwoThreads) {
+  convNchwcSuite(2);
+}
+
+TEST(Conv2dNchwc, Supported) {
+  EXPECT_TRUE(triad_rt::conv2d_nchwc_supported(shape(1, 64, 56, 56, 256, 1, 1, 1, 0)));
+  EXPECT_TRUE(triad_rt::conv2d_nchwc_supported(shape(1, 96, 14, 14, 96, 3, 96, 1, 1)));
+  EXPECT_FALSE(triad_rt::conv2d_nchwc_supported(shape(1, 3, 224, 224, 64, 7, 1, 2, 3)));
+  EXPECT_FALSE(triad_rt::conv2d_nchwc_supported(shape(1, 64, 8, 8, 24, 1, 1, 1, 0)));
+  EXPECT_FALSE(triad_rt::conv2d_nchwc_supported(shape(1, 32, 8, 8, 32, 3, 2, 1, 1)));
+  EXPECT_FALSE(triad_rt::conv2d_nchwc_supported(shape(1, 16, 8, 8, 16, 1, 1, 3, 0)));
+  // Blocked 1x1 stride-1 input is read in place; a padded one is copied with its halo.
+  EXPECT_EQ(triad_rt::conv2d_nchwc_scratch_bytes(shape(1, 16, 8, 8, 16, 1, 1, 1, 0), true), 0u);
+  EXPECT_GE(triad_rt::conv2d_nchwc_scratch_bytes(shape(1, 16, 8, 8, 16, 3, 1, 1, 1), true),
+            16u * 10 * 10 * sizeof(float));
+  EXPECT_EQ(triad_rt::conv2d_nchwc_scratch_bytes(shape(1, 16, 8, 8, 16, 3, 16, 1, 1), true), 0u);
+}
+
+TEST(Conv2dNchwc, ReorderRoundTrip) {
+  std::mt19937 rng(3);
+  Vec x = randomVec(2 * 32 * 5 * 7, rng);
+  Vec b(x.size()), back(x.size());
+  triad_rt::to_nchwc(x.data(), false, 2, 32, 5, 7, 0, 0, 0, 0, b.data());
+  EXPECT_EQ(b, blockedOf(x, 2, 32, 35));
+  triad_rt::from_nchwc(b.data(), 2, 32, 35, back.data());
+  EXPECT_EQ(back, x);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Pooling
 // ---------------------------------------------------------------------------------------------
 
