@@ -15,6 +15,7 @@ int compileCpu(const ModelOptions& model, const std::string& outdir) {
   std::string base = std::filesystem::path(model.model).stem().string();
   co.prefix = co.stem = cpu::cIdentifier(base);
   co.standalone = true;
+  co.blockedLayout = cpu::blockedLayoutDefault();
   cpu::GeneratedCode code = cpu::generateCpp(r.graph, co);
   cpu::writeSources(code, outdir, true);
   fmt::print("wrote {}/{}.cpp, {}.h, triad_kernels.h, {}.weights ({} bytes), main.cpp, Makefile\n",

@@ -6,6 +6,7 @@
 #include "ir/ScalarExpr.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
@@ -60,15 +61,25 @@ struct Broadcast {
   std::vector<OperandAccess> access;
 };
 
+/// The shape under which a 4-D NCHW shape is read when its group computes channel-blocked
+/// (NCHW16c): [N, C/16, H, W, 16], or [N, 1, H, W, 1] for a channel-broadcast one (C = 1).
+Shape blockedView(const Shape& s) {
+  TRIAD_ASSERT(s.size() == 4, "blocked view of a rank-{} shape", s.size());
+  bool bc = s[1] == 1;
+  return {s[0], bc ? 1 : s[1] / 16, s[2], s[3], bc ? 1 : 16};
+}
+
+/// `out` is the output's shape as read (its blocked view when `blocked`); operands broadcast
+/// against the NCHW shape and are read through their blocked view too.
 Broadcast analyzeBroadcast(const Shape& out, const std::vector<const Value*>& operands,
-                           bool perElement, const std::string& index = "i0") {
+                           bool perElement, const std::string& index, bool blocked) {
   const size_t r = out.size();
   std::vector<Shape> padded;
   for (const Value* v : operands) {
-    Shape t(r, 1);
     const Shape& s = v->type().shape;
-    std::copy(s.begin(), s.end(), t.begin() + std::ptrdiff_t(r - s.size()));
-    padded.push_back(t);
+    Shape t(blocked ? 4 : r, 1);
+    std::copy(s.begin(), s.end(), t.begin() + std::ptrdiff_t(t.size() - s.size()));
+    padded.push_back(blocked ? blockedView(t) : t);
   }
   // Extend the suffix while every operand stays all-full or all-broadcast over it.
   std::vector<int> status(operands.size(), 0); // 0 undecided, 1 full, 2 broadcast
@@ -146,38 +157,37 @@ struct GroupAccess {
   int64_t chunk = 1;
 };
 
-GroupAccess analyzeGroup(const FusionGroup& grp, size_t first, bool perElement) {
+GroupAccess analyzeGroup(const FusionGroup& grp, size_t first, bool perElement,
+                         bool blocked = false) {
   GroupAccess ga;
   std::unordered_set<const Value*> inside;
   if (first > 0) inside.insert(grp.nodes[0]->output(0));
-  std::vector<const Shape*> readAt;
+  std::vector<Shape> readAt;
   for (size_t i = first; i < grp.nodes.size(); ++i) {
     const Node* n = grp.nodes[i];
     for (Value* v : n->inputs())
       if (v && !inside.count(v) &&
           std::find(ga.operands.begin(), ga.operands.end(), v) == ga.operands.end()) {
         ga.operands.push_back(v);
-        readAt.push_back(&n->output(0)->type().shape);
+        const Shape& at = n->output(0)->type().shape;
+        readAt.push_back(blocked ? blockedView(at) : at);
       }
     inside.insert(n->output(0));
   }
-  const Shape& outShape = grp.last()->output(0)->type().shape;
-  ga.chunk = numElements(outShape);
+  ga.chunk = numElements(grp.last()->output(0)->type().shape);
   ga.access.resize(ga.operands.size());
-  std::vector<const Shape*> shapes;
-  for (const Shape* sh : readAt)
-    if (std::find_if(shapes.begin(), shapes.end(), [&](const Shape* x) { return *x == *sh; }) ==
-        shapes.end())
-      shapes.push_back(sh);
-  for (const Shape* sh : shapes) {
+  std::vector<Shape> shapes;
+  for (const Shape& sh : readAt)
+    if (std::find(shapes.begin(), shapes.end(), sh) == shapes.end()) shapes.push_back(sh);
+  for (const Shape& sh : shapes) {
     std::vector<const Value*> subset;
     std::vector<size_t> where;
     for (size_t k = 0; k < ga.operands.size(); ++k)
-      if (*readAt[k] == *sh) {
+      if (readAt[k] == sh) {
         subset.push_back(ga.operands[k]);
         where.push_back(k);
       }
-    Broadcast b = analyzeBroadcast(*sh, subset, perElement, perElement ? "i" : "i0");
+    Broadcast b = analyzeBroadcast(sh, subset, perElement, perElement ? "i" : "i0", blocked);
     ga.chunk = std::gcd(ga.chunk, b.chunk);
     for (size_t j = 0; j < where.size(); ++j)
       ga.access[where[j]] = b.access[j];
@@ -205,7 +215,9 @@ private:
   /// The loop body computing the group's nodes from `first` on for elements
   /// [i0, i0 + n); `anchorValue` is the expression of the anchor's output element j.
   void emitSegment(const FusionGroup& grp, size_t first, bool perElement, Code& body,
-                   const std::string& anchorValue, const std::string& store);
+                   const std::string& anchorValue, const std::string& store, bool blocked = false);
+  /// Chooses which values are stored channel-blocked (blocked_).
+  void assignLayouts(const std::vector<FusionGroup>& groups);
   void emitHostCall(const Node& n, Code& body);
 
   const Graph& g_;
@@ -216,7 +228,8 @@ private:
   Code fields_{1}, create_{1}, functions_, runBody_{1};
   std::vector<const Node*> hostNodes_;
   std::set<std::string> idents_;
-  std::vector<std::string> layerNames_; // by layer index (profiling)
+  std::vector<std::string> layerNames_;      // by layer index (profiling)
+  std::unordered_set<const Value*> blocked_; // stored NCHW16c
 };
 
 std::string Generator::pointer(const Value* v, bool writable) const {
@@ -253,9 +266,10 @@ void Generator::placeConstants() {
 }
 
 void Generator::emitSegment(const FusionGroup& grp, size_t first, bool perElement, Code& body,
-                            const std::string& anchorValue, const std::string& store) {
+                            const std::string& anchorValue, const std::string& store,
+                            bool blocked) {
   // Per element: every operand offset is computed from i = i0 + j inside the loop.
-  GroupAccess ga = analyzeGroup(grp, first, perElement);
+  GroupAccess ga = analyzeGroup(grp, first, perElement, blocked);
   const std::vector<const Value*>& operands = ga.operands;
   std::unordered_map<const Value*, std::string> expr;
   if (first > 0) expr[grp.nodes[0]->output(0)] = anchorValue;
@@ -354,6 +368,89 @@ void Generator::emitHostCall(const Node& n, Code& body) {
       call, cIdentifier(n.name()));
 }
 
+// Channel-blocked layout (NCHW16c). A group's output is stored blocked when its anchor's kernel
+// can write it blocked, every node reading it is a blockable anchor (as its input 0) or sits in
+// the epilogue of a group whose output is blocked too, and it is not a graph output. An
+// epilogue of a blocked group reads its full-size operands blocked, so those must be blocked
+// too; channel-broadcast operands and scalars are read as they are. Values failing a rule are
+// dropped until none does. Conversions happen inside the anchors' kernels: a blockable anchor
+// reads an NCHW input (and, writing NCHW, a blocked one) through a copy in scratch.
+void Generator::assignLayouts(const std::vector<FusionGroup>& groups) {
+  auto blockable = [](const Node* n) {
+    const Lowering* low = n ? findLowering(n->kind()) : nullptr;
+    return low && low->blockable && nativeSupport(*n).ok && low->blockable(*n);
+  };
+  std::unordered_map<const Node*, const FusionGroup*> groupOf;
+  for (const FusionGroup& grp : groups)
+    for (const Node* n : grp.nodes)
+      groupOf[n] = &grp;
+  std::unordered_set<const Value*> graphOutputs(g_.outputs().begin(), g_.outputs().end());
+  // Full-size epilogue operands of each candidate group (they must be blocked with it).
+  std::unordered_map<const Value*, std::vector<const Value*>> partners;
+  for (const FusionGroup& grp : groups) {
+    const Node* a = grp.anchor();
+    if (!a || !blockable(a)) continue;
+    const Value* out = grp.last()->output(0);
+    if (graphOutputs.count(out)) continue;
+    const Shape& shape = out->type().shape;
+    bool ok = true;
+    std::vector<const Value*> full;
+    std::unordered_set<const Value*> inside = {a->output(0)};
+    for (size_t i = 1; i < grp.nodes.size() && ok; ++i) {
+      const Node* n = grp.nodes[i];
+      ok = !isViewOp(n->kind()) && n->output(0)->type().shape == shape;
+      inside.insert(n->output(0));
+      for (const Value* v : n->inputs()) {
+        if (!v || inside.count(v) || !ok) continue;
+        if (v->isConstant() && v->constant().numElements() == 1) continue;
+        Shape t(4, 1);
+        const Shape& vs = v->type().shape;
+        if (vs.size() > 4) {
+          ok = false;
+          continue;
+        }
+        std::copy(vs.begin(), vs.end(), t.begin() + std::ptrdiff_t(4 - vs.size()));
+        if (t[1] == 1) continue; // broadcast over channels
+        if (t == shape && !v->isConstant())
+          full.push_back(v);
+        else
+          ok = false;
+      }
+    }
+    if (!ok) continue;
+    blocked_.insert(out);
+    partners[out] = std::move(full);
+  }
+  // Readers of each value: (node, input index).
+  std::unordered_map<const Value*, std::vector<std::pair<const Node*, size_t>>> readers;
+  for (const auto& n : g_.nodes())
+    for (size_t k = 0; k < n->inputs().size(); ++k)
+      if (n->input(k)) readers[n->input(k)].emplace_back(n.get(), k);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = blocked_.begin(); it != blocked_.end();) {
+      const Value* v = *it;
+      bool ok = true;
+      for (const auto& [n, k] : readers[v]) {
+        const FusionGroup* grp = groupOf.at(n);
+        if (n == grp->anchor())
+          ok = k == 0 && blockable(n);
+        else
+          ok = grp->anchored && blocked_.count(grp->last()->output(0)) > 0;
+        if (!ok) break;
+      }
+      for (const Value* p : partners[v])
+        ok = ok && blocked_.count(p) > 0;
+      if (ok) {
+        ++it;
+      } else {
+        it = blocked_.erase(it);
+        changed = true;
+      }
+    }
+  }
+}
+
 void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
   const Node* head = grp.nodes.front();
   // Functions are named after their layers: the first node, plus the last when fused.
@@ -393,21 +490,26 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
     if (grp.anchored && grp.nodes.size() > 1) {
       const Value* out = grp.last()->output(0);
       ctx.outputs.push_back(pointer(out, true));
-      ctx.epilogue = [this, &grp, out](const std::string& index, int64_t ld) {
+      bool blocked = blocked_.count(out) > 0;
+      ctx.epilogue = [this, &grp, out, blocked](const std::string& index, int64_t ld) {
         // Row segments stay inside one broadcast chunk when the chunk is a multiple of the
         // kernel's row length; otherwise every element computes its own operand offsets.
         Code e;
         e.open("[&](float* c, int row, int col0, int n)");
         e.line("const int64_t i0 = {}; (void)i0; (void)row; (void)col0;", index);
-        int64_t chunk = analyzeGroup(grp, 1, false).chunk;
+        int64_t chunk = analyzeGroup(grp, 1, false, blocked).chunk;
         bool perElement = chunk % ld != 0;
-        emitSegment(grp, 1, perElement, e, "c[j]", "c[j]");
+        emitSegment(grp, 1, perElement, e, "c[j]", "c[j]", blocked);
         e.close("}");
         return e.text();
       };
     } else {
       for (Value* v : head->outputs())
         ctx.outputs.push_back(pointer(v, true));
+    }
+    if (low->blockable) {
+      ctx.inputBlocked = blocked_.count(head->input(0)) > 0;
+      ctx.outputBlocked = blocked_.count(grp.last()->output(0)) > 0;
     }
     ctx.scratch = [&ctx](const std::string& bytes) {
       ctx.create.line("m.scratch_bytes = std::max(m.scratch_bytes, (size_t)({}));", bytes);
@@ -430,6 +532,7 @@ GeneratedCode Generator::run() {
   std::vector<FusionGroup> groups = formFusionGroups(g_, policy);
   plan_ = planMemory(g_, groups);
   placeConstants();
+  if (opts_.blockedLayout) assignLayouts(groups);
   for (size_t gi = 0; gi < groups.size(); ++gi)
     emitGroup(gi, groups[gi]);
   // Graph outputs that are not written in place: duplicates, inputs, constants, views.
@@ -643,6 +746,11 @@ GeneratedCode Generator::run() {
 }
 
 } // namespace
+
+bool blockedLayoutDefault() {
+  const char* v = std::getenv("TRIAD_BLOCKED");
+  return !(v && std::string_view(v) == "0");
+}
 
 GeneratedCode generateCpp(const Graph& g, const CodeGenOptions& opts) {
   return Generator(g, opts).run();

@@ -29,6 +29,7 @@ struct CodeGenOptions {
   std::string stem = "model";         // file names: <stem>.cpp, <stem>.h, <stem>.weights
   bool standalone = false;            // refuse nodes that would need the host's kernels
   bool fuse = true;                   // form fusion groups (off: one group per node)
+  bool blockedLayout = true;          // NCHW16c between blockable convolutions
 };
 
 struct GeneratedCode {
@@ -44,6 +45,10 @@ struct GeneratedCode {
   std::string fusionSummary;
   std::vector<std::pair<int64_t, bool>> ioBytes; // (bytes, is input): inputs, then outputs
 };
+
+/// Whether the CPU target keeps tensors between blockable convolutions channel-blocked
+/// (NCHW16c): yes unless the environment sets TRIAD_BLOCKED=0 (for comparisons).
+bool blockedLayoutDefault();
 
 GeneratedCode generateCpp(const ir::Graph& g, const CodeGenOptions& opts = {});
 

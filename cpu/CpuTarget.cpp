@@ -329,6 +329,7 @@ public:
   std::unique_ptr<Executable> compile(const Graph& g) const override {
     CodeGenOptions co;
     co.fuse = opts_.fuse;
+    co.blockedLayout = blockedLayoutDefault();
     BuildInfo info = buildSharedObject(generateCpp(g, co), opts_);
     int threads = opts_.threads;
     if (threads <= 0)

@@ -67,6 +67,12 @@ struct LowerContext {
   /// that defines what the expression uses is open.
   std::function<std::string(const std::string& bytes)> scratch;
 
+  /// Channel-blocked layouts (NCHW16c, see cpu/runtime/triad_kernels.h), chosen by the code
+  /// generator for lowerings with `blockable`: the anchor's input 0 is blocked, and the group's
+  /// output must be written blocked (the epilogue's `index` is then the blocked linear index).
+  bool inputBlocked = false;
+  bool outputBlocked = false;
+
   bool hasEpilogue() const { return static_cast<bool>(epilogue); }
   /// The epilogue lambda, or triad_rt::EpiNone{} when there is none.
   std::string epi(const std::string& index, int64_t ld) const {
@@ -80,6 +86,9 @@ struct Lowering {
   void (*emit)(LowerContext&) = nullptr;
   /// The kernel accepts an elementwise epilogue (the node can anchor a fusion group).
   bool anchor = false;
+  /// Whether the kernel can read input 0 and write its output channel-blocked (NCHW16c) for
+  /// this node; null: never. Blocked tensors stay blocked between such nodes.
+  bool (*blockable)(const ir::Node&) = nullptr;
 };
 
 /// The table entry for `n`'s kind, or nullptr.

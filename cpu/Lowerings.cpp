@@ -194,6 +194,17 @@ Support supportsConv(const Node& n) {
   return {};
 }
 
+bool blockableConv(const Node& n) {
+  if (shapeOf(n.input(0)).size() != 4) return false;
+  const auto& a = n.attrs<ConvAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  const Shape& y = shapeOf(n.output(0));
+  int64_t C = x[1], OC = y[1];
+  if (C % 16 != 0 || OC % 16 != 0) return false;
+  if (a.group == 1) return a.strides[1] <= 2 && a.kernel[0] * a.kernel[1] <= 64;
+  return a.group == C && OC == C && a.kernel[0] <= 64; // depthwise
+}
+
 void emitConv(LowerContext& c) {
   const Node& n = c.node;
   const auto& a = n.attrs<ConvAttrs>();
@@ -229,13 +240,41 @@ void emitConv(LowerContext& c) {
   c.create.open("");
   for (const std::string& l : shapeLines)
     c.create.line("{}", l);
+  int64_t oh = oneD ? 1 : y[2], ow = y.back();
+  int64_t P = oh * ow;
+  if (c.outputBlocked) {
+    // Channel-blocked: the bias initialises the kernel's accumulators.
+    c.create.line("m.{} = (float*)m.alloc(triad_rt::conv2d_nchwc_weights_size(s) * sizeof(float));",
+                  packed);
+    c.create.line("triad_rt::conv2d_nchwc_pack_weights(s, {}, m.{});", c.inputs[1], packed);
+    std::string scratch = c.scratch(fmt::format("triad_rt::conv2d_nchwc_scratch_bytes(s, {})",
+                                                c.inputBlocked ? "true" : "false"));
+    c.create.close();
+    c.body.line("// layout: {} in, NCHW16c out", c.inputBlocked ? "NCHW16c" : "NCHW");
+    c.body.line("float* y = {};", c.outputs[0]);
+    std::string epi = epilogueWith(c, "", "c - y", P * 16);
+    c.body.line("triad_rt::conv2d_nchwc(s, {}, {}, m.{}, {}, y, {}, {});", c.inputs[0],
+                c.inputBlocked ? "true" : "false", packed,
+                n.input(2) ? c.inputs[2] : std::string("nullptr"), scratch, epi);
+    return;
+  }
   c.create.line("m.{} = (float*)m.alloc(triad_rt::conv2d_packed_weights_size(s) * sizeof(float));",
                 packed);
   c.create.line("triad_rt::conv2d_pack_weights(s, {}, m.{});", c.inputs[1], packed);
-  std::string scratch = c.scratch("triad_rt::conv2d_scratch_bytes(s)");
+  // A blocked input is first copied to NCHW at the start of the scratch.
+  int64_t xBytes = c.inputBlocked ? (numElements(x) * 4 + 63) / 64 * 64 : 0;
+  std::string scratch =
+      c.scratch(xBytes ? fmt::format("{} + triad_rt::conv2d_scratch_bytes(s)", xBytes)
+                       : std::string("triad_rt::conv2d_scratch_bytes(s)"));
   c.create.close();
-  int64_t oh = oneD ? 1 : y[2], ow = y.back();
-  int64_t P = oh * ow;
+  std::string xin = c.inputs[0];
+  if (c.inputBlocked) {
+    c.body.line("// layout: NCHW16c in, NCHW out");
+    c.body.line("float* xs = {};", scratch);
+    c.body.line("triad_rt::from_nchwc({}, {}, {}, {}, xs);", c.inputs[0], x[0], x[1], x[2] * x[3]);
+    xin = "xs";
+    scratch = fmt::format("(void*)((char*)xs + {})", xBytes);
+  }
   c.body.line("float* y = {};", c.outputs[0]);
   std::string pre;
   if (n.input(2)) {
@@ -243,7 +282,7 @@ void emitConv(LowerContext& c) {
     pre = "const float bv = bias[row]; for (int j = 0; j < n; ++j) c[j] += bv;";
   }
   std::string epi = epilogueWith(c, pre, "c - y", P);
-  c.body.line("triad_rt::conv2d(s, {}, m.{}, y, {}, {});", c.inputs[0], packed, scratch, epi);
+  c.body.line("triad_rt::conv2d(s, {}, m.{}, y, {}, {});", xin, packed, scratch, epi);
 }
 
 // --- Pooling ------------------------------------------------------------------------------------
@@ -478,7 +517,7 @@ const std::unordered_map<OpKind, Lowering>& table() {
   static const std::unordered_map<OpKind, Lowering> t = {
       {OpKind::Gemm, {supportsGemm, emitGemm, true}},
       {OpKind::MatMul, {supportsMatMul, emitMatMul, true}},
-      {OpKind::Conv, {supportsConv, emitConv, true}},
+      {OpKind::Conv, {supportsConv, emitConv, true, blockableConv}},
       {OpKind::MaxPool, {supportsPool, emitPool, false}},
       {OpKind::AveragePool, {supportsPool, emitPool, false}},
       {OpKind::GlobalAveragePool, {supportsGlobalPool, emitGlobalPool, false}},

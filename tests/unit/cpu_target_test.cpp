@@ -11,6 +11,7 @@
 #include "frontend/TensorIO.h"
 #include "ir/Interpreter.h"
 #include "ir/MemoryPlan.h"
+#include "ir/ops/Activation.h"
 #include "ir/ops/Conv.h"
 #include "ir/ops/Elementwise.h"
 #include "ir/ops/Linear.h"
@@ -116,6 +117,67 @@ TEST(CpuTarget, FusedConvolutionEpilogueAndBroadcastChains) {
   EXPECT_EQ(code.groups, 3u) << code.fusionSummary;
   EXPECT_NE(code.source.find("epi_chain"), std::string::npos);
   checkAgainstInterpreter(g, {randomTensor({2, 3, 9, 9}, rng)});
+}
+
+// Channel-blocked (NCHW16c) convolutions: the layouts chosen between them and at the edges
+// (NCHW graph input in, a pooled NCHW consumer out, a graph output that stays NCHW), depthwise
+// and dense kernels, a residual Add read blocked, a channel-broadcast operand and Clip in the
+// epilogue; the same graph compiled without blocking agrees.
+TEST(CpuTarget, ChannelBlockedConvolutionChains) {
+  std::mt19937 rng(11);
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, {2, 16, 10, 10}, {}});
+  auto conv = [&](const std::string& name, Value* in, int64_t oc, int64_t k, int64_t stride,
+                  int64_t group) {
+    int64_t c = in->type().shape[1];
+    Value* w = g.addConstant(name + ".w", randomTensor({oc, c / group, k, k}, rng));
+    Value* b = g.addConstant(name + ".b", randomTensor({oc}, rng));
+    auto a = attrs<ConvAttrs>([&](ConvAttrs& at) {
+      at.kernel = {k, k};
+      at.strides = {stride, stride};
+      int64_t p = k / 2;
+      at.pads = {p, p, p, p};
+      at.dilations = {1, 1};
+      at.group = group;
+    });
+    return add(g, OpKind::Conv, name, {in, w, b}, a)->output(0);
+  };
+  Value* dw0 = conv("dw0", x, 16, 3, 2, 16); // [2, 16, 5, 5], NCHW in
+  auto clipAttrs = std::make_shared<ClipAttrs>();
+  Value* lo = g.addConstant("clip.min", Tensor::fromVector<float>({}, {0.0f}));
+  Value* hi = g.addConstant("clip.max", Tensor::fromVector<float>({}, {6.0f}));
+  Node* clip = add(g, OpKind::Clip, "clip", {dw0, lo, hi}, clipAttrs);
+  Value* a = conv("expand", clip->output(0), 32, 1, 1, 1); // [2, 32, 5, 5]
+  Node* relu = add(g, OpKind::Relu, "expand_relu", {a});
+  Value* dw1 = conv("dw1", relu->output(0), 32, 3, 1, 32);
+  Value* skip = conv("skip", relu->output(0), 32, 1, 1, 1); // fan-out of a blocked value
+  Value* body = conv("body", dw1, 32, 3, 1, 1);
+  Node* sum = add(g, OpKind::Add, "residual", {body, skip});
+  Value* spatial = g.addConstant("spatial", randomTensor({1, 1, 5, 5}, rng));
+  Node* scale = add(g, OpKind::Mul, "spatial_scale", {sum->output(0), spatial});
+  Node* relu2 = add(g, OpKind::Relu, "relu2", {scale->output(0)});
+  Value* head = conv("head", relu2->output(0), 48, 1, 1, 1); // blocked in, NCHW out
+  Node* gap = add(g, OpKind::GlobalAveragePool, "gap", {head});
+  Value* side = conv("side", relu2->output(0), 16, 3, 2, 1); // a graph output: NCHW
+  g.addOutput(gap->output(0));
+  g.addOutput(side);
+  cpu::GeneratedCode code = cpu::generateCpp(g);
+  const std::string& src = code.source;
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t p = src.find(what); p != std::string::npos; p = src.find(what, p + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("// layout: NCHW in, NCHW16c out"), 1u) << src;    // dw0
+  EXPECT_EQ(count("// layout: NCHW16c in, NCHW16c out"), 4u) << src; // expand dw1 skip body
+  EXPECT_EQ(count("// layout: NCHW16c in, NCHW out"), 2u) << src;    // head, side
+  EXPECT_EQ(count("triad_rt::from_nchwc("), 2u);
+  std::vector<Tensor> in = {randomTensor({2, 16, 10, 10}, rng)};
+  checkAgainstInterpreter(g, in, 1e-4, 1e-4); // sums of up to 288 products of O(1) terms
+  cpu::CodeGenOptions plain;
+  plain.blockedLayout = false;
+  EXPECT_EQ(cpu::generateCpp(g, plain).source.find("conv2d_nchwc"), std::string::npos);
 }
 
 TEST(CpuTarget, GemmAndBatchedMatMulWithBroadcasting) {
