@@ -242,39 +242,29 @@ void emitConv(LowerContext& c) {
     c.create.line("{}", l);
   int64_t oh = oneD ? 1 : y[2], ow = y.back();
   int64_t P = oh * ow;
-  if (c.outputBlocked) {
-    // Channel-blocked: the bias initialises the kernel's accumulators.
+  if (c.outputBlocked || c.inputBlocked) {
+    // Channel-blocked kernel (an NCHW output is reordered from a blocked one in scratch); the
+    // bias initialises its accumulators.
+    const char* in = c.inputBlocked ? "true" : "false";
+    const char* fn = c.outputBlocked ? "conv2d_nchwc" : "conv2d_nchwc_nchw";
     c.create.line("m.{} = (float*)m.alloc(triad_rt::conv2d_nchwc_weights_size(s) * sizeof(float));",
                   packed);
     c.create.line("triad_rt::conv2d_nchwc_pack_weights(s, {}, m.{});", c.inputs[1], packed);
-    std::string scratch = c.scratch(fmt::format("triad_rt::conv2d_nchwc_scratch_bytes(s, {})",
-                                                c.inputBlocked ? "true" : "false"));
+    std::string scratch = c.scratch(fmt::format("triad_rt::{}_scratch_bytes(s, {})", fn, in));
     c.create.close();
-    c.body.line("// layout: {} in, NCHW16c out", c.inputBlocked ? "NCHW16c" : "NCHW");
+    c.body.line("// layout: {} in, {} out", c.inputBlocked ? "NCHW16c" : "NCHW",
+                c.outputBlocked ? "NCHW16c" : "NCHW");
     c.body.line("float* y = {};", c.outputs[0]);
-    std::string epi = epilogueWith(c, "", "c - y", P * 16);
-    c.body.line("triad_rt::conv2d_nchwc(s, {}, {}, m.{}, {}, y, {}, {});", c.inputs[0],
-                c.inputBlocked ? "true" : "false", packed,
+    std::string epi = epilogueWith(c, "", "c - y", c.outputBlocked ? P * 16 : P);
+    c.body.line("triad_rt::{}(s, {}, {}, m.{}, {}, y, {}, {});", fn, c.inputs[0], in, packed,
                 n.input(2) ? c.inputs[2] : std::string("nullptr"), scratch, epi);
     return;
   }
   c.create.line("m.{} = (float*)m.alloc(triad_rt::conv2d_packed_weights_size(s) * sizeof(float));",
                 packed);
   c.create.line("triad_rt::conv2d_pack_weights(s, {}, m.{});", c.inputs[1], packed);
-  // A blocked input is first copied to NCHW at the start of the scratch.
-  int64_t xBytes = c.inputBlocked ? (numElements(x) * 4 + 63) / 64 * 64 : 0;
-  std::string scratch =
-      c.scratch(xBytes ? fmt::format("{} + triad_rt::conv2d_scratch_bytes(s)", xBytes)
-                       : std::string("triad_rt::conv2d_scratch_bytes(s)"));
+  std::string scratch = c.scratch("triad_rt::conv2d_scratch_bytes(s)");
   c.create.close();
-  std::string xin = c.inputs[0];
-  if (c.inputBlocked) {
-    c.body.line("// layout: NCHW16c in, NCHW out");
-    c.body.line("float* xs = {};", scratch);
-    c.body.line("triad_rt::from_nchwc({}, {}, {}, {}, xs);", c.inputs[0], x[0], x[1], x[2] * x[3]);
-    xin = "xs";
-    scratch = fmt::format("(void*)((char*)xs + {})", xBytes);
-  }
   c.body.line("float* y = {};", c.outputs[0]);
   std::string pre;
   if (n.input(2)) {
@@ -282,7 +272,7 @@ void emitConv(LowerContext& c) {
     pre = "const float bv = bias[row]; for (int j = 0; j < n; ++j) c[j] += bv;";
   }
   std::string epi = epilogueWith(c, pre, "c - y", P);
-  c.body.line("triad_rt::conv2d(s, {}, m.{}, y, {}, {});", xin, packed, scratch, epi);
+  c.body.line("triad_rt::conv2d(s, {}, m.{}, y, {}, {});", c.inputs[0], packed, scratch, epi);
 }
 
 // --- Pooling ------------------------------------------------------------------------------------

@@ -527,6 +527,34 @@ void checkConvNchwc(const triad_rt::Conv2dShape& s, std::mt19937& rng, const std
       }
     }
   }
+  // NCHW output from a blocked input: the epilogue runs once per output plane.
+  std::vector<unsigned char> scratch(triad_rt::conv2d_nchwc_nchw_scratch_bytes(s, true));
+  Vec y(ysize, std::nanf(""));
+  float* ybase = y.data();
+  std::vector<int> visits(ysize, 0);
+  triad_rt::conv2d_nchwc_nchw(
+      s, xb.data(), true, wp.data(), bias.data(), y.data(), scratch.data(),
+      [&](float* c, int oc, int col0, int n) {
+        ptrdiff_t off = c - ybase;
+        EXPECT_EQ(col0, 0) << what;
+        EXPECT_EQ(static_cast<size_t>(n), P) << what;
+        EXPECT_EQ(static_cast<size_t>(off) / P % s.OC, static_cast<size_t>(oc)) << what;
+        for (int j = 0; j < n; ++j) {
+          c[j] = std::max(0.0f, c[j] + res[off + j]);
+#pragma omp atomic
+          visits[static_cast<size_t>(off + j)] += 1;
+        }
+      });
+  int bad = 0;
+  for (size_t i = 0; i < ysize && bad < 5; ++i) {
+    double want = std::max(0.0, ref[i] + res[i]);
+    double tol = (Kg + 3) * 2.4e-7 * (Kg + 2) + 1e-6;
+    if (!(std::fabs(y[i] - want) <= tol) || visits[i] != 1) {
+      ADD_FAILURE() << what << " nchw out at " << i << ": got " << y[i] << " want " << want
+                    << " visits " << visits[i];
+      ++bad;
+    }
+  }
 }
 
 void convNchwcSuite(int threads) {

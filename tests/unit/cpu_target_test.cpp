@@ -172,7 +172,7 @@ TEST(CpuTarget, ChannelBlockedConvolutionChains) {
   EXPECT_EQ(count("// layout: NCHW in, NCHW16c out"), 1u) << src;    // dw0
   EXPECT_EQ(count("// layout: NCHW16c in, NCHW16c out"), 4u) << src; // expand dw1 skip body
   EXPECT_EQ(count("// layout: NCHW16c in, NCHW out"), 2u) << src;    // head, side
-  EXPECT_EQ(count("triad_rt::from_nchwc("), 2u);
+  EXPECT_EQ(count("triad_rt::conv2d_nchwc_nchw("), 2u);
   std::vector<Tensor> in = {randomTensor({2, 16, 10, 10}, rng)};
   checkAgainstInterpreter(g, in, 1e-4, 1e-4); // sums of up to 288 products of O(1) terms
   cpu::CodeGenOptions plain;
