@@ -2,7 +2,8 @@
 //
 // Header-only C++17 with no dependency beyond the standard library (threads) and <immintrin.h>.
 // Embedded in the triad binary and written next to every generated source, so emitted
-// code builds on its own. Everything is fp32, row-major (matrices) or NCHW (tensors).
+// code builds on its own. Everything is fp32, row-major (matrices) or NCHW (tensors), except
+// the channel-blocked convolution (NCHW16c, `conv2d_nchwc`) that generated code chains.
 //
 // The SIMD width is chosen at compile time from the target macros, so `-march=native` picks the
 // host's best:  __AVX512F__ -> 16 lanes, 14x32 GEMM micro-kernel;  __AVX2__ + __FMA__ -> 8 lanes,
@@ -1084,10 +1085,17 @@ struct Conv2dShape {
   int Kg() const { return Cg() * KH * KW; }
 };
 
-enum class ConvAlgo { Pointwise, Depthwise, Implicit };
+enum class ConvAlgo { Pointwise, Depthwise, Implicit, Direct };
+
+/// Convolutions this small (multiply-adds) run direct when unpadded, stride 1 and dense.
+constexpr double kDirectMaxMacs = 1 << 16;
 
 inline ConvAlgo conv2d_algo(const Conv2dShape& s) {
   if (s.group == s.C && s.group > 1 && s.Cg() == 1) return ConvAlgo::Depthwise;
+  if (s.group == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 && s.pad_l == 0 &&
+      s.pad_b == 0 && s.pad_r == 0 && s.OC <= 64 &&
+      static_cast<double>(s.N) * s.OC * s.OH() * s.OW() * s.Kg() <= kDirectMaxMacs)
+    return ConvAlgo::Direct;
   if (s.KH == 1 && s.KW == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 &&
       s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0 &&
       (s.N == 1 || static_cast<ptrdiff_t>(s.H) * s.W >= 1024))
@@ -1325,6 +1333,87 @@ inline DwPlaneFn dw_plane_for(const Conv2dShape& s) {
 /// Depthwise convolution: output channel oc reads input channel oc / (OC / C). Per (image,
 /// input channel): build its grid (thread-local), then every output of the plane is
 /// sum_t w[t] * grid[g + tap_t], four vectors at a time, and the valid columns are copied out.
+/// Vectors of output channels the direct kernel computes (OC <= 64 rounded up to 1, 2, 4 or
+/// all the vectors 64 channels take); its packed weights hold direct_nv(s) * kW channels.
+constexpr int kDirectMaxNV = (64 + kW - 1) / kW;
+inline int direct_nv(const Conv2dShape& s) {
+  const int nv = (s.OC + kW - 1) / kW;
+  return nv <= 1 ? 1 : nv <= 2 ? 2 : nv <= 4 && kDirectMaxNV >= 4 ? 4 : kDirectMaxNV;
+}
+
+/// Direct convolution for tiny layers (ConvAlgo::Direct): output channels across the vector
+/// lanes (weights packed [C][KH][KW][direct_nv * kW]), PB output pixels at a time (independent
+/// accumulators), no set-up beyond the pixels' input pointers. Writes NCHW through a small
+/// transpose, then runs the epilogue once per output plane.
+template <int NVt, class Epi>
+void direct_conv2d_nv(const Conv2dShape& s, const float* x, const float* w, float* y, Epi& epi) {
+  constexpr int PB = NVt <= 2 ? 8 : NVt <= 4 ? 6 : NVt <= 8 ? 3 : 1;
+  const int OH = s.OH(), OW = s.OW();
+  const ptrdiff_t P = static_cast<ptrdiff_t>(OH) * OW, HW = static_cast<ptrdiff_t>(s.H) * s.W;
+  alignas(64) float tile[PB][NVt * kW];
+  for (int n = 0; n < s.N; ++n) {
+    const float* xn = x + static_cast<ptrdiff_t>(n) * s.C * HW;
+    float* yn = y + static_cast<ptrdiff_t>(n) * s.OC * P;
+    for (ptrdiff_t p0 = 0; p0 < P; p0 += PB) {
+      const int pb = static_cast<int>(std::min<ptrdiff_t>(PB, P - p0));
+      const float* xp[PB];
+      for (int i = 0; i < PB; ++i) {
+        const ptrdiff_t p = p0 + std::min(i, pb - 1); // past the end: repeat the last pixel
+        xp[i] = xn + (p / OW) * s.W + p % OW;
+      }
+      vf r[PB][NVt];
+#pragma GCC unroll 8
+      for (int i = 0; i < PB; ++i)
+#pragma GCC unroll 8
+        for (int v = 0; v < NVt; ++v)
+          r[i][v] = vzero();
+      const float* wk = w;
+      for (int c = 0; c < s.C; ++c)
+        for (int kh = 0; kh < s.KH; ++kh)
+          for (int kw = 0; kw < s.KW; ++kw) {
+            const ptrdiff_t off = c * HW + static_cast<ptrdiff_t>(kh) * s.dil_h * s.W +
+                                  static_cast<ptrdiff_t>(kw) * s.dil_w;
+            vf wv[NVt];
+#pragma GCC unroll 8
+            for (int v = 0; v < NVt; ++v)
+              wv[v] = vload(wk + v * kW);
+            wk += NVt * kW;
+#pragma GCC unroll 8
+            for (int i = 0; i < PB; ++i) {
+              const vf xv = vset1(xp[i][off]);
+#pragma GCC unroll 8
+              for (int v = 0; v < NVt; ++v)
+                r[i][v] = vfma(xv, wv[v], r[i][v]);
+            }
+          }
+#pragma GCC unroll 8
+      for (int i = 0; i < PB; ++i)
+#pragma GCC unroll 8
+        for (int v = 0; v < NVt; ++v)
+          vstore(&tile[i][v * kW], r[i][v]);
+      for (int oc = 0; oc < s.OC; ++oc)
+        for (int i = 0; i < pb; ++i)
+          yn[oc * P + p0 + i] = tile[i][oc];
+    }
+    for (int oc = 0; oc < s.OC; ++oc)
+      epi(yn + oc * P, oc, 0, static_cast<int>(P));
+  }
+}
+
+template <class Epi>
+void direct_conv2d(const Conv2dShape& s, const float* x, const float* w, float* y, Epi& epi) {
+  switch (direct_nv(s)) {
+  case 1:
+    return direct_conv2d_nv<1>(s, x, w, y, epi);
+  case 2:
+    return direct_conv2d_nv<2>(s, x, w, y, epi);
+  case 4:
+    return direct_conv2d_nv<(kDirectMaxNV >= 4 ? 4 : kDirectMaxNV)>(s, x, w, y, epi);
+  default:
+    return direct_conv2d_nv<kDirectMaxNV>(s, x, w, y, epi);
+  }
+}
+
 template <class Epi>
 void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, float* y, Epi& epi) {
   const int OH = s.OH(), OW = s.OW(), mult = s.OCg(), T = s.KH * s.KW;
@@ -1433,12 +1522,22 @@ inline ImplicitScratch implicit_scratch(const Conv2dShape& s, const ImplicitPlan
 /// Floats of the packed weights (conv2d_pack_weights).
 inline size_t conv2d_packed_weights_size(const Conv2dShape& s) {
   if (conv2d_algo(s) == ConvAlgo::Depthwise) return static_cast<size_t>(s.OC) * s.KH * s.KW;
+  if (conv2d_algo(s) == ConvAlgo::Direct)
+    return static_cast<size_t>(detail::direct_nv(s)) * kW * s.Kg();
   return static_cast<size_t>(s.group) * packed_a_size(s.OCg(), s.Kg());
 }
 /// Packs w[OC, C/group, KH, KW] for conv2d (once, at model load).
 inline void conv2d_pack_weights(const Conv2dShape& s, const float* w, float* dst) {
   if (conv2d_algo(s) == ConvAlgo::Depthwise) {
     std::memcpy(dst, w, sizeof(float) * conv2d_packed_weights_size(s));
+    return;
+  }
+  if (conv2d_algo(s) == ConvAlgo::Direct) {
+    const int ocp = detail::direct_nv(s) * kW, K = s.Kg();
+    for (int k = 0; k < K; ++k)
+      for (int oc = 0; oc < ocp; ++oc)
+        dst[static_cast<size_t>(k) * ocp + oc] =
+            oc < s.OC ? w[static_cast<size_t>(oc) * K + k] : 0.0f;
     return;
   }
   size_t per_group = packed_a_size(s.OCg(), s.Kg());
@@ -1464,6 +1563,10 @@ void conv2d(const Conv2dShape& s, const float* x, const float* packed_w, float* 
   const ConvAlgo algo = conv2d_algo(s);
   if (algo == ConvAlgo::Depthwise) {
     detail::depthwise_conv2d(s, x, packed_w, y, epi);
+    return;
+  }
+  if (algo == ConvAlgo::Direct) {
+    detail::direct_conv2d(s, x, packed_w, y, epi);
     return;
   }
   const int OCg = s.OCg(), Cg = s.Cg(), Kg = s.Kg(), OH = s.OH(), OW = s.OW();

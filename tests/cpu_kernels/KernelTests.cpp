@@ -391,6 +391,10 @@ void convSuite(int threads) {
       {shape(2, 8, 9, 7, 12, 1, 2, 1, 0), ConvAlgo::Implicit},      // grouped 1x1, batched
       {shape(1, 8, 15, 15, 16, 3, 1, 1, 1), ConvAlgo::Implicit},    // 3x3 same
       {shape(1, 3, 32, 32, 8, 7, 1, 2, 3), ConvAlgo::Implicit},     // ResNet stem
+      {shape(1, 1, 8, 8, 8, 3, 1, 1, 0), ConvAlgo::Direct},         // digits_cnn conv1
+      {shape(1, 8, 6, 6, 16, 3, 1, 1, 0), ConvAlgo::Direct},        // digits_cnn conv2
+      {shape(2, 3, 7, 9, 20, 2, 1, 1, 0), ConvAlgo::Direct},        // OC not a vector multiple
+      {shape(1, 4, 6, 6, 64, 3, 1, 1, 0), ConvAlgo::Direct},        // 64 output channels
       {shape(1, 16, 8, 8, 8, 1, 1, 2, 0), ConvAlgo::Implicit},      // 1x1 stride 2 (downsample)
       {shape(1, 24, 17, 17, 24, 3, 24, 1, 1), ConvAlgo::Depthwise}, // MobileNet dw
       {shape(2, 12, 16, 16, 12, 3, 12, 2, 1), ConvAlgo::Depthwise}, // dw stride 2
