@@ -1087,14 +1087,15 @@ struct Conv2dShape {
 
 enum class ConvAlgo { Pointwise, Depthwise, Implicit, Direct };
 
-/// Convolutions this small (multiply-adds) run direct when unpadded, stride 1 and dense.
+/// Convolutions this small (multiply-adds per image) run direct when unpadded, stride 1 and
+/// dense.
 constexpr double kDirectMaxMacs = 1 << 16;
 
 inline ConvAlgo conv2d_algo(const Conv2dShape& s) {
   if (s.group == s.C && s.group > 1 && s.Cg() == 1) return ConvAlgo::Depthwise;
   if (s.group == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 && s.pad_l == 0 &&
       s.pad_b == 0 && s.pad_r == 0 && s.OC <= 64 &&
-      static_cast<double>(s.N) * s.OC * s.OH() * s.OW() * s.Kg() <= kDirectMaxMacs)
+      static_cast<double>(s.OC) * s.OH() * s.OW() * s.Kg() <= kDirectMaxMacs)
     return ConvAlgo::Direct;
   if (s.KH == 1 && s.KW == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 &&
       s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0 &&
@@ -1350,10 +1351,11 @@ void direct_conv2d_nv(const Conv2dShape& s, const float* x, const float* w, floa
   constexpr int PB = NVt <= 2 ? 8 : NVt <= 4 ? 6 : NVt <= 8 ? 3 : 1;
   const int OH = s.OH(), OW = s.OW();
   const ptrdiff_t P = static_cast<ptrdiff_t>(OH) * OW, HW = static_cast<ptrdiff_t>(s.H) * s.W;
-  alignas(64) float tile[PB][NVt * kW];
-  for (int n = 0; n < s.N; ++n) {
-    const float* xn = x + static_cast<ptrdiff_t>(n) * s.C * HW;
-    float* yn = y + static_cast<ptrdiff_t>(n) * s.OC * P;
+  // Images go to the threads when there are enough of them.
+  parallel_for(s.N, static_cast<double>(s.OC) * P * s.Kg(), [&](ptrdiff_t n) {
+    alignas(64) float tile[PB][NVt * kW];
+    const float* xn = x + n * s.C * HW;
+    float* yn = y + n * s.OC * P;
     for (ptrdiff_t p0 = 0; p0 < P; p0 += PB) {
       const int pb = static_cast<int>(std::min<ptrdiff_t>(PB, P - p0));
       const float* xp[PB];
@@ -1397,7 +1399,7 @@ void direct_conv2d_nv(const Conv2dShape& s, const float* x, const float* w, floa
     }
     for (int oc = 0; oc < s.OC; ++oc)
       epi(yn + oc * P, oc, 0, static_cast<int>(P));
-  }
+  });
 }
 
 template <class Epi>

@@ -395,6 +395,7 @@ void convSuite(int threads) {
       {shape(1, 8, 6, 6, 16, 3, 1, 1, 0), ConvAlgo::Direct},        // digits_cnn conv2
       {shape(2, 3, 7, 9, 20, 2, 1, 1, 0), ConvAlgo::Direct},        // OC not a vector multiple
       {shape(1, 4, 6, 6, 64, 3, 1, 1, 0), ConvAlgo::Direct},        // 64 output channels
+      {shape(32, 8, 6, 6, 16, 3, 1, 1, 0), ConvAlgo::Direct},       // images across threads
       {shape(1, 16, 8, 8, 8, 1, 1, 2, 0), ConvAlgo::Implicit},      // 1x1 stride 2 (downsample)
       {shape(1, 24, 17, 17, 24, 3, 24, 1, 1), ConvAlgo::Depthwise}, // MobileNet dw
       {shape(2, 12, 16, 16, 12, 3, 12, 2, 1), ConvAlgo::Depthwise}, // dw stride 2
@@ -404,7 +405,7 @@ void convSuite(int threads) {
       {shape(6, 16, 12, 12, 24, 1, 4, 1, 0), ConvAlgo::Implicit},   // small 1x1 planes, batched
       {shape(1, 16, 12, 12, 24, 1, 4, 1, 0), ConvAlgo::Pointwise},  // (group) items
       {shape(2, 8, 40, 40, 16, 1, 2, 1, 0), ConvAlgo::Pointwise},   // large planes, batched
-      {shape(32, 1, 8, 8, 8, 3, 1, 1, 1), ConvAlgo::Implicit},      // digits_cnn, 32 images/GEMM
+      {shape(32, 1, 8, 8, 8, 3, 1, 1, 1), ConvAlgo::Implicit},      // padded: 32 images/GEMM
       {shape(40, 8, 13, 11, 5, 3, 1, 2, 1), ConvAlgo::Implicit},    // several image chunks
       {shape(1, 32, 7, 7, 32, 3, 32, 1, 1), ConvAlgo::Depthwise},   // dw on a 7x7 plane
       {shape(1, 16, 21, 19, 16, 5, 16, 2, 2), ConvAlgo::Depthwise}, // dw 5x5 stride 2
