@@ -12,6 +12,10 @@
 
 namespace triad::cli {
 
+/// Checks that an option is a positive whole number, with a readable message (CLI11's
+/// PositiveNumber reports a range up to DBL_MAX).
+const CLI::Validator& positiveInt();
+
 /// Options every command that loads a model shares.
 struct ModelOptions {
   std::string model;

@@ -2,15 +2,30 @@
 #include "ir/Diagnostics.h"
 #include "ir/passes/Pass.h"
 
+#include <charconv>
 #include <fmt/ranges.h>
 
 namespace triad::cli {
+
+const CLI::Validator& positiveInt() {
+  static const CLI::Validator v(
+      [](std::string& s) -> std::string {
+        long long x = 0;
+        const char* end = s.data() + s.size();
+        auto [p, ec] = std::from_chars(s.data(), end, x);
+        if (ec != std::errc() || p != end || x < 1)
+          return fmt::format("'{}' is not a positive whole number", s);
+        return {};
+      },
+      "POSITIVE");
+  return v;
+}
 
 void ModelOptions::add(CLI::App& cmd) {
   cmd.add_option("model", model, "ONNX model file (.onnx)")->required();
   cmd.add_option("--batch", batch, "Value of a symbolic batch (first) dimension")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positiveInt());
   cmd.add_option("--dim", dims, "Value of another symbolic dimension, NAME=VALUE (repeatable)");
   cmd.add_flag("--opt", optimize,
                fmt::format("Run the target-independent passes ({}); compiled targets always do",

@@ -81,9 +81,10 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     inputs.push_back(std::move(*bound[i]));
   }
 
-  if (o.threads > 0) setenv("TRIAD_THREADS", std::to_string(o.threads).c_str(), 1);
+  ir::CompileSettings settings;
+  settings.threads = o.threads;
   auto tc = std::chrono::steady_clock::now();
-  auto exe = target->compile(g);
+  auto exe = target->compile(g, settings);
   double compileMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count();
   // The first run pays for first touches of memory; with --repeat the later runs are timed.
@@ -179,19 +180,19 @@ Action addRun(CLI::App& app, const ir::TargetRegistry& targets) {
   o->model.add(*cmd);
   cmd->add_option("--target", o->target,
                   fmt::format("Where to run ({}): interp is the reference interpreter, cpu the "
-                              "compiled C++ (threads: TRIAD_THREADS)",
+                              "compiled C++ (threads: --threads)",
                               targets.names()))
       ->capture_default_str();
   cmd->add_option("--repeat", o->repeat, "Run N times; report the median of runs 2..N")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positiveInt());
   cmd->add_option("--device", o->device,
                   "OpenCL device for --target gpu: index, P:D or name substring (see `triad "
                   "devices`; default: $TRIAD_OPENCL_DEVICE, else the first GPU, else the first "
                   "device)");
   cmd->add_option("--threads", o->threads,
                   "Threads of compiled targets (default: TRIAD_THREADS, else every core)")
-      ->check(CLI::PositiveNumber);
+      ->check(positiveInt());
   cmd->add_option("--json", o->json,
                   "Write timings (compile, first run, p50/p90/p99, layers) as JSON");
   cmd->add_flag("--profile", o->profile, "Print per-layer times (targets that record them)");

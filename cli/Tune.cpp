@@ -161,7 +161,7 @@ Action addTune(CLI::App& app, const ir::TargetRegistry&) {
       ->capture_default_str();
   cmd->add_option("--tune-budget", o->budget, "Seconds for the whole search (builds included)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positiveInt());
   cmd->add_option("--device", o->device,
                   "OpenCL device: index, P:D or name substring (see `triad devices`)");
   cmd->add_option("--db", o->db,
@@ -169,10 +169,10 @@ Action addTune(CLI::App& app, const ir::TargetRegistry&) {
                   "~/.cache/triad/tuning.json)");
   cmd->add_option("--candidates", o->candidates, "Parameter sets tried per shape at most")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positiveInt());
   cmd->add_option("--repeat", o->repeat, "Timed runs of the model, default and tuned")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positiveInt());
   return [o] { return runTune(*o); };
 }
 

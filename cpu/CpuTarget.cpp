@@ -326,12 +326,12 @@ public:
            "GEMM, OpenMP threads)";
   }
   Support supports(const Node& n) const override { return nativeSupport(n); }
-  std::unique_ptr<Executable> compile(const Graph& g) const override {
+  std::unique_ptr<Executable> compile(const Graph& g, const CompileSettings& cs) const override {
     CodeGenOptions co;
     co.fuse = opts_.fuse;
     co.blockedLayout = blockedLayoutDefault();
     BuildInfo info = buildSharedObject(generateCpp(g, co), opts_);
-    int threads = opts_.threads;
+    int threads = cs.threads > 0 ? cs.threads : opts_.threads;
     if (threads <= 0)
       if (const char* t = std::getenv("TRIAD_THREADS"); t && std::atoi(t) > 0)
         threads = std::atoi(t);

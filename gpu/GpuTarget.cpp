@@ -244,7 +244,7 @@ public:
            "program per model, on any OpenCL 1.2 device (PoCL on CPUs)";
   }
   Support supports(const Node& n) const override { return gpuSupport(n); }
-  std::unique_ptr<Executable> compile(const Graph& g) const override {
+  std::unique_ptr<Executable> compile(const Graph& g, const CompileSettings&) const override {
     return std::make_unique<GpuModel>(g, opts_);
   }
 

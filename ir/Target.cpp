@@ -46,7 +46,7 @@ public:
     if (findOp(n.kind())) return {};
     return {false, fmt::format("no reference kernel for {}", opKindName(n.kind()))};
   }
-  std::unique_ptr<Executable> compile(const Graph& g) const override {
+  std::unique_ptr<Executable> compile(const Graph& g, const CompileSettings&) const override {
     return std::make_unique<InterpreterExecutable>(g);
   }
 };

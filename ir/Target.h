@@ -37,13 +37,21 @@ public:
   virtual std::vector<LayerTime> profile() const { return {}; }
 };
 
+/// What a caller can ask of any target when compiling; each target uses what applies to it.
+struct CompileSettings {
+  int threads = 0; // worker threads of targets that run on the host's cores (0: their default)
+};
+
 class Target {
 public:
   virtual ~Target() = default;
   virtual std::string_view name() const = 0;
   virtual std::string_view description() const = 0;
   virtual Support supports(const Node& n) const = 0;
-  virtual std::unique_ptr<Executable> compile(const Graph& g) const = 0;
+  virtual std::unique_ptr<Executable> compile(const Graph& g, const CompileSettings& s) const = 0;
+  std::unique_ptr<Executable> compile(const Graph& g) const {
+    return compile(g, CompileSettings{});
+  }
 };
 
 class TargetRegistry {
