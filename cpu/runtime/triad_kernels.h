@@ -793,6 +793,33 @@ inline void pack_b_panel(View b, int k0, int kc, int j0, int nr, float* dst) {
 /// The micro-kernel: C[0..MRt, 0..kNR) (+)= Apanel[kc x kMR] * Bpanel[kc x kNR], accumulators
 /// in registers (MRt * kNV vectors). `acc` adds to C (later K blocks), else overwrites. B's rows
 /// are ldb floats apart: kNR for a packed panel, the matrix's row stride when read in place.
+/// The step every register-blocked kernel repeats: r[i][v] += a(i) * b[v*kW ...] for MR rows
+/// and NV vectors (the NV vectors of b loaded once, one broadcast per row).
+template <int MR, int NV, class A>
+__attribute__((always_inline)) inline void outer_step(vf (&r)[MR][NV], const float* b, A a) {
+  vf bv[NV];
+#pragma GCC unroll 16
+  for (int v = 0; v < NV; ++v)
+    bv[v] = vload(b + v * kW);
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    const vf av = vset1(a(i));
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v)
+      r[i][v] = vfma(av, bv[v], r[i][v]);
+  }
+}
+
+/// Accumulators set to the bias vectors (NV vectors from `bias`) in every row, or to zero.
+template <int R, int NV>
+__attribute__((always_inline)) inline void init_rows(vf (&r)[R][NV], const float* bias) {
+#pragma GCC unroll 16
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v)
+      r[i][v] = bias ? vload(bias + v * kW) : vzero();
+}
+
 template <int MRt>
 inline void ukernel(int kc, const float* __restrict a, const float* __restrict b, ptrdiff_t ldb,
                     float* __restrict c, ptrdiff_t ldc, bool acc) {
@@ -820,17 +847,7 @@ inline void ukernel(int kc, const float* __restrict a, const float* __restrict b
         r[i][v] = vzero();
   }
   for (int k = 0; k < kc; ++k) {
-    vf bv[kNV];
-#pragma GCC unroll 8
-    for (int v = 0; v < kNV; ++v)
-      bv[v] = vload(b + v * kW);
-#pragma GCC unroll 16
-    for (int i = 0; i < MRt; ++i) {
-      vf av = vset1(a[i]);
-#pragma GCC unroll 8
-      for (int v = 0; v < kNV; ++v)
-        r[i][v] = vfma(av, bv[v], r[i][v]);
-    }
+    outer_step(r, b, [a](int i) { return a[i]; });
     a += kMR;
     b += ldb;
   }
@@ -1364,29 +1381,15 @@ void direct_conv2d_nv(const Conv2dShape& s, const float* x, const float* w, floa
         xp[i] = xn + (p / OW) * s.W + p % OW;
       }
       vf r[PB][NVt];
-#pragma GCC unroll 8
-      for (int i = 0; i < PB; ++i)
-#pragma GCC unroll 8
-        for (int v = 0; v < NVt; ++v)
-          r[i][v] = vzero();
+      init_rows(r, nullptr);
       const float* wk = w;
       for (int c = 0; c < s.C; ++c)
         for (int kh = 0; kh < s.KH; ++kh)
           for (int kw = 0; kw < s.KW; ++kw) {
             const ptrdiff_t off = c * HW + static_cast<ptrdiff_t>(kh) * s.dil_h * s.W +
                                   static_cast<ptrdiff_t>(kw) * s.dil_w;
-            vf wv[NVt];
-#pragma GCC unroll 8
-            for (int v = 0; v < NVt; ++v)
-              wv[v] = vload(wk + v * kW);
+            outer_step(r, wk, [&xp, off](int i) { return xp[i][off]; });
             wk += NVt * kW;
-#pragma GCC unroll 8
-            for (int i = 0; i < PB; ++i) {
-              const vf xv = vset1(xp[i][off]);
-#pragma GCC unroll 8
-              for (int v = 0; v < NVt; ++v)
-                r[i][v] = vfma(xv, wv[v], r[i][v]);
-            }
           }
 #pragma GCC unroll 8
       for (int i = 0; i < PB; ++i)
@@ -1804,29 +1807,15 @@ void nchwc_tile(int cb, int ntaps, const ptrdiff_t* taps, ptrdiff_t cstride,
                 const float* __restrict a, const float* __restrict w, const float* __restrict bias,
                 float* __restrict y, ptrdiff_t ys) {
   vf r[MRt][NVt];
-#pragma GCC unroll 16
-  for (int i = 0; i < MRt; ++i)
-#pragma GCC unroll 16
-    for (int v = 0; v < NVt; ++v)
-      r[i][v] = bias ? vload(bias + v * kW) : vzero();
+  init_rows(r, bias);
   for (int c = 0; c < cb; ++c) {
     const float* ac = a + c * cstride;
     for (int t = 0; t < ntaps; ++t) {
       const float* ap = ac + taps[t];
 #pragma GCC unroll 4
       for (int l = 0; l < kCB; ++l) {
-        vf wv[NVt];
-#pragma GCC unroll 16
-        for (int v = 0; v < NVt; ++v)
-          wv[v] = vload(w + v * kW);
+        outer_step(r, w, [ap, l](int i) { return ap[i * SW * kCB + l]; });
         w += NVt * kW;
-#pragma GCC unroll 16
-        for (int i = 0; i < MRt; ++i) {
-          const vf av = vset1(ap[i * SW * kCB + l]);
-#pragma GCC unroll 16
-          for (int v = 0; v < NVt; ++v)
-            r[i][v] = vfma(av, wv[v], r[i][v]);
-        }
       }
     }
   }
@@ -1859,11 +1848,7 @@ template <int PB, bool Checked>
 inline void nchwc_dw_pixels(const Conv2dShape& s, const float* const* rows, int nrows,
                             const int* khs, const float* wb, const float* bias, int ow0, float* y) {
   vf r[PB][kCDV];
-#pragma GCC unroll 8
-  for (int p = 0; p < PB; ++p)
-#pragma GCC unroll 16
-    for (int v = 0; v < kCDV; ++v)
-      r[p][v] = bias ? vload(bias + v * kW) : vzero();
+  init_rows(r, bias);
   for (int k = 0; k < nrows; ++k) {
     const float* row = rows[k];
     const float* wr = wb + static_cast<ptrdiff_t>(khs[k]) * s.KW * kCB;

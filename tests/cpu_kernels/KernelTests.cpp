@@ -487,6 +487,21 @@ Vec blockedOf(const Vec& x, int N, int C, size_t HW) {
   return b;
 }
 
+/// y[i] == max(0, want[i] + res[i]) within the conv's rounding, each element finished once.
+void expectResidualRelu(const Vec& y, const Vec& want, const Vec& res,
+                        const std::vector<int>& visits, int Kg, const std::string& what) {
+  int bad = 0;
+  for (size_t i = 0; i < y.size() && bad < 5; ++i) {
+    double w = std::max(0.0, static_cast<double>(want[i]) + res[i]);
+    double tol = (Kg + 3) * 2.4e-7 * (Kg + 2) + 1e-6;
+    if (!(std::fabs(y[i] - w) <= tol) || visits[i] != 1) {
+      ADD_FAILURE() << what << " at " << i << ": got " << y[i] << " want " << w << " visits "
+                    << visits[i];
+      ++bad;
+    }
+  }
+}
+
 /// conv2d_nchwc with bias + residual add + relu (epilogue on blocked tiles), from an NCHW and
 /// from a blocked input, against the naive conv; every output element is finished exactly once.
 void checkConvNchwc(const triad_rt::Conv2dShape& s, std::mt19937& rng, const std::string& what) {
@@ -521,16 +536,7 @@ void checkConvNchwc(const triad_rt::Conv2dShape& s, std::mt19937& rng, const std
             visits[static_cast<size_t>(off + j)] += 1;
           }
         });
-    int bad = 0;
-    for (size_t i = 0; i < ysize && bad < 5; ++i) {
-      double want = std::max(0.0, static_cast<double>(refb[i]) + resb[i]);
-      double tol = (Kg + 3) * 2.4e-7 * (Kg + 2) + 1e-6;
-      if (!(std::fabs(y[i] - want) <= tol) || visits[i] != 1) {
-        ADD_FAILURE() << what << (blocked ? " blocked in" : " nchw in") << " at " << i << ": got "
-                      << y[i] << " want " << want << " visits " << visits[i];
-        ++bad;
-      }
-    }
+    expectResidualRelu(y, refb, resb, visits, Kg, what + (blocked ? " blocked in" : " nchw in"));
   }
   // NCHW output from a blocked input: the epilogue runs once per output plane.
   std::vector<unsigned char> scratch(triad_rt::conv2d_nchwc_nchw_scratch_bytes(s, true));
@@ -550,16 +556,7 @@ void checkConvNchwc(const triad_rt::Conv2dShape& s, std::mt19937& rng, const std
           visits[static_cast<size_t>(off + j)] += 1;
         }
       });
-  int bad = 0;
-  for (size_t i = 0; i < ysize && bad < 5; ++i) {
-    double want = std::max(0.0, ref[i] + res[i]);
-    double tol = (Kg + 3) * 2.4e-7 * (Kg + 2) + 1e-6;
-    if (!(std::fabs(y[i] - want) <= tol) || visits[i] != 1) {
-      ADD_FAILURE() << what << " nchw out at " << i << ": got " << y[i] << " want " << want
-                    << " visits " << visits[i];
-      ++bad;
-    }
-  }
+  expectResidualRelu(y, refv, res, visits, Kg, what + " nchw out");
 }
 
 void convNchwcSuite(int threads) {
