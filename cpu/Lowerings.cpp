@@ -10,7 +10,9 @@
 #include "ir/ops/Movement.h"
 #include "ir/ops/Normalization.h"
 #include "ir/ops/Pool.h"
+#include "ir/ops/Reduce.h"
 
+#include <fmt/ranges.h>
 #include <numeric>
 #include <unordered_map>
 
@@ -275,6 +277,131 @@ void emitConv(LowerContext& c) {
   c.body.line("triad_rt::conv2d(s, {}, m.{}, y, {}, {});", c.inputs[0], packed, scratch, epi);
 }
 
+// --- Reductions (Reduce*, ArgMax/ArgMin) -------------------------------------------------------
+
+/// Dims of a shape as (extent, stride) with extent-1 dims dropped and contiguous neighbours
+/// merged: the index space of `dims` in row-major order, for offsetOf.
+using DimList = std::vector<std::pair<int64_t, int64_t>>;
+DimList mergedDims(const Shape& s, const std::vector<bool>& take) {
+  std::vector<int64_t> st = stridesOf(s);
+  DimList out;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (!take[d] || s[d] == 1) continue;
+    if (!out.empty() && out.back().second == s[d] * st[d])
+      out.back() = {out.back().first * s[d], st[d]};
+    else
+      out.emplace_back(s[d], st[d]);
+  }
+  return out;
+}
+/// The element offset of linear index `i` over `dims` (an expression).
+std::string offsetOf(const std::string& i, const DimList& dims) {
+  std::string e;
+  int64_t after = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    auto [extent, stride] = dims[k];
+    std::string q = after == 1 ? i : fmt::format("{} / {}", i, after);
+    std::string t = k == 0 ? q : fmt::format("({}) % {}", q, extent);
+    if (stride != 1) t = fmt::format("({}) * {}", t, stride);
+    e = e.empty() ? t : t + " + " + e;
+    after *= extent;
+  }
+  return e.empty() ? "0" : e;
+}
+
+/// float32 or float64 input (reductions accumulate in double either way).
+Support requireF32OrF64Input(const Node& n) {
+  DType t = n.input(0)->type().dtype;
+  return t == DType::F32 || t == DType::F64 ? Support{}
+                                            : no("only float32 and float64 inputs are compiled");
+}
+
+Support supportsReduce(const Node& n) {
+  if (auto s = requireF32OrF64Input(n); !s.ok) return s;
+  if (!reduceExpr(n.kind())) return no("no reduction expression");
+  return {};
+}
+
+void emitReduce(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<ReduceAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  c.body.line("// {} over axes [{}]: {} -> {}", opKindName(n.kind()), fmt::join(a.axes, ", "),
+              shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()));
+  int64_t total = numElements(shapeOf(n.output(0)));
+  if (a.axes.empty()) { // noop_with_empty_axes: a copy
+    c.body.line("std::memcpy({}, {}, {});", c.outputs[0], c.inputs[0],
+                total * elemBytes(n.input(0)));
+    return;
+  }
+  std::vector<bool> reduced(x.size(), false);
+  for (int64_t d : a.axes)
+    reduced[size_t(d)] = true;
+  std::vector<bool> kept(x.size());
+  for (size_t d = 0; d < x.size(); ++d)
+    kept[d] = !reduced[d];
+  int64_t count = 1;
+  for (int64_t d : a.axes)
+    count *= x[size_t(d)];
+  DimList red = mergedDims(x, reduced), keep = mergedDims(x, kept);
+  ReduceExpr e = *reduceExpr(n.kind());
+  // Doubles, as the reference interpreter accumulates.
+  std::string t = cppTypeName(n.input(0)->type().dtype);
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
+  c.body.line("const double count = {};", count);
+  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", total));
+  c.body.line("const {}* xo = x + {};", t, offsetOf("o", keep));
+  std::string at = offsetOf("r", red);
+  if (e.needsMax) {
+    c.body.line("double m = -INFINITY;");
+    c.body.line("for (int64_t r = 0; r < {}; ++r) m = xo[{}] > m ? xo[{}] : m;", count, at, at);
+  }
+  c.body.line("double acc = {};", e.init);
+  c.body.open(fmt::format("for (int64_t r = 0; r < {}; ++r)", count));
+  c.body.line("const double v = xo[{}];", at);
+  c.body.line("{}", e.step);
+  c.body.close();
+  c.body.line("y[o] = ({})({});", t, e.finish);
+  c.body.close();
+  c.body.line("(void)count;");
+}
+
+Support supportsArgReduce(const Node& n) {
+  return requireF32OrF64Input(n);
+}
+
+void emitArgReduce(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<ArgReduceAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  size_t axis = size_t(a.axis);
+  int64_t outer = numElements(x, 0, axis), dim = x[axis], inner = numElements(x, axis + 1);
+  bool isMax = n.kind() == OpKind::ArgMax;
+  c.body.line("// {} over axis {}{}: {} -> {}", opKindName(n.kind()), a.axis,
+              a.selectLastIndex ? " (last index on ties)" : "", shapeComment(n.input(0)->type()),
+              shapeComment(n.output(0)->type()));
+  std::string t = cppTypeName(n.input(0)->type().dtype);
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  c.body.line("int64_t* __restrict y = {};", c.outputs[0]);
+  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outer));
+  c.body.open(fmt::format("for (int64_t i = 0; i < {}; ++i)", inner));
+  c.body.line("const {}* b = x + o * {} + i;", t, dim * inner);
+  c.body.line("{} best = b[0];", t);
+  c.body.line("int64_t at = 0;");
+  c.body.open(fmt::format("for (int64_t k = 1; k < {}; ++k)", dim));
+  c.body.line("const {} v = b[k * {}];", t, inner);
+  c.body.open(
+      fmt::format("if (v {} best{})", isMax ? ">" : "<", a.selectLastIndex ? " || v == best" : ""));
+  c.body.line("best = v;");
+  c.body.line("at = k;");
+  c.body.close();
+  c.body.close();
+  c.body.line("y[o * {} + i] = at;", inner);
+  c.body.close();
+  c.body.close();
+}
+
 // --- Pooling ------------------------------------------------------------------------------------
 
 Support supportsPool(const Node& n) {
@@ -509,6 +636,18 @@ const std::unordered_map<OpKind, Lowering>& table() {
       {OpKind::MatMul, {supportsMatMul, emitMatMul, true}},
       {OpKind::Conv, {supportsConv, emitConv, true, blockableConv}},
       {OpKind::MaxPool, {supportsPool, emitPool, false}},
+      {OpKind::ReduceSum, {supportsReduce, emitReduce, false}},
+      {OpKind::ReduceMean, {supportsReduce, emitReduce, false}},
+      {OpKind::ReduceMax, {supportsReduce, emitReduce, false}},
+      {OpKind::ReduceMin, {supportsReduce, emitReduce, false}},
+      {OpKind::ReduceProd, {supportsReduce, emitReduce, false}},
+      {OpKind::ReduceL1, {supportsReduce, emitReduce, false}},
+      {OpKind::ReduceL2, {supportsReduce, emitReduce, false}},
+      {OpKind::ReduceLogSum, {supportsReduce, emitReduce, false}},
+      {OpKind::ReduceLogSumExp, {supportsReduce, emitReduce, false}},
+      {OpKind::ReduceSumSquare, {supportsReduce, emitReduce, false}},
+      {OpKind::ArgMax, {supportsArgReduce, emitArgReduce, false}},
+      {OpKind::ArgMin, {supportsArgReduce, emitArgReduce, false}},
       {OpKind::AveragePool, {supportsPool, emitPool, false}},
       {OpKind::GlobalAveragePool, {supportsGlobalPool, emitGlobalPool, false}},
       {OpKind::GlobalMaxPool, {supportsGlobalPool, emitGlobalPool, false}},

@@ -339,6 +339,34 @@ std::string scalarLiteral(const Tensor& t, int64_t index) {
   }
 }
 
+std::optional<ReduceExpr> reduceExpr(OpKind k) {
+  switch (k) {
+  case OpKind::ReduceSum:
+    return ReduceExpr{"0", "acc += v;", "acc"};
+  case OpKind::ReduceMean:
+    return ReduceExpr{"0", "acc += v;", "acc / count"};
+  case OpKind::ReduceProd:
+    return ReduceExpr{"1", "acc *= v;", "acc"};
+  case OpKind::ReduceL1:
+    return ReduceExpr{"0", "acc += fabs(v);", "acc"};
+  case OpKind::ReduceL2:
+    return ReduceExpr{"0", "acc += v * v;", "sqrt(acc)"};
+  case OpKind::ReduceSumSquare:
+    return ReduceExpr{"0", "acc += v * v;", "acc"};
+  case OpKind::ReduceLogSum:
+    return ReduceExpr{"0", "acc += v;", "log(acc)"};
+  case OpKind::ReduceLogSumExp:
+    return ReduceExpr{"0", "if (m - m == 0) acc += exp(v - m);", "m - m == 0 ? m + log(acc) : m",
+                      true};
+  case OpKind::ReduceMax: // the first NaN sticks; an empty reduction gives -inf
+    return ReduceExpr{"-INFINITY", "if (acc == acc && (v > acc || v != v)) acc = v;", "acc"};
+  case OpKind::ReduceMin:
+    return ReduceExpr{"INFINITY", "if (acc == acc && (v < acc || v != v)) acc = v;", "acc"};
+  default:
+    return std::nullopt;
+  }
+}
+
 const std::vector<std::string>& scalarMathFunctions() {
   static const std::vector<std::string> f = {"sqrt",  "exp",  "log",  "fabs",  "floor", "ceil",
                                              "rint",  "erf",  "sin",  "cos",   "tan",   "asin",
