@@ -7,6 +7,7 @@
 #include "ir/ScalarExpr.h"
 #include "ir/ops/Conv.h"
 #include "ir/ops/Linear.h"
+#include "ir/ops/Loss.h"
 #include "ir/ops/Movement.h"
 #include "ir/ops/Normalization.h"
 #include "ir/ops/Pool.h"
@@ -402,6 +403,176 @@ void emitArgReduce(LowerContext& c) {
   c.body.close();
 }
 
+Support supportsCumSum(const Node& n) {
+  DType t = n.input(0)->type().dtype;
+  if (t == DType::F32 || t == DType::F64 || t == DType::I32 || t == DType::I64 || t == DType::U32 ||
+      t == DType::U64)
+    return {};
+  return no(fmt::format("CumSum on {} is not compiled", dtypeName(t)));
+}
+
+void emitCumSum(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<CumSumAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  size_t axis = size_t(a.axis);
+  int64_t outer = numElements(x, 0, axis), dim = x[axis], inner = numElements(x, axis + 1);
+  DType dt = n.input(0)->type().dtype;
+  std::string t = cppTypeName(dt);
+  // Floats accumulate in double, integers in their own type (wrapping), as the interpreter.
+  std::string acc = dt == DType::F32 || dt == DType::F64 ? "double" : t;
+  c.body.line("// CumSum along axis {}{}{}: {}", a.axis, a.exclusive ? ", exclusive" : "",
+              a.reverse ? ", reverse" : "", shapeComment(n.input(0)->type()));
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
+  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outer));
+  c.body.open(fmt::format("for (int64_t i = 0; i < {}; ++i)", inner));
+  c.body.line("{} acc = 0;", acc);
+  c.body.open(fmt::format("for (int64_t step = 0; step < {}; ++step)", dim));
+  c.body.line("const int64_t at = (o * {} + {}) * {} + i;", dim,
+              a.reverse ? fmt::format("{} - step", dim - 1) : std::string("step"), inner);
+  if (a.exclusive)
+    c.body.line("y[at] = ({})acc; acc += x[at];", t);
+  else
+    c.body.line("acc += x[at]; y[at] = ({})acc;", t);
+  c.body.close();
+  c.body.close();
+  c.body.close();
+}
+
+// --- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss ----------------------------------------
+
+/// `s` as the body of a C string literal.
+std::string cEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+Support supportsLoss(const Node& n) {
+  DType t = n.input(0)->type().dtype;
+  if (t != DType::F32 && t != DType::F64) return no("only float32 and float64 scores are compiled");
+  return {};
+}
+
+/// Over [N, C, D] scores: SCE takes log_softmax over C per (n, d) (written to output 1 when
+/// present), then both take the negative log-likelihood of each target class, weighted,
+/// skipping ignore_index, reduced as asked. Doubles throughout, as the interpreter.
+void emitLoss(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<LossAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  int64_t N = x[0], C = x[1], D = numElements(x, 2);
+  bool sce = n.kind() == OpKind::SoftmaxCrossEntropyLoss;
+  std::string t = cppTypeName(n.input(0)->type().dtype);
+  std::string tt = cppTypeName(n.input(1)->type().dtype);
+  const char* red = a.reduction == LossReduction::None  ? "none"
+                    : a.reduction == LossReduction::Sum ? "sum"
+                                                        : "mean";
+  c.body.line("// {} over scores {} ([N, C, D] = [{}, {}, {}]), reduction {}", opKindName(n.kind()),
+              shapeComment(n.input(0)->type()), N, C, D, red);
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  c.body.line("const {}* __restrict tgt = {};", tt, c.inputs[1]);
+  if (n.input(2)) c.body.line("const {}* __restrict w = {};", t, c.inputs[2]);
+  c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
+  bool logProb = sce && n.outputs().size() > 1;
+  if (logProb) c.body.line("{}* __restrict lp = {};", t, c.outputs[1]);
+  c.body.line("double sum = 0, wsum = 0;");
+  c.body.open(fmt::format("for (int64_t i = 0; i < {}; ++i)", N * D));
+  c.body.line("const int64_t base = i / {} * {} + i % {}; // element (n, class 0, d)", D, C * D, D);
+  if (sce) {
+    c.body.line("double mx = -INFINITY, s = 0;");
+    c.body.line("for (int64_t k = 0; k < {0}; ++k) mx = (double)x[base + k * {1}] > mx ? "
+                "(double)x[base + k * {1}] : mx;",
+                C, D);
+    c.body.line("for (int64_t k = 0; k < {}; ++k) s += std::exp((double)x[base + k * {}] - mx);", C,
+                D);
+    c.body.line("const double lse = mx + std::log(s);");
+    if (logProb)
+      c.body.line("for (int64_t k = 0; k < {0}; ++k) lp[base + k * {1}] = ({2})((double)x[base + "
+                  "k * {1}] - lse);",
+                  C, D, t);
+  }
+  c.body.line("const int64_t cls = (int64_t)tgt[i];");
+  c.body.line("double loss = 0, wt = 0;");
+  c.body.open(a.ignoreIndex ? fmt::format("if (cls != {})", *a.ignoreIndex) : std::string());
+  c.body.line("if (cls < 0 || cls >= {}) return m.fail(\"layer '{}': a target class is out of "
+              "range for {} classes\");",
+              C, cEscape(n.name()), C);
+  c.body.line("wt = {};", n.input(2) ? "(double)w[cls]" : "1.0");
+  c.body.line("loss = -({}) * wt;", sce ? "(double)x[base + cls * " + std::to_string(D) + "] - lse"
+                                        : "(double)x[base + cls * " + std::to_string(D) + "]");
+  c.body.close();
+  if (a.reduction == LossReduction::None) c.body.line("y[i] = ({})loss;", t);
+  c.body.line("sum += loss;");
+  c.body.line("wsum += wt;");
+  c.body.close();
+  if (a.reduction == LossReduction::Sum) c.body.line("y[0] = ({})sum;", t);
+  // 0/0 (every element ignored) is NaN, as in the reference.
+  if (a.reduction == LossReduction::Mean) c.body.line("y[0] = ({})(sum / wsum);", t);
+  c.body.line("(void)sum; (void)wsum;");
+}
+
+// --- Hardmax, Trilu, Dropout (inference) -------------------------------------------------------
+
+Support supportsHardmax(const Node& n) {
+  return requireF32(n);
+}
+
+void emitHardmax(LowerContext& c) {
+  const Shape& s = shapeOf(c.node.input(0));
+  const auto& axes = c.node.attrs<SoftmaxAttrs>().axes;
+  size_t first = axes.empty() ? s.size() : size_t(axes.front());
+  size_t last = axes.empty() ? s.size() : size_t(axes.back()) + 1;
+  int64_t outer = numElements(s, 0, first), len = numElements(s, first, last);
+  int64_t inner = numElements(s, last, s.size());
+  c.body.line("// Hardmax: 1 at the first maximum of each of {} x {} runs of {}, else 0", outer,
+              inner, len);
+  c.body.line("const float* __restrict x = {};", c.inputs[0]);
+  c.body.line("float* __restrict y = {};", c.outputs[0]);
+  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outer));
+  c.body.open(fmt::format("for (int64_t i = 0; i < {}; ++i)", inner));
+  c.body.line("const int64_t base = o * {} + i;", len * inner);
+  c.body.line("int64_t arg = 0;");
+  c.body.line("for (int64_t j = 1; j < {0}; ++j) if (x[base + j * {1}] > x[base + arg * {1}]) "
+              "arg = j;",
+              len, inner);
+  c.body.line("for (int64_t j = 0; j < {0}; ++j) y[base + j * {1}] = j == arg ? 1.0f : 0.0f;", len,
+              inner);
+  c.body.close();
+  c.body.close();
+}
+
+void emitTrilu(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<TriluAttrs>();
+  const Shape& s = shapeOf(n.input(0));
+  int64_t rows = s[s.size() - 2], cols = s.back(), total = numElements(s);
+  std::string t = cppTypeName(n.input(0)->type().dtype);
+  c.body.line("// Trilu: keep the {} triangle (k = {}) of {} matrices {}x{}",
+              a.upper ? "upper" : "lower", a.k, total / std::max<int64_t>(1, rows * cols), rows,
+              cols);
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
+  c.body.open(fmt::format("for (int64_t i = 0; i < {}; ++i)", total));
+  c.body.line("const int64_t d = i % {} - i / {} % {};", cols, cols, std::max<int64_t>(1, rows));
+  c.body.line("y[i] = d {} {} ? x[i] : {}{{}};", a.upper ? ">=" : "<=", a.k, t);
+  c.body.close();
+}
+
+void emitDropout(LowerContext& c) {
+  const Node& n = c.node;
+  int64_t bytes = numElements(shapeOf(n.input(0))) * elemBytes(n.input(0));
+  c.body.line("// Dropout at inference: the input, and a mask of all true");
+  c.body.line("if ((const void*){} != (const void*){}) std::memmove({}, {}, {});", c.outputs[0],
+              c.inputs[0], c.outputs[0], c.inputs[0], bytes);
+  if (n.outputs().size() > 1)
+    c.body.line("std::memset({}, 1, {});", c.outputs[1], numElements(shapeOf(n.output(1))));
+}
+
 // --- Pooling ------------------------------------------------------------------------------------
 
 Support supportsPool(const Node& n) {
@@ -468,7 +639,6 @@ void emitSoftmax(LowerContext& c) {
 
 Support supportsLayerNorm(const Node& n) {
   if (auto s = requireF32(n); !s.ok) return s;
-  if (n.outputs().size() > 1) return no("the Mean/InvStdDev outputs are not compiled");
   const Shape& x = shapeOf(n.input(0));
   int64_t inner = numElements(x, size_t(n.attrs<LayerNormAttrs>().axis));
   for (size_t i = 1; i < 3; ++i)
@@ -480,9 +650,14 @@ Support supportsLayerNorm(const Node& n) {
 void emitLayerNorm(LowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   const auto& a = c.node.attrs<LayerNormAttrs>();
-  c.body.line("triad_rt::layernorm_rows({}, {}, {}, {}, {}, {}, {});", c.inputs[0], c.outputs[0],
-              numElements(x, 0, size_t(a.axis)), numElements(x, size_t(a.axis)), c.inputs[1],
-              c.node.input(2) ? c.inputs[2] : "nullptr", floatLiteral(a.epsilon));
+  // Optional outputs 1 and 2: each row's mean and inverse standard deviation.
+  auto stat = [&](size_t i) {
+    return c.outputs.size() > i ? c.outputs[i] : std::string("nullptr");
+  };
+  c.body.line("triad_rt::layernorm_rows({}, {}, {}, {}, {}, {}, {}, {}, {});", c.inputs[0],
+              c.outputs[0], numElements(x, 0, size_t(a.axis)), numElements(x, size_t(a.axis)),
+              c.inputs[1], c.node.input(2) ? c.inputs[2] : "nullptr", floatLiteral(a.epsilon),
+              stat(1), stat(2));
 }
 
 Support supportsBatchNorm(const Node& n) {
@@ -648,6 +823,12 @@ const std::unordered_map<OpKind, Lowering>& table() {
       {OpKind::ReduceSumSquare, {supportsReduce, emitReduce, false}},
       {OpKind::ArgMax, {supportsArgReduce, emitArgReduce, false}},
       {OpKind::ArgMin, {supportsArgReduce, emitArgReduce, false}},
+      {OpKind::CumSum, {supportsCumSum, emitCumSum, false}},
+      {OpKind::NegativeLogLikelihoodLoss, {supportsLoss, emitLoss, false}},
+      {OpKind::SoftmaxCrossEntropyLoss, {supportsLoss, emitLoss, false}},
+      {OpKind::Hardmax, {supportsHardmax, emitHardmax, false}},
+      {OpKind::Trilu, {anyType, emitTrilu, false}},
+      {OpKind::Dropout, {anyType, emitDropout, false}},
       {OpKind::AveragePool, {supportsPool, emitPool, false}},
       {OpKind::GlobalAveragePool, {supportsGlobalPool, emitGlobalPool, false}},
       {OpKind::GlobalMaxPool, {supportsGlobalPool, emitGlobalPool, false}},

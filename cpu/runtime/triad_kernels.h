@@ -2241,8 +2241,11 @@ inline void log_softmax_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t
 
 /// Layer normalization: y = (x - mean) / sqrt(var + eps) * scale + bias (biased variance, two
 /// passes for accuracy); scale and bias have n elements (bias may be null).
+/// Layer normalization of each row of n floats; mean_out / rstd_out (optional) receive each
+/// row's mean and 1/sqrt(variance + eps) (ONNX's Mean and InvStdDev outputs).
 inline void layernorm_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t n,
-                           const float* scale, const float* bias, float eps) {
+                           const float* scale, const float* bias, float eps,
+                           float* mean_out = nullptr, float* rstd_out = nullptr) {
   parallel_for(rows, 4.0 * static_cast<double>(n), [&](ptrdiff_t r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
@@ -2260,6 +2263,8 @@ inline void layernorm_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t n
     for (; i < n; ++i)
       ss += (xr[i] - mean) * (xr[i] - mean);
     const float rstd = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+    if (mean_out) mean_out[r] = mean;
+    if (rstd_out) rstd_out[r] = rstd;
     i = 0;
 #ifndef TRIAD_RT_SCALAR
     vf vr = vset1(rstd);

@@ -15,6 +15,7 @@
 #include "ir/ops/Conv.h"
 #include "ir/ops/Elementwise.h"
 #include "ir/ops/Linear.h"
+#include "ir/ops/Loss.h"
 #include "ir/ops/Movement.h"
 #include "ir/ops/Normalization.h"
 #include "ir/ops/Pool.h"
@@ -229,6 +230,66 @@ TEST(CpuTarget, ReductionsAndArgReductions) {
   std::vector<Tensor> got = exe->run(ins), want = Interpreter(g).run(ins);
   EXPECT_TRUE(std::isnan(got[2].getDouble(3)) && std::isnan(want[2].getDouble(3)));
   EXPECT_TRUE(std::isnan(got[3].getDouble(0)) && std::isnan(want[3].getDouble(0)));
+}
+
+// Losses, CumSum, Hardmax, Trilu, Dropout with its mask and LayerNormalization's statistics,
+// all native; a target class out of range fails the run with the layer's name.
+TEST(CpuTarget, LossesScansAndMasks) {
+  std::mt19937 rng(9);
+  Graph g;
+  Value* scores = g.addInput("scores", {DType::F32, {3, 4, 2}, {}});
+  Value* target = g.addInput("target", {DType::I64, {3, 2}, {}});
+  Value* weight = g.addConstant("weight", randomTensor({4}, rng));
+  auto loss = [&](OpKind k, const std::string& name, LossReduction r, std::optional<int64_t> ig,
+                  bool withWeight) {
+    auto a = attrs<LossAttrs>([&](LossAttrs& l) {
+      l.reduction = r;
+      l.ignoreIndex = ig;
+    });
+    std::vector<Value*> in = {scores, target};
+    if (withWeight) in.push_back(weight);
+    Node* nd = add(g, k, name, in, a, k == OpKind::SoftmaxCrossEntropyLoss ? 2 : 1);
+    for (Value* v : nd->outputs())
+      g.addOutput(v);
+  };
+  loss(OpKind::NegativeLogLikelihoodLoss, "nll_mean", LossReduction::Mean, std::nullopt, true);
+  loss(OpKind::NegativeLogLikelihoodLoss, "nll_none", LossReduction::None, 1, false);
+  loss(OpKind::SoftmaxCrossEntropyLoss, "sce_sum", LossReduction::Sum, 2, true);
+  auto cs = attrs<CumSumAttrs>([](CumSumAttrs& a) {
+    a.axis = 1;
+    a.exclusive = true;
+    a.reverse = true;
+  });
+  Value* axis = g.addConstant("axis", Tensor::fromVector<int64_t>({}, {1}));
+  g.addOutput(add(g, OpKind::CumSum, "cumsum", {scores, axis}, cs)->output(0));
+  auto hm = attrs<SoftmaxAttrs>([](SoftmaxAttrs& a) { a.axes = {1}; });
+  g.addOutput(add(g, OpKind::Hardmax, "hardmax", {scores}, hm)->output(0));
+  auto tri = attrs<TriluAttrs>([](TriluAttrs& a) {
+    a.upper = false;
+    a.k = -1;
+  });
+  g.addOutput(add(g, OpKind::Trilu, "tril", {target}, tri)->output(0));
+  Node* drop = add(g, OpKind::Dropout, "dropout", {scores}, nullptr, 2);
+  g.addOutput(drop->output(1));
+  auto ln = attrs<LayerNormAttrs>([](LayerNormAttrs& a) { a.axis = 1; });
+  Value* gamma = g.addConstant("gamma", randomTensor({4, 2}, rng));
+  Node* norm = add(g, OpKind::LayerNormalization, "ln", {drop->output(0), gamma}, ln, 3);
+  for (Value* v : norm->outputs())
+    g.addOutput(v);
+  cpu::GeneratedCode code = cpu::generateCpp(g);
+  EXPECT_EQ(code.source.find("no native lowering"), std::string::npos);
+  Tensor t = Tensor::fromVector<int64_t>({3, 2}, {0, 3, 1, 2, 2, 1});
+  auto exe = checkAgainstInterpreter(g, {randomTensor({3, 4, 2}, rng), t}, 1e-5, 1e-6);
+  Tensor bad = Tensor::fromVector<int64_t>({3, 2}, {0, 3, 7, 2, 2, 1});
+  std::vector<Tensor> in = {randomTensor({3, 4, 2}, rng), bad};
+  try {
+    exe->run(in);
+    ADD_FAILURE() << "a target class of 7 for 4 classes ran";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 'nll_mean': a target class is out of range"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(CpuTarget, GemmAndBatchedMatMulWithBroadcasting) {
