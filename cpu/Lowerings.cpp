@@ -192,13 +192,11 @@ Support supportsConv(const Node& n) {
   if (auto s = requireF32(n); !s.ok) return s;
   size_t r = shapeOf(n.input(0)).size();
   if (r != 3 && r != 4) return no("only 1-D and 2-D convolutions are compiled");
-  if (!n.input(1)->isConstant()) return no("weights must be constant");
-  if (n.input(2) && !n.input(2)->isConstant()) return no("bias must be constant");
   return {};
 }
 
 bool blockableConv(const Node& n) {
-  if (shapeOf(n.input(0)).size() != 4) return false;
+  if (shapeOf(n.input(0)).size() != 4 || !n.input(1)->isConstant()) return false;
   const auto& a = n.attrs<ConvAttrs>();
   const Shape& x = shapeOf(n.input(0));
   const Shape& y = shapeOf(n.output(0));
@@ -238,8 +236,9 @@ void emitConv(LowerContext& c) {
     c.body.line("{}", l);
   // The same shape at creation, for packing the weights.
   std::string packed = "pk_" + c.ident;
-  c.fields.line("float* {} = nullptr; // {}: weights packed for the convolution kernel", packed,
-                n.name());
+  if (n.input(1)->isConstant())
+    c.fields.line("float* {} = nullptr; // {}: weights packed for the convolution kernel", packed,
+                  n.name());
   c.create.open("");
   for (const std::string& l : shapeLines)
     c.create.line("{}", l);
@@ -263,11 +262,27 @@ void emitConv(LowerContext& c) {
                 n.input(2) ? c.inputs[2] : std::string("nullptr"), scratch, epi);
     return;
   }
-  c.create.line("m.{} = (float*)m.alloc(triad_rt::conv2d_packed_weights_size(s) * sizeof(float));",
-                packed);
-  c.create.line("triad_rt::conv2d_pack_weights(s, {}, m.{});", c.inputs[1], packed);
-  std::string scratch = c.scratch("triad_rt::conv2d_scratch_bytes(s)");
+  bool constW = n.input(1)->isConstant();
+  std::string scratch;
+  if (constW) {
+    c.create.line(
+        "m.{} = (float*)m.alloc(triad_rt::conv2d_packed_weights_size(s) * sizeof(float));", packed);
+    c.create.line("triad_rt::conv2d_pack_weights(s, {}, m.{});", c.inputs[1], packed);
+    scratch = c.scratch("triad_rt::conv2d_scratch_bytes(s)");
+  } else {
+    // Weights computed by the graph: packed on every run, at the start of the scratch.
+    scratch =
+        c.scratch("(triad_rt::conv2d_packed_weights_size(s) * sizeof(float) + 63) / 64 * 64 + "
+                  "triad_rt::conv2d_scratch_bytes(s)");
+  }
   c.create.close();
+  if (!constW) {
+    c.body.line("// weights are an input of the graph: packed here on every run");
+    c.body.line("float* packed_w = (float*){};", scratch);
+    c.body.line("triad_rt::conv2d_pack_weights(s, {}, packed_w);", c.inputs[1]);
+    c.body.line("void* conv_scratch = (char*)packed_w + (triad_rt::conv2d_packed_weights_size(s) "
+                "* sizeof(float) + 63) / 64 * 64;");
+  }
   c.body.line("float* y = {};", c.outputs[0]);
   std::string pre;
   if (n.input(2)) {
@@ -275,7 +290,9 @@ void emitConv(LowerContext& c) {
     pre = "const float bv = bias[row]; for (int j = 0; j < n; ++j) c[j] += bv;";
   }
   std::string epi = epilogueWith(c, pre, "c - y", P);
-  c.body.line("triad_rt::conv2d(s, {}, m.{}, y, {}, {});", c.inputs[0], packed, scratch, epi);
+  c.body.line("triad_rt::conv2d(s, {}, {}, y, {}, {});", c.inputs[0],
+              constW ? "m." + packed : std::string("packed_w"),
+              constW ? scratch : std::string("conv_scratch"), epi);
 }
 
 // --- Reductions (Reduce*, ArgMax/ArgMin) -------------------------------------------------------
