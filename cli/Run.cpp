@@ -191,7 +191,7 @@ Action addRun(CLI::App& app, const ir::TargetRegistry& targets) {
                   "devices`; default: $TRIAD_OPENCL_DEVICE, else the first GPU, else the first "
                   "device)");
   cmd->add_option("--threads", o->threads,
-                  "Threads of compiled targets (default: TRIAD_THREADS, else every core)")
+                  "Threads of compiled targets (default: TRIAD_THREADS, else the physical cores)")
       ->check(positiveInt());
   cmd->add_option("--json", o->json,
                   "Write timings (compile, first run, p50/p90/p99, layers) as JSON");

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
 
   ir::TargetRegistry targets;
   targets.add(ir::makeInterpreterTarget());
-  targets.add(cpu::makeCpuTarget()); // threads: CompileSettings (--threads), TRIAD_THREADS, cores
+  targets.add(cpu::makeCpuTarget()); // threads: --threads, TRIAD_THREADS, physical cores
   targets.add(gpu::makeGpuTarget()); // OpenCL; the device is chosen at compile time
 
   std::map<CLI::App*, cli::Action> actions;

@@ -57,8 +57,7 @@ std::string compilerVersion(const std::string& cxx) {
 } // namespace
 
 int defaultThreads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : int(n);
+  return physicalCores();
 }
 
 void writeSources(const GeneratedCode& code, const fs::path& dir, bool example) {

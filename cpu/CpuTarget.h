@@ -33,7 +33,7 @@ void writeSources(const GeneratedCode& code, const std::filesystem::path& dir, b
 /// Builds (or finds in the cache) the shared object for `code`.
 BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts);
 
-/// Threads used when CpuOptions::threads is 0.
+/// Threads used when CpuOptions::threads is 0: the physical cores this process may use.
 int defaultThreads();
 
 std::unique_ptr<ir::Target> makeCpuTarget(CpuOptions opts = {});

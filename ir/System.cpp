@@ -3,6 +3,11 @@
 #include "ir/Diagnostics.h"
 
 #include <cstdio>
+#include <fstream>
+#include <sched.h>
+#include <set>
+#include <thread>
+#include <utility>
 
 namespace triad {
 
@@ -16,6 +21,24 @@ std::string runCapture(const std::string& cmd, int* rc) {
     out.append(buf, k);
   *rc = pclose(p);
   return out;
+}
+
+int physicalCores() {
+  unsigned logical = std::thread::hardware_concurrency();
+  int fallback = logical == 0 ? 1 : int(logical);
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) != 0) return fallback;
+  std::set<std::pair<long, long>> cores; // (package, core)
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &mask)) continue;
+    std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream pk(dir + "physical_package_id"), co(dir + "core_id");
+    long p = 0, c = 0;
+    if (!(pk >> p) || !(co >> c)) return std::min(fallback, CPU_COUNT(&mask));
+    cores.insert({p, c});
+  }
+  return cores.empty() ? fallback : int(cores.size());
 }
 
 std::string shellQuote(std::string_view s) {

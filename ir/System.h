@@ -16,6 +16,11 @@ std::string runCapture(const std::string& cmd, int* rc);
 /// `s` in single quotes, safe as one shell word.
 std::string shellQuote(std::string_view s);
 
+/// Physical cores this process may run on: the distinct (package, core) pairs of the CPUs in
+/// its affinity mask, from /sys (SMT siblings count once); the logical CPU count where that is
+/// not readable. At least 1.
+int physicalCores();
+
 /// 64-bit FNV-1a over `s`, continuing from `h` (start with kFnvOffset): cache keys.
 constexpr uint64_t kFnvOffset = 1469598103934665603ull;
 uint64_t fnv1a(uint64_t h, std::string_view s);

@@ -11,6 +11,7 @@
 #include "frontend/TensorIO.h"
 #include "ir/Interpreter.h"
 #include "ir/MemoryPlan.h"
+#include "ir/System.h"
 #include "ir/ops/Activation.h"
 #include "ir/ops/Conv.h"
 #include "ir/ops/Elementwise.h"
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <gtest/gtest.h>
+#include <thread>
 
 using namespace triad;
 using namespace triad::ir;
@@ -290,6 +292,17 @@ TEST(CpuTarget, LossesScansAndMasks) {
               std::string::npos)
         << e.what();
   }
+}
+
+// The default thread count is the physical cores the process may use (SMT siblings once).
+TEST(CpuTarget, DefaultThreadsArePhysicalCores) {
+  int cores = physicalCores();
+  unsigned logical = std::thread::hardware_concurrency();
+  EXPECT_GE(cores, 1);
+  if (logical > 0) {
+    EXPECT_LE(cores, int(logical));
+  }
+  EXPECT_EQ(cpu::defaultThreads(), cores);
 }
 
 TEST(CpuTarget, GemmAndBatchedMatMulWithBroadcasting) {
