@@ -533,6 +533,86 @@ void emitLoss(LowerContext& c) {
   c.body.line("(void)sum; (void)wsum;");
 }
 
+// --- Resize (and Upsample) ----------------------------------------------------------------------
+
+Support supportsResize(const Node& n) {
+  if (n.input(0)->type().dtype != DType::F32) return no("only float32 is compiled");
+  return {};
+}
+
+/// The reference's per-axis taps (ops::resizeAxisTaps: coordinate mapping, nearest rounding,
+/// linear/cubic/antialias weights) become constant tables; the generated loop sums the tensor
+/// product of each output element's taps in double. Axes that keep their size one to one need
+/// no table.
+void emitResize(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<ResizeAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  const Shape& y = shapeOf(n.output(0));
+  size_t r = x.size();
+  std::vector<int64_t> xs = stridesOf(x), ys = stridesOf(y);
+  c.body.line("// Resize {} -> {}: per-axis taps from the reference's coordinate mapping, summed "
+              "in double",
+              shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()));
+  std::vector<bool> identity(r), outside(r, false);
+  for (size_t d = 0; d < r; ++d) {
+    ops::ResizeAxisTaps t = ops::resizeAxisTaps(a, d, x[d], y[d], r);
+    bool id = x[d] == y[d];
+    for (int64_t o = 0; o < y[d] && id; ++o)
+      id = !t.outside[size_t(o)] && t.taps[size_t(o)].size() == 1 &&
+           t.taps[size_t(o)][0].index == o && t.taps[size_t(o)][0].weight == 1.0;
+    identity[d] = id;
+    if (id) continue;
+    std::string starts = "0", offsets, weights, out;
+    int64_t k = 0;
+    for (int64_t o = 0; o < y[d]; ++o) {
+      for (const ops::ResizeTap& tap : t.taps[size_t(o)]) {
+        offsets += fmt::format("{}{}", k ? ", " : "", tap.index * xs[d]);
+        weights += fmt::format("{}{:.17g}", k ? ", " : "", tap.weight);
+        ++k;
+      }
+      starts += fmt::format(", {}", k);
+      out += fmt::format("{}{}", o ? ", " : "", t.outside[size_t(o)] ? 1 : 0);
+      outside[d] = outside[d] || t.outside[size_t(o)];
+    }
+    if (k == 0) offsets = weights = "0"; // every coordinate extrapolates
+    c.body.line("// axis {}: {} -> {}, {} taps", d, x[d], y[d], k);
+    c.body.line("static const int64_t s{}[] = {{{}}};", d, starts);
+    c.body.line("static const int64_t i{}[] = {{{}}};", d, offsets);
+    c.body.line("static const double w{}[] = {{{}}};", d, weights);
+    if (outside[d]) c.body.line("static const bool e{}[] = {{{}}};", d, out);
+  }
+  c.body.line("const float* __restrict x = {};", c.inputs[0]);
+  c.body.line("float* __restrict y = {};", c.outputs[0]);
+  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", numElements(y)));
+  std::string off = "0", weight = "1.0", extrap;
+  for (size_t d = 0; d < r; ++d) {
+    if (y[d] == 1 && identity[d]) continue;
+    c.body.line("const int64_t c{} = o / {} % {};", d, ys[d], y[d]);
+    if (outside[d]) extrap += fmt::format("{}e{}[c{}]", extrap.empty() ? "" : " || ", d, d);
+  }
+  if (!extrap.empty())
+    c.body.line("if ({}) {{ y[o] = {}; continue; }}", extrap, floatLiteral(a.extrapolationValue));
+  c.body.line("double acc = 0;");
+  int opened = 0;
+  for (size_t d = 0; d < r; ++d) {
+    if (y[d] == 1 && identity[d]) continue;
+    if (identity[d]) {
+      off += fmt::format(" + c{} * {}", d, xs[d]);
+      continue;
+    }
+    c.body.open(fmt::format("for (int64_t k{0} = s{0}[c{0}]; k{0} < s{0}[c{0} + 1]; ++k{0})", d));
+    ++opened;
+    off += fmt::format(" + i{}[k{}]", d, d);
+    weight += fmt::format(" * w{}[k{}]", d, d);
+  }
+  c.body.line("acc += {} * (double)x[{}];", weight, off);
+  for (int i = 0; i < opened; ++i)
+    c.body.close();
+  c.body.line("y[o] = (float)acc;");
+  c.body.close();
+}
+
 // --- Hardmax, Trilu, Dropout (inference) -------------------------------------------------------
 
 Support supportsHardmax(const Node& n) {
@@ -841,6 +921,8 @@ const std::unordered_map<OpKind, Lowering>& table() {
       {OpKind::ArgMax, {supportsArgReduce, emitArgReduce, false}},
       {OpKind::ArgMin, {supportsArgReduce, emitArgReduce, false}},
       {OpKind::CumSum, {supportsCumSum, emitCumSum, false}},
+      {OpKind::Resize, {supportsResize, emitResize, false}},
+      {OpKind::Upsample, {supportsResize, emitResize, false}},
       {OpKind::NegativeLogLikelihoodLoss, {supportsLoss, emitLoss, false}},
       {OpKind::SoftmaxCrossEntropyLoss, {supportsLoss, emitLoss, false}},
       {OpKind::Hardmax, {supportsHardmax, emitHardmax, false}},

@@ -276,6 +276,19 @@ namespace ops {
 /// element instead (fill must then be non-null and of dst's dtype).
 void gatherElements(const Tensor& src, Tensor& dst, const std::vector<int64_t>& map,
                     const Tensor* fill = nullptr);
+/// Resize's separable interpolation along one axis: for every output coordinate, the input
+/// indices (clamped) and weights it sums, or `outside` (tf_crop_and_resize: the extrapolation
+/// value). The reference kernel and code generators both start from these taps.
+struct ResizeTap {
+  int64_t index;
+  double weight;
+};
+struct ResizeAxisTaps {
+  std::vector<std::vector<ResizeTap>> taps; // per output coordinate
+  std::vector<bool> outside;
+};
+ResizeAxisTaps resizeAxisTaps(const ResizeAttrs& a, size_t axis, int64_t inDim, int64_t outDim,
+                              size_t rank);
 /// Registration helpers of the Movement family split over several files.
 void registerIndexingOps(OpTable& table); // Gather*, Pad, OneHot, Trilu, EyeLike, D2S, S2D
 void registerResizeOps(OpTable& table);   // Resize, Upsample

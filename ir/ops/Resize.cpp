@@ -171,14 +171,8 @@ std::vector<TensorType> inferResize(const InferContext& ctx) {
 
 // ---- kernel ------------------------------------------------------------------------------------
 
-struct Tap {
-  int64_t index; // clamped input index
-  double weight;
-};
-struct AxisTaps {
-  std::vector<std::vector<Tap>> taps; // per output coordinate
-  std::vector<bool> outside;          // tf_crop_and_resize: extrapolate
-};
+using Tap = ResizeTap;
+using AxisTaps = ResizeAxisTaps;
 
 std::vector<double> coefficients(const ResizeAttrs& a, double ratio, double scale, bool integral) {
   switch (a.mode) {
@@ -364,6 +358,11 @@ void evalResize(const EvalContext& ctx) {
 } // namespace
 
 namespace ops {
+
+ResizeAxisTaps resizeAxisTaps(const ResizeAttrs& a, size_t axis, int64_t inDim, int64_t outDim,
+                              size_t rank) {
+  return axisTaps(a, axis, inDim, outDim, rank);
+}
 
 void registerResizeOps(OpTable& table) {
   table.add({.kind = OpKind::Resize,

@@ -305,6 +305,33 @@ TEST(CpuTarget, DefaultThreadsArePhysicalCores) {
   EXPECT_EQ(cpu::defaultThreads(), cores);
 }
 
+// Resize from the reference's per-axis taps: linear (half pixel) and cubic with antialias
+// downscaling, nearest (asymmetric, floor) upscaling, an axis that keeps its size.
+TEST(CpuTarget, ResizeFromReferenceTaps) {
+  std::mt19937 rng(13);
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, {1, 2, 5, 6}, {}});
+  auto resize = [&](const std::string& name, ResizeMode mode, ResizeCoord coord, bool aa,
+                    Shape out) {
+    auto a = attrs<ResizeAttrs>([&](ResizeAttrs& r) {
+      r.mode = mode;
+      r.coord = coord;
+      r.nearest = NearestMode::Floor;
+      r.antialias = aa;
+      r.outShape = out;
+      for (size_t d = 0; d < out.size(); ++d)
+        r.scales.push_back(double(out[d]) / double(x->type().shape[d]));
+    });
+    g.addOutput(add(g, OpKind::Resize, name, {x}, a)->output(0));
+  };
+  resize("linear_up", ResizeMode::Linear, ResizeCoord::HalfPixel, false, {1, 2, 10, 9});
+  resize("cubic_aa_down", ResizeMode::Cubic, ResizeCoord::HalfPixel, true, {1, 2, 3, 4});
+  resize("nearest_up", ResizeMode::Nearest, ResizeCoord::Asymmetric, false, {1, 2, 15, 12});
+  cpu::GeneratedCode code = cpu::generateCpp(g);
+  EXPECT_EQ(code.source.find("no native lowering"), std::string::npos);
+  checkAgainstInterpreter(g, {randomTensor({1, 2, 5, 6}, rng)}, 1e-5, 1e-6);
+}
+
 TEST(CpuTarget, GemmAndBatchedMatMulWithBroadcasting) {
   std::mt19937 rng(2);
   Graph g;
