@@ -511,6 +511,12 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
       ctx.inputBlocked = blocked_.count(head->input(0)) > 0;
       ctx.outputBlocked = blocked_.count(grp.last()->output(0)) > 0;
     }
+    ctx.data = [this](const std::vector<uint8_t>& bytes) {
+      int64_t off = alignUp(int64_t(weights_.size()));
+      weights_.resize(size_t(off), 0);
+      weights_.insert(weights_.end(), bytes.begin(), bytes.end());
+      return fmt::format("(m.W + {})", off);
+    };
     ctx.scratch = [&ctx](const std::string& bytes) {
       ctx.create.line("m.scratch_bytes = std::max(m.scratch_bytes, (size_t)({}));", bytes);
       return std::string("m.scratch");

@@ -73,6 +73,10 @@ struct LowerContext {
   bool inputBlocked = false;
   bool outputBlocked = false;
 
+  /// Stores `bytes` (a table the lowering computes at compile time from an op's shared index
+  /// math) with the model's weights; returns a `const unsigned char*` expression for it.
+  std::function<std::string(const std::vector<uint8_t>& bytes)> data = nullptr;
+
   bool hasEpilogue() const { return static_cast<bool>(epilogue); }
   /// The epilogue lambda, or triad_rt::EpiNone{} when there is none.
   std::string epi(const std::string& index, int64_t ld) const {

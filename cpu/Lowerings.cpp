@@ -13,6 +13,7 @@
 #include "ir/ops/Pool.h"
 #include "ir/ops/Reduce.h"
 
+#include <cstring>
 #include <fmt/ranges.h>
 #include <numeric>
 #include <unordered_map>
@@ -372,8 +373,8 @@ void emitReduce(LowerContext& c) {
   c.body.line("const {}* xo = x + {};", t, offsetOf("o", keep));
   std::string at = offsetOf("r", red);
   if (e.needsMax) {
-    c.body.line("double m = -INFINITY;");
-    c.body.line("for (int64_t r = 0; r < {}; ++r) m = xo[{}] > m ? xo[{}] : m;", count, at, at);
+    c.body.line("double mx = -INFINITY;");
+    c.body.line("for (int64_t r = 0; r < {}; ++r) mx = xo[{}] > mx ? xo[{}] : mx;", count, at, at);
   }
   c.body.line("double acc = {};", e.init);
   c.body.open(fmt::format("for (int64_t r = 0; r < {}; ++r)", count));
@@ -670,6 +671,66 @@ void emitDropout(LowerContext& c) {
     c.body.line("std::memset({}, 1, {});", c.outputs[1], numElements(shapeOf(n.output(1))));
 }
 
+// --- ConvTranspose (any number of spatial dims) -------------------------------------------------
+
+Support supportsConvTranspose(const Node& n) {
+  if (auto s = requireF32(n); !s.ok) return s;
+  return numElements(shapeOf(n.output(0)), 2) < (int64_t(1) << 31)
+             ? Support{}
+             : no("output planes of 2^31 elements or more");
+}
+
+/// Per image and group, col = W^T X (a GEMM: [Mg*taps, Cg] x [Cg, inSize]), then each column
+/// entry is scatter-added into Y through the window table the reference kernel uses
+/// (windowIndexTable, computed here and stored with the weights).
+void emitConvTranspose(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<ConvTransposeAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  const Shape& y = shapeOf(n.output(0));
+  Shape inSp(x.begin() + 2, x.end()), outSp(y.begin() + 2, y.end());
+  int64_t N = x[0], C = x[1], M = y[1], Cg = C / a.group, Mg = M / a.group;
+  int64_t inSize = numElements(inSp), outSize = numElements(outSp), taps = numElements(a.kernel);
+  int64_t rows = Mg * taps;
+  std::vector<int64_t> table =
+      ops::windowIndexTable(inSp, outSp, a.kernel, a.strides, a.dilations, a.pads);
+  std::vector<uint8_t> bytes(table.size() * sizeof(int32_t));
+  for (size_t i = 0; i < table.size(); ++i) {
+    int32_t v = int32_t(table[i]);
+    std::memcpy(bytes.data() + i * sizeof(int32_t), &v, sizeof v);
+  }
+  c.body.line("// {} -> {}: col = W^T x X per image and group ([{}, {}] x [{}, {}]), then "
+              "scatter-add",
+              shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()), rows, Cg, Cg,
+              inSize);
+  c.body.line("const int32_t* dst = (const int32_t*){}; // [tap][input position] -> output "
+              "position, -1 outside",
+              c.data(bytes));
+  std::string col = c.scratch(fmt::format("{} * sizeof(float)", rows * inSize));
+  c.body.line("float* col = {};", col);
+  c.body.line("const float* x = {};", c.inputs[0]);
+  c.body.line("const float* w = {};", c.inputs[1]);
+  c.body.line("float* y = {};", c.outputs[0]);
+  c.body.open(fmt::format("for (int64_t n = 0; n < {}; ++n)", N));
+  c.body.open(fmt::format("for (int64_t g = 0; g < {}; ++g)", a.group));
+  c.body.line("triad_rt::gemm({}, {}, {}, w + g * {}, {}, true, x + (n * {} + g * {}) * {}, {}, "
+              "false, col, {});",
+              rows, inSize, Cg, Cg * rows, rows, C, Cg, inSize, inSize, inSize);
+  c.body.open(fmt::format("for (int64_t oc = 0; oc < {}; ++oc)", Mg));
+  c.body.line("float* yr = y + (n * {} + g * {} + oc) * {};", M, Mg, outSize);
+  c.body.line("const float b0 = {};",
+              n.input(2) ? fmt::format("{}[g * {} + oc]", c.inputs[2], Mg) : std::string("0.0f"));
+  c.body.line("for (int64_t o = 0; o < {}; ++o) yr[o] = b0;", outSize);
+  c.body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", taps));
+  c.body.line("const float* cr = col + (oc * {} + t) * {};", taps, inSize);
+  c.body.line("const int32_t* d = dst + t * {};", inSize);
+  c.body.line("for (int64_t i = 0; i < {}; ++i) if (d[i] >= 0) yr[d[i]] += cr[i];", inSize);
+  c.body.close();
+  c.body.close();
+  c.body.close();
+  c.body.close();
+}
+
 // --- Pooling ------------------------------------------------------------------------------------
 
 Support supportsPool(const Node& n) {
@@ -921,6 +982,7 @@ const std::unordered_map<OpKind, Lowering>& table() {
       {OpKind::ArgMax, {supportsArgReduce, emitArgReduce, false}},
       {OpKind::ArgMin, {supportsArgReduce, emitArgReduce, false}},
       {OpKind::CumSum, {supportsCumSum, emitCumSum, false}},
+      {OpKind::ConvTranspose, {supportsConvTranspose, emitConvTranspose, false}},
       {OpKind::Resize, {supportsResize, emitResize, false}},
       {OpKind::Upsample, {supportsResize, emitResize, false}},
       {OpKind::NegativeLogLikelihoodLoss, {supportsLoss, emitLoss, false}},

@@ -356,8 +356,8 @@ std::optional<ReduceExpr> reduceExpr(OpKind k) {
   case OpKind::ReduceLogSum:
     return ReduceExpr{"0", "acc += v;", "log(acc)"};
   case OpKind::ReduceLogSumExp:
-    return ReduceExpr{"0", "if (m - m == 0) acc += exp(v - m);", "m - m == 0 ? m + log(acc) : m",
-                      true};
+    return ReduceExpr{"0", "if (mx - mx == 0) acc += exp(v - mx);",
+                      "mx - mx == 0 ? mx + log(acc) : mx", true};
   case OpKind::ReduceMax: // the first NaN sticks; an empty reduction gives -inf
     return ReduceExpr{"-INFINITY", "if (acc == acc && (v > acc || v != v)) acc = v;", "acc"};
   case OpKind::ReduceMin:

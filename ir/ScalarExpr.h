@@ -40,7 +40,7 @@ std::string cppTypeName(DType t);
 /// A Reduce* op as generated code computes it: an accumulator `acc` (its type is the target's
 /// choice; the CPU uses double, as the oracle does) starts at `init`, takes each reduced value
 /// `v` with the statement `step`, and the result is `finish`, an expression in `acc`, `count`
-/// (the number of values) and, when `needsMax`, `m`: the values' maximum from a first pass
+/// (the number of values) and, when `needsMax`, `mx`: the values' maximum from a first pass
 /// (LogSumExp's shift). Same results as ir/ops/Reduce.cpp, NaN and empty reductions included.
 struct ReduceExpr {
   std::string init, step, finish;

@@ -332,6 +332,39 @@ TEST(CpuTarget, ResizeFromReferenceTaps) {
   checkAgainstInterpreter(g, {randomTensor({1, 2, 5, 6}, rng)}, 1e-5, 1e-6);
 }
 
+// ConvTranspose through a GEMM and the reference's window table (stored with the weights):
+// groups, stride 2, dilation, asymmetric pads, output padding, bias; and a 1-D one.
+TEST(CpuTarget, ConvTransposeGroupsStridesPadding) {
+  std::mt19937 rng(17);
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, {2, 4, 5, 6}, {}});
+  Value* w = g.addConstant("w", randomTensor({4, 3, 3, 2}, rng)); // [C, M/group, kh, kw]
+  Value* b = g.addConstant("b", randomTensor({6}, rng));
+  auto a = attrs<ConvTransposeAttrs>([](ConvTransposeAttrs& t) {
+    t.kernel = {3, 2};
+    t.strides = {2, 3};
+    t.pads = {1, 0, 0, 1};
+    t.dilations = {2, 1};
+    t.outputPadding = {1, 0};
+    t.group = 2;
+  });
+  g.addOutput(add(g, OpKind::ConvTranspose, "up", {x, w, b}, a)->output(0));
+  Value* x1 = g.addInput("x1", {DType::F32, {1, 3, 7}, {}});
+  Value* w1 = g.addConstant("w1", randomTensor({3, 2, 4}, rng));
+  auto a1 = attrs<ConvTransposeAttrs>([](ConvTransposeAttrs& t) {
+    t.kernel = {4};
+    t.strides = {2};
+    t.pads = {1, 1};
+    t.dilations = {1};
+    t.outputPadding = {0};
+  });
+  g.addOutput(add(g, OpKind::ConvTranspose, "up1d", {x1, w1}, a1)->output(0));
+  cpu::GeneratedCode code = cpu::generateCpp(g);
+  EXPECT_EQ(code.source.find("no native lowering"), std::string::npos);
+  checkAgainstInterpreter(g, {randomTensor({2, 4, 5, 6}, rng), randomTensor({1, 3, 7}, rng)}, 1e-5,
+                          1e-5);
+}
+
 TEST(CpuTarget, GemmAndBatchedMatMulWithBroadcasting) {
   std::mt19937 rng(2);
   Graph g;
