@@ -13,6 +13,7 @@
 #include "ir/ops/Pool.h"
 #include "ir/ops/Reduce.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fmt/ranges.h>
 #include <numeric>
@@ -329,10 +330,17 @@ std::string offsetOf(const std::string& i, const DimList& dims) {
 }
 
 /// float32 or float64 input (reductions accumulate in double either way).
-Support requireF32OrF64Input(const Node& n) {
+/// Input 0's dtype is one of `ok`.
+Support requireInput0(const Node& n, std::initializer_list<DType> ok) {
   DType t = n.input(0)->type().dtype;
-  return t == DType::F32 || t == DType::F64 ? Support{}
-                                            : no("only float32 and float64 inputs are compiled");
+  if (std::find(ok.begin(), ok.end(), t) != ok.end()) return {};
+  return no(fmt::format("{} on {} inputs is not compiled", opKindName(n.kind()), dtypeName(t)));
+}
+Support requireF32OrF64Input(const Node& n) {
+  return requireInput0(n, {DType::F32, DType::F64});
+}
+Support requireF32Input0(const Node& n) {
+  return requireInput0(n, {DType::F32});
 }
 
 Support supportsReduce(const Node& n) {
@@ -386,10 +394,6 @@ void emitReduce(LowerContext& c) {
   c.body.line("(void)count;");
 }
 
-Support supportsArgReduce(const Node& n) {
-  return requireF32OrF64Input(n);
-}
-
 void emitArgReduce(LowerContext& c) {
   const Node& n = c.node;
   const auto& a = n.attrs<ArgReduceAttrs>();
@@ -422,11 +426,7 @@ void emitArgReduce(LowerContext& c) {
 }
 
 Support supportsCumSum(const Node& n) {
-  DType t = n.input(0)->type().dtype;
-  if (t == DType::F32 || t == DType::F64 || t == DType::I32 || t == DType::I64 || t == DType::U32 ||
-      t == DType::U64)
-    return {};
-  return no(fmt::format("CumSum on {} is not compiled", dtypeName(t)));
+  return requireInput0(n, {DType::F32, DType::F64, DType::I32, DType::I64, DType::U32, DType::U64});
 }
 
 void emitCumSum(LowerContext& c) {
@@ -468,12 +468,6 @@ std::string cEscape(const std::string& s) {
     out += ch;
   }
   return out;
-}
-
-Support supportsLoss(const Node& n) {
-  DType t = n.input(0)->type().dtype;
-  if (t != DType::F32 && t != DType::F64) return no("only float32 and float64 scores are compiled");
-  return {};
 }
 
 /// Over [N, C, D] scores: SCE takes log_softmax over C per (n, d) (written to output 1 when
@@ -535,11 +529,6 @@ void emitLoss(LowerContext& c) {
 }
 
 // --- Resize (and Upsample) ----------------------------------------------------------------------
-
-Support supportsResize(const Node& n) {
-  if (n.input(0)->type().dtype != DType::F32) return no("only float32 is compiled");
-  return {};
-}
 
 /// The reference's per-axis taps (ops::resizeAxisTaps: coordinate mapping, nearest rounding,
 /// linear/cubic/antialias weights) become constant tables; the generated loop sums the tensor
@@ -979,14 +968,14 @@ const std::unordered_map<OpKind, Lowering>& table() {
       {OpKind::ReduceLogSum, {supportsReduce, emitReduce, false}},
       {OpKind::ReduceLogSumExp, {supportsReduce, emitReduce, false}},
       {OpKind::ReduceSumSquare, {supportsReduce, emitReduce, false}},
-      {OpKind::ArgMax, {supportsArgReduce, emitArgReduce, false}},
-      {OpKind::ArgMin, {supportsArgReduce, emitArgReduce, false}},
+      {OpKind::ArgMax, {requireF32OrF64Input, emitArgReduce, false}},
+      {OpKind::ArgMin, {requireF32OrF64Input, emitArgReduce, false}},
       {OpKind::CumSum, {supportsCumSum, emitCumSum, false}},
       {OpKind::ConvTranspose, {supportsConvTranspose, emitConvTranspose, false}},
-      {OpKind::Resize, {supportsResize, emitResize, false}},
-      {OpKind::Upsample, {supportsResize, emitResize, false}},
-      {OpKind::NegativeLogLikelihoodLoss, {supportsLoss, emitLoss, false}},
-      {OpKind::SoftmaxCrossEntropyLoss, {supportsLoss, emitLoss, false}},
+      {OpKind::Resize, {requireF32Input0, emitResize, false}},
+      {OpKind::Upsample, {requireF32Input0, emitResize, false}},
+      {OpKind::NegativeLogLikelihoodLoss, {requireF32OrF64Input, emitLoss, false}},
+      {OpKind::SoftmaxCrossEntropyLoss, {requireF32OrF64Input, emitLoss, false}},
       {OpKind::Hardmax, {supportsHardmax, emitHardmax, false}},
       {OpKind::Trilu, {anyType, emitTrilu, false}},
       {OpKind::Dropout, {anyType, emitDropout, false}},
