@@ -203,7 +203,9 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
   cmd->add_option("--until", o->until, "Last layer of the design (default: the whole model)");
   cmd->add_option("-i,--input", o->input,
                   "Inputs (.npy/.pb): calibration for \"auto\" and the expected outputs");
-  cmd->add_option("-o,--output", o->outdir, "Output directory")->required();
+  cmd->add_option("-o,--output,--emit-source", o->outdir,
+                  "Output directory (--emit-source DIR: the same, for the CPU target's sources)")
+      ->required();
   return [o, cmd] { return runCompile(*o, cmd->count("--batch") > 0); };
 }
 

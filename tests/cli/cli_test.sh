@@ -71,6 +71,8 @@ fi
 ! grep -rq "triad/" "$TMP/standalone"/*.cpp "$TMP/standalone"/*.h && echo "ok   standalone-no-triad-includes" && pass=$((pass + 1)) || { echo "FAIL standalone-no-triad-includes"; failn=$((failn + 1)); }
 check bad-target 2 "available: interp, cpu" -- "$TRIAD" run "$CNN" --target tpu --input "$X"
 # A compiler flag the compiler rejects is the user's configuration (exit 2), not a Triad bug (70).
+check compile-emit-source 0 "wrote" -- "$TRIAD" compile "$CNN" --target cpu --emit-source "$TMP/src"
+[[ -s $TMP/src/digits_cnn.cpp && -s $TMP/src/digits_cnn.h && -s $TMP/src/triad_kernels.h && -s $TMP/src/main.cpp ]] && echo "ok   emit-source-files" && pass=$((pass + 1)) || { echo "FAIL emit-source-files"; failn=$((failn + 1)); }
 check bad-threads 2 "threads: 'zero' is not a positive whole number" -- "$TRIAD" run "$CNN" --target cpu --threads zero --input "$X"
 check bad-batch 2 "batch: '0' is not a positive whole number" -- "$TRIAD" run "$CNN" --batch 0 --input "$X"
 check bad-cxxflags 2 "TRIAD_CXXFLAGS" -- env TRIAD_CXXFLAGS="-fno-such-flag-xyz" "$TRIAD" run "$CNN" --target cpu --batch 360 --input "$X"
