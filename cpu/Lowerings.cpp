@@ -1,7 +1,7 @@
 // The CPU lowering table (see cpu/Lowering.h): one entry per natively compiled op kind that is
 // not a plain elementwise op. Heavy ops call the run-time kernels of cpu/runtime/triad_kernels.h;
 // data movement is emitted as loops and memcpy.
-#include "cpu/Lowering.h"
+#include "cpu/LoweringUtil.h"
 
 #include "ir/MemoryPlan.h"
 #include "ir/ScalarExpr.h"
@@ -23,7 +23,7 @@ namespace triad::cpu {
 
 using namespace ir;
 
-namespace {
+namespace lower {
 
 Support no(std::string why) {
   return {false, std::move(why)};
@@ -59,6 +59,95 @@ std::string epilogueWith(LowerContext& c, const std::string& pre, const std::str
   return fmt::format("[&](float* c, int row, int col0, int n) {{ (void)row; (void)col0; {} {} }}",
                      pre, chain ? "epi_chain(c, row, col0, n);" : "");
 }
+
+/// Dims of a shape as (extent, stride) with extent-1 dims dropped and contiguous neighbours
+/// merged: the index space of `dims` in row-major order, for offsetOf.
+using DimList = std::vector<std::pair<int64_t, int64_t>>;
+DimList mergedDims(const Shape& s, const std::vector<bool>& take) {
+  std::vector<int64_t> st = stridesOf(s);
+  DimList out;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (!take[d] || s[d] == 1) continue;
+    if (!out.empty() && out.back().second == s[d] * st[d])
+      out.back() = {out.back().first * s[d], st[d]};
+    else
+      out.emplace_back(s[d], st[d]);
+  }
+  return out;
+}
+/// The element offset of linear index `i` over `dims` (an expression).
+std::string offsetOf(const std::string& i, const DimList& dims) {
+  std::string e;
+  int64_t after = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    auto [extent, stride] = dims[k];
+    std::string q = after == 1 ? i : fmt::format("{} / {}", i, after);
+    std::string t = k == 0 ? q : fmt::format("({}) % {}", q, extent);
+    if (stride != 1) t = fmt::format("({}) * {}", t, stride);
+    e = e.empty() ? t : t + " + " + e;
+    after *= extent;
+  }
+  return e.empty() ? "0" : e;
+}
+
+/// float32 or float64 input (reductions accumulate in double either way).
+/// Input 0's dtype is one of `ok`.
+Support requireInput0(const Node& n, std::initializer_list<DType> ok) {
+  DType t = n.input(0)->type().dtype;
+  if (std::find(ok.begin(), ok.end(), t) != ok.end()) return {};
+  return no(fmt::format("{} on {} inputs is not compiled", opKindName(n.kind()), dtypeName(t)));
+}
+Support requireF32OrF64Input(const Node& n) {
+  return requireInput0(n, {DType::F32, DType::F64});
+}
+Support requireF32Input0(const Node& n) {
+  return requireInput0(n, {DType::F32});
+}
+
+/// `s` as the body of a C string literal.
+std::string cEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+/// Over [N, C, D] scores: SCE takes log_softmax over C per (n, d) (written to output 1 when
+/// present), then both take the negative log-likelihood of each target class, weighted,
+/// skipping ignore_index, reduced as asked. Doubles throughout, as the interpreter.
+Support anyType(const Node&) {
+  return {};
+}
+
+/// Emits a copy of a strided sub-block: for every index of `extent` (row-major), copy one
+/// element (or a contiguous run along the last dim when both strides there are 1).
+void emitStridedCopy(Code& body, const std::string& dst, const std::string& src,
+                     const Shape& extent, const std::vector<int64_t>& dstStride,
+                     const std::vector<int64_t>& srcStride, int64_t srcBase, int64_t elem) {
+  size_t r = extent.size();
+  bool runs = r > 0 && dstStride.back() == 1 && srcStride.back() == 1;
+  size_t loops = runs ? r - 1 : r;
+  body.line("const unsigned char* __restrict sb = (const unsigned char*){};", src);
+  body.line("unsigned char* __restrict db = (unsigned char*){};", dst);
+  std::string di = "0", si = std::to_string(srcBase);
+  for (size_t d = 0; d < loops; ++d) {
+    body.open(fmt::format("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})", d, extent[d]));
+    di += fmt::format(" + i{} * {}", d, dstStride[d]);
+    si += fmt::format(" + i{} * {}", d, srcStride[d]);
+  }
+  int64_t run = runs ? extent.back() : 1;
+  body.line("std::memcpy(db + ({}) * {}, sb + ({}) * {}, {});", di, elem, si, elem, run * elem);
+  for (size_t d = 0; d < loops; ++d)
+    body.close();
+}
+
+} // namespace lower
+
+namespace {
+
+using namespace lower;
 
 // --- Gemm ---------------------------------------------------------------------------------------
 
@@ -299,50 +388,6 @@ void emitConv(LowerContext& c) {
 
 // --- Reductions (Reduce*, ArgMax/ArgMin) -------------------------------------------------------
 
-/// Dims of a shape as (extent, stride) with extent-1 dims dropped and contiguous neighbours
-/// merged: the index space of `dims` in row-major order, for offsetOf.
-using DimList = std::vector<std::pair<int64_t, int64_t>>;
-DimList mergedDims(const Shape& s, const std::vector<bool>& take) {
-  std::vector<int64_t> st = stridesOf(s);
-  DimList out;
-  for (size_t d = 0; d < s.size(); ++d) {
-    if (!take[d] || s[d] == 1) continue;
-    if (!out.empty() && out.back().second == s[d] * st[d])
-      out.back() = {out.back().first * s[d], st[d]};
-    else
-      out.emplace_back(s[d], st[d]);
-  }
-  return out;
-}
-/// The element offset of linear index `i` over `dims` (an expression).
-std::string offsetOf(const std::string& i, const DimList& dims) {
-  std::string e;
-  int64_t after = 1;
-  for (size_t k = dims.size(); k-- > 0;) {
-    auto [extent, stride] = dims[k];
-    std::string q = after == 1 ? i : fmt::format("{} / {}", i, after);
-    std::string t = k == 0 ? q : fmt::format("({}) % {}", q, extent);
-    if (stride != 1) t = fmt::format("({}) * {}", t, stride);
-    e = e.empty() ? t : t + " + " + e;
-    after *= extent;
-  }
-  return e.empty() ? "0" : e;
-}
-
-/// float32 or float64 input (reductions accumulate in double either way).
-/// Input 0's dtype is one of `ok`.
-Support requireInput0(const Node& n, std::initializer_list<DType> ok) {
-  DType t = n.input(0)->type().dtype;
-  if (std::find(ok.begin(), ok.end(), t) != ok.end()) return {};
-  return no(fmt::format("{} on {} inputs is not compiled", opKindName(n.kind()), dtypeName(t)));
-}
-Support requireF32OrF64Input(const Node& n) {
-  return requireInput0(n, {DType::F32, DType::F64});
-}
-Support requireF32Input0(const Node& n) {
-  return requireInput0(n, {DType::F32});
-}
-
 Support supportsReduce(const Node& n) {
   if (auto s = requireF32OrF64Input(n); !s.ok) return s;
   if (!reduceExpr(n.kind())) return no("no reduction expression");
@@ -460,19 +505,6 @@ void emitCumSum(LowerContext& c) {
 
 // --- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss ----------------------------------------
 
-/// `s` as the body of a C string literal.
-std::string cEscape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out;
-}
-
-/// Over [N, C, D] scores: SCE takes log_softmax over C per (n, d) (written to output 1 when
-/// present), then both take the negative log-likelihood of each target class, weighted,
-/// skipping ignore_index, reduced as asked. Doubles throughout, as the interpreter.
 void emitLoss(LowerContext& c) {
   const Node& n = c.node;
   const auto& a = n.attrs<LossAttrs>();
@@ -837,32 +869,6 @@ void emitBatchNorm(LowerContext& c) {
 
 // --- Data movement (any element type: bytes) -----------------------------------------------------
 
-Support anyType(const Node&) {
-  return {};
-}
-
-/// Emits a copy of a strided sub-block: for every index of `extent` (row-major), copy one
-/// element (or a contiguous run along the last dim when both strides there are 1).
-void emitStridedCopy(Code& body, const std::string& dst, const std::string& src,
-                     const Shape& extent, const std::vector<int64_t>& dstStride,
-                     const std::vector<int64_t>& srcStride, int64_t srcBase, int64_t elem) {
-  size_t r = extent.size();
-  bool runs = r > 0 && dstStride.back() == 1 && srcStride.back() == 1;
-  size_t loops = runs ? r - 1 : r;
-  body.line("const unsigned char* __restrict sb = (const unsigned char*){};", src);
-  body.line("unsigned char* __restrict db = (unsigned char*){};", dst);
-  std::string di = "0", si = std::to_string(srcBase);
-  for (size_t d = 0; d < loops; ++d) {
-    body.open(fmt::format("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})", d, extent[d]));
-    di += fmt::format(" + i{} * {}", d, dstStride[d]);
-    si += fmt::format(" + i{} * {}", d, srcStride[d]);
-  }
-  int64_t run = runs ? extent.back() : 1;
-  body.line("std::memcpy(db + ({}) * {}, sb + ({}) * {}, {});", di, elem, si, elem, run * elem);
-  for (size_t d = 0; d < loops; ++d)
-    body.close();
-}
-
 void emitTranspose(LowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   const auto& perm = c.node.attrs<TransposeAttrs>().perm;
@@ -952,46 +958,52 @@ void emitGather(LowerContext& c) {
   c.body.close();
 }
 
-const std::unordered_map<OpKind, Lowering>& table() {
-  static const std::unordered_map<OpKind, Lowering> t = {
-      {OpKind::Gemm, {supportsGemm, emitGemm, true}},
-      {OpKind::MatMul, {supportsMatMul, emitMatMul, true}},
-      {OpKind::Conv, {supportsConv, emitConv, true, blockableConv}},
-      {OpKind::MaxPool, {supportsPool, emitPool, false}},
-      {OpKind::ReduceSum, {supportsReduce, emitReduce, false}},
-      {OpKind::ReduceMean, {supportsReduce, emitReduce, false}},
-      {OpKind::ReduceMax, {supportsReduce, emitReduce, false}},
-      {OpKind::ReduceMin, {supportsReduce, emitReduce, false}},
-      {OpKind::ReduceProd, {supportsReduce, emitReduce, false}},
-      {OpKind::ReduceL1, {supportsReduce, emitReduce, false}},
-      {OpKind::ReduceL2, {supportsReduce, emitReduce, false}},
-      {OpKind::ReduceLogSum, {supportsReduce, emitReduce, false}},
-      {OpKind::ReduceLogSumExp, {supportsReduce, emitReduce, false}},
-      {OpKind::ReduceSumSquare, {supportsReduce, emitReduce, false}},
-      {OpKind::ArgMax, {requireF32OrF64Input, emitArgReduce, false}},
-      {OpKind::ArgMin, {requireF32OrF64Input, emitArgReduce, false}},
-      {OpKind::CumSum, {supportsCumSum, emitCumSum, false}},
-      {OpKind::ConvTranspose, {supportsConvTranspose, emitConvTranspose, false}},
-      {OpKind::Resize, {requireF32Input0, emitResize, false}},
-      {OpKind::Upsample, {requireF32Input0, emitResize, false}},
-      {OpKind::NegativeLogLikelihoodLoss, {requireF32OrF64Input, emitLoss, false}},
-      {OpKind::SoftmaxCrossEntropyLoss, {requireF32OrF64Input, emitLoss, false}},
-      {OpKind::Hardmax, {supportsHardmax, emitHardmax, false}},
-      {OpKind::Trilu, {anyType, emitTrilu, false}},
-      {OpKind::Dropout, {anyType, emitDropout, false}},
-      {OpKind::AveragePool, {supportsPool, emitPool, false}},
-      {OpKind::GlobalAveragePool, {supportsGlobalPool, emitGlobalPool, false}},
-      {OpKind::GlobalMaxPool, {supportsGlobalPool, emitGlobalPool, false}},
-      {OpKind::Softmax, {supportsSoftmax, emitSoftmax, false}},
-      {OpKind::LogSoftmax, {supportsSoftmax, emitSoftmax, false}},
-      {OpKind::LayerNormalization, {supportsLayerNorm, emitLayerNorm, false}},
-      {OpKind::BatchNormalization, {supportsBatchNorm, emitBatchNorm, false}},
-      {OpKind::Transpose, {anyType, emitTranspose, false}},
-      {OpKind::Slice, {anyType, emitSlice, false}},
-      {OpKind::Concat, {anyType, emitConcat, false}},
-      {OpKind::Split, {anyType, emitSplit, false}},
-      {OpKind::Gather, {supportsGather, emitGather, false}},
-  };
+const LoweringTable& table() {
+  static const LoweringTable t = [] {
+    LoweringTable t = {
+        {OpKind::Gemm, {supportsGemm, emitGemm, true}},
+        {OpKind::MatMul, {supportsMatMul, emitMatMul, true}},
+        {OpKind::Conv, {supportsConv, emitConv, true, blockableConv}},
+        {OpKind::MaxPool, {supportsPool, emitPool, false}},
+        {OpKind::ReduceSum, {supportsReduce, emitReduce, false}},
+        {OpKind::ReduceMean, {supportsReduce, emitReduce, false}},
+        {OpKind::ReduceMax, {supportsReduce, emitReduce, false}},
+        {OpKind::ReduceMin, {supportsReduce, emitReduce, false}},
+        {OpKind::ReduceProd, {supportsReduce, emitReduce, false}},
+        {OpKind::ReduceL1, {supportsReduce, emitReduce, false}},
+        {OpKind::ReduceL2, {supportsReduce, emitReduce, false}},
+        {OpKind::ReduceLogSum, {supportsReduce, emitReduce, false}},
+        {OpKind::ReduceLogSumExp, {supportsReduce, emitReduce, false}},
+        {OpKind::ReduceSumSquare, {supportsReduce, emitReduce, false}},
+        {OpKind::ArgMax, {requireF32OrF64Input, emitArgReduce, false}},
+        {OpKind::ArgMin, {requireF32OrF64Input, emitArgReduce, false}},
+        {OpKind::CumSum, {supportsCumSum, emitCumSum, false}},
+        {OpKind::ConvTranspose, {supportsConvTranspose, emitConvTranspose, false}},
+        {OpKind::Resize, {requireF32Input0, emitResize, false}},
+        {OpKind::Upsample, {requireF32Input0, emitResize, false}},
+        {OpKind::NegativeLogLikelihoodLoss, {requireF32OrF64Input, emitLoss, false}},
+        {OpKind::SoftmaxCrossEntropyLoss, {requireF32OrF64Input, emitLoss, false}},
+        {OpKind::Hardmax, {supportsHardmax, emitHardmax, false}},
+        {OpKind::Trilu, {anyType, emitTrilu, false}},
+        {OpKind::Dropout, {anyType, emitDropout, false}},
+        {OpKind::AveragePool, {supportsPool, emitPool, false}},
+        {OpKind::GlobalAveragePool, {supportsGlobalPool, emitGlobalPool, false}},
+        {OpKind::GlobalMaxPool, {supportsGlobalPool, emitGlobalPool, false}},
+        {OpKind::Softmax, {supportsSoftmax, emitSoftmax, false}},
+        {OpKind::LogSoftmax, {supportsSoftmax, emitSoftmax, false}},
+        {OpKind::LayerNormalization, {supportsLayerNorm, emitLayerNorm, false}},
+        {OpKind::BatchNormalization, {supportsBatchNorm, emitBatchNorm, false}},
+        {OpKind::Transpose, {anyType, emitTranspose, false}},
+        {OpKind::Slice, {anyType, emitSlice, false}},
+        {OpKind::Concat, {anyType, emitConcat, false}},
+        {OpKind::Split, {anyType, emitSplit, false}},
+        {OpKind::Gather, {supportsGather, emitGather, false}},
+    };
+    addMovementLowerings(t);
+    addNormalizationLowerings(t);
+    addSignalLowerings(t);
+    return t;
+  }();
   return t;
 }
 

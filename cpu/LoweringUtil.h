@@ -1,0 +1,61 @@
+// Helpers shared by the CPU lowering families (cpu/Lowerings*.cpp): dtype checks, shapes, the
+// epilogue glue and strided-copy emission. Internal to the CPU target.
+#pragma once
+
+#include "cpu/Lowering.h"
+
+#include <initializer_list>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace triad::cpu {
+
+using LoweringTable = std::unordered_map<ir::OpKind, Lowering>;
+
+/// The lowering families, each in its own file, each adding its op kinds to the table.
+void addMovementLowerings(LoweringTable& t);      // cpu/LoweringsMovement.cpp
+void addNormalizationLowerings(LoweringTable& t); // cpu/LoweringsNormalization.cpp
+void addSignalLowerings(LoweringTable& t);        // cpu/LoweringsSignal.cpp
+
+namespace lower {
+
+ir::Support no(std::string why);
+bool allF32(const ir::Node& n);
+/// Every input and output is float32.
+ir::Support requireF32(const ir::Node& n);
+/// Input 0's dtype is one of `ok`.
+ir::Support requireInput0(const ir::Node& n, std::initializer_list<ir::DType> ok);
+ir::Support requireF32OrF64Input(const ir::Node& n);
+ir::Support requireF32Input0(const ir::Node& n);
+/// Any element types (data movement works on bytes).
+ir::Support anyType(const ir::Node& n);
+
+const ir::Shape& shapeOf(const ir::Value* v);
+int64_t elemBytes(const ir::Value* v);
+
+/// Emits `auto epi_chain = <group epilogue>;` when there is one and returns the epilogue to pass
+/// to a kernel: `pre` (statements over c[j], j < n, with row/col0 in scope) followed by the
+/// group's chain.
+std::string epilogueWith(LowerContext& c, const std::string& pre, const std::string& index,
+                         int64_t ld);
+
+/// Dims of a shape as (extent, stride) with extent-1 dims dropped and contiguous neighbours
+/// merged: the index space of `dims` in row-major order, for offsetOf.
+using DimList = std::vector<std::pair<int64_t, int64_t>>;
+DimList mergedDims(const ir::Shape& s, const std::vector<bool>& take);
+/// The element offset of linear index `i` over `dims` (an expression).
+std::string offsetOf(const std::string& i, const DimList& dims);
+
+/// `s` as the body of a C string literal.
+std::string cEscape(const std::string& s);
+
+/// Emits a copy of a strided sub-block: for every index of `extent` (row-major), copy one
+/// element (or a contiguous run along the last dim when both strides there are 1).
+void emitStridedCopy(Code& body, const std::string& dst, const std::string& src,
+                     const ir::Shape& extent, const std::vector<int64_t>& dstStride,
+                     const std::vector<int64_t>& srcStride, int64_t srcBase, int64_t elem);
+
+} // namespace lower
+} // namespace triad::cpu
