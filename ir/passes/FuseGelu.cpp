@@ -5,6 +5,7 @@
 // into the MatMul/Gemm epilogue in front of it instead of a separate five-op chain.
 #include "ir/ops/Activation.h"
 #include "ir/passes/Pass.h"
+#include "ir/passes/Patterns.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,37 +14,14 @@ namespace triad::ir {
 
 namespace {
 
-bool isScalar(const Value* v, double want, double tol = 1e-5) {
-  if (!v || !v->isConstant() || v->constant().numElements() != 1 || !isFloat(v->type().dtype))
-    return false;
-  return std::fabs(v->constant().getDouble(0) - want) <= tol * std::max(1.0, std::fabs(want));
-}
-
-/// The other operand of a binary node when one operand is `v`, else nullptr.
-Value* otherOperand(const Node* n, const Value* v) {
-  if (n->inputs().size() != 2) return nullptr;
-  if (n->input(0) == v) return n->input(1);
-  if (n->input(1) == v) return n->input(0);
-  return nullptr;
-}
-
 class FuseGelu final : public Pass {
 public:
   std::string_view name() const override { return "fuse-gelu"; }
 
   bool run(Graph& g) override {
+    Readers readers(g);
     std::vector<int> uses = g.useCounts();
-    std::vector<Value*> graphOutputs = g.outputs();
-    // The single consumer of each value with exactly one use that is not a graph output.
-    std::vector<Node*> consumer(g.values().size(), nullptr);
-    for (const auto& np : g.nodes())
-      for (Value* v : np->inputs())
-        if (v) consumer[size_t(v->id())] = np.get();
-    auto only = [&](const Value* v) -> Node* {
-      if (uses[size_t(v->id())] != 1 || std::count(graphOutputs.begin(), graphOutputs.end(), v) > 0)
-        return nullptr;
-      return consumer[size_t(v->id())];
-    };
+    auto only = [&](const Value* v) { return readers.sole(v); };
     std::vector<const Node*> dead;
     bool changed = false;
     for (const auto& np : g.nodes()) {
@@ -52,23 +30,23 @@ public:
       Node* scale = erf->input(0)->producer(); // x / sqrt(2) or x * (1 / sqrt(2))
       if (!scale || uses[size_t(erf->input(0)->id())] != 1) continue;
       Value* x = nullptr;
-      if (scale->kind() == OpKind::Div && isScalar(scale->input(1), std::sqrt(2.0)))
+      if (scale->kind() == OpKind::Div && isScalarConstant(scale->input(1), std::sqrt(2.0)))
         x = scale->input(0);
       else if (scale->kind() == OpKind::Mul) {
-        if (isScalar(scale->input(1), std::sqrt(0.5))) x = scale->input(0);
-        if (isScalar(scale->input(0), std::sqrt(0.5))) x = scale->input(1);
+        if (isScalarConstant(scale->input(1), std::sqrt(0.5))) x = scale->input(0);
+        if (isScalarConstant(scale->input(0), std::sqrt(0.5))) x = scale->input(1);
       }
       if (!x || x->isConstant()) continue;
       Node* plus1 = only(erf->output(0));
       if (!plus1 || plus1->kind() != OpKind::Add ||
-          !isScalar(otherOperand(plus1, erf->output(0)), 1))
+          !isScalarConstant(otherOperand(plus1, erf->output(0)), 1))
         continue;
       Node* mulX = only(plus1->output(0));
       if (!mulX || mulX->kind() != OpKind::Mul || otherOperand(mulX, plus1->output(0)) != x)
         continue;
       Node* half = only(mulX->output(0));
       if (!half || half->kind() != OpKind::Mul ||
-          !isScalar(otherOperand(half, mulX->output(0)), 0.5))
+          !isScalarConstant(otherOperand(half, mulX->output(0)), 0.5))
         continue;
       Value* y = half->output(0);
       if (y->type() != x->type()) continue;

@@ -61,6 +61,11 @@ std::unique_ptr<Pass> createFoldBatchNormPass(); // BatchNormalization into Conv
 /// it when the activation has rank > 2).
 std::unique_ptr<Pass> createMatMulAddToGemmPass();
 std::unique_ptr<Pass> createFuseGeluPass(); // the exact GELU's erf pattern into one Gelu
+/// LayerNorm spelled out (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div [, Mul, Add]) into
+/// one LayerNormalization.
+std::unique_ptr<Pass> createFuseLayerNormPass();
+/// Softmax spelled out ([ReduceMax, Sub,] Exp, ReduceSum, Div) into one Softmax.
+std::unique_ptr<Pass> createFuseSoftmaxPass();
 std::unique_ptr<Pass> createDeadCodeEliminationPass();
 
 /// `base` if no value of `g` has that name, else `base.1`, `base.2`, ... (for values passes add).

@@ -64,6 +64,8 @@ PassManager defaultPipeline() {
   pm.add(createFoldBatchNormPass());
   pm.add(createMatMulAddToGemmPass());
   pm.add(createFuseGeluPass());
+  pm.add(createFuseLayerNormPass());
+  pm.add(createFuseSoftmaxPass());
   pm.add(createDeadCodeEliminationPass());
   return pm;
 }

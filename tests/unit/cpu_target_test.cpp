@@ -4,6 +4,7 @@
 // movement, host fallback, views and duplicated outputs), plus the build cache and run-time
 // errors. Compiles use -O1 to keep the suite fast; the kernels are the same.
 #include "GraphBuild.h"
+#include "PatternGraphs.h"
 #include "cpu/CodeGen.h"
 #include "cpu/CpuTarget.h"
 #include "cpu/Lowering.h"
@@ -11,6 +12,7 @@
 #include "frontend/TensorIO.h"
 #include "ir/Interpreter.h"
 #include "ir/MemoryPlan.h"
+#include "ir/Printer.h"
 #include "ir/System.h"
 #include "ir/ops/Activation.h"
 #include "ir/ops/Conv.h"
@@ -516,3 +518,27 @@ TEST(CpuTarget, MemoryPlanReusesBuffersAndWritesInPlace) {
 }
 
 } // namespace
+
+// LayerNorm and Softmax spelled out op by op, as exporters below opset 17 write them: the
+// default pipeline fuses each into one node, and the compiled model matches the interpreter on
+// the graph as written.
+TEST(CpuTarget, SpelledOutLayerNormAndSoftmaxAfterFusion) {
+  std::mt19937 rng(6);
+  for (bool affine : {false, true}) {
+    Graph written = testutil::layerNormPattern(false, affine);
+    Graph fused = testutil::layerNormPattern(false, affine);
+    defaultPipeline().run(fused);
+    ASSERT_EQ(fused.nodes().size(), 2u) << printGraph(fused); // LayerNormalization, Relu
+    std::vector<Tensor> x{randomTensor({2, 3, 8}, rng)};
+    auto exe = cpu::makeCpuTarget(testOptions())->compile(fused);
+    expectClose(exe->run(x), Interpreter(written).run(x), 1e-5, 1e-5);
+  }
+  Graph written = testutil::softmaxPattern(true);
+  Graph fused = testutil::softmaxPattern(true);
+  defaultPipeline().run(fused);
+  ASSERT_EQ(fused.nodes().size(), 1u) << printGraph(fused);
+  EXPECT_EQ(fused.nodes()[0]->kind(), OpKind::Softmax);
+  std::vector<Tensor> x{randomTensor({2, 5, 3}, rng)};
+  auto exe = cpu::makeCpuTarget(testOptions())->compile(fused);
+  expectClose(exe->run(x), Interpreter(written).run(x), 1e-5, 1e-6);
+}

@@ -1,6 +1,7 @@
 // constant-fold, cse and matmul-add-to-gemm on hand-built graphs: the structure after each pass
 // and the interpreter's results before and after it.
 #include "GraphBuild.h"
+#include "PatternGraphs.h"
 #include "ir/Interpreter.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
@@ -8,6 +9,8 @@
 #include "ir/ops/Elementwise.h"
 #include "ir/ops/Linear.h"
 #include "ir/ops/Movement.h"
+#include "ir/ops/Normalization.h"
+#include "ir/ops/Reduce.h"
 #include "ir/passes/Pass.h"
 
 #include <algorithm>
@@ -476,4 +479,61 @@ TEST(FuseGelu, LeavesNearMissesAlone) {
           ->output(0));
   EXPECT_FALSE(runPass(createFuseGeluPass(), g)); // x / 2 is not x / sqrt(2)
   EXPECT_EQ(countKind(g, OpKind::Erf), 1);
+}
+
+using testutil::layerNormPattern;
+using testutil::softmaxPattern;
+
+TEST(FuseLayerNorm, SpelledOutLayerNormBecomesOneNode) {
+  for (bool mulSquare : {false, true})
+    for (bool affine : {false, true}) {
+      Graph before = layerNormPattern(mulSquare, affine);
+      Graph g = layerNormPattern(mulSquare, affine);
+      EXPECT_TRUE(runPass(createFuseLayerNormPass(), g));
+      ASSERT_EQ(countKind(g, OpKind::LayerNormalization), 1) << printGraph(g);
+      EXPECT_EQ(g.nodes().size(), 2u) << printGraph(g); // LayerNormalization, Relu
+      const Node& ln = *g.nodes()[0];
+      EXPECT_EQ(ln.attrs<LayerNormAttrs>().axis, 2);
+      EXPECT_FLOAT_EQ(ln.attrs<LayerNormAttrs>().epsilon, 1e-5f);
+      EXPECT_EQ(ln.output(0)->name(), affine ? "beta" : "div"); // keeps the pattern's name
+      std::mt19937 r(9);
+      expectSameResults(before, g, {randomTensor({2, 3, 8}, r)}, 1e-5);
+    }
+}
+
+TEST(FuseLayerNorm, OverSeveralTrailingAxesAndNotOverLeadingOnes) {
+  Graph before = layerNormPattern(false, false, {1, 2});
+  Graph g = layerNormPattern(false, false, {1, 2});
+  EXPECT_TRUE(runPass(createFuseLayerNormPass(), g));
+  ASSERT_EQ(countKind(g, OpKind::LayerNormalization), 1);
+  EXPECT_EQ(g.nodes()[0]->attrs<LayerNormAttrs>().axis, 1);
+  std::mt19937 r(4);
+  expectSameResults(before, g, {randomTensor({2, 3, 8}, r)}, 1e-5);
+
+  Graph lead = layerNormPattern(false, true, {1}); // axis 1 of 3 is not trailing
+  EXPECT_FALSE(runPass(createFuseLayerNormPass(), lead));
+  EXPECT_EQ(countKind(lead, OpKind::LayerNormalization), 0);
+}
+
+TEST(FuseSoftmax, SpelledOutSoftmaxBecomesOneNode) {
+  for (bool shift : {true, false}) {
+    Graph before = softmaxPattern(shift);
+    Graph g = softmaxPattern(shift);
+    EXPECT_TRUE(runPass(createFuseSoftmaxPass(), g));
+    ASSERT_EQ(g.nodes().size(), 1u) << printGraph(g);
+    EXPECT_EQ(g.nodes()[0]->kind(), OpKind::Softmax);
+    EXPECT_EQ(g.nodes()[0]->attrs<SoftmaxAttrs>().axes, std::vector<int64_t>{1});
+    EXPECT_EQ(g.outputs()[0]->name(), "div");
+    std::mt19937 r(2);
+    expectSameResults(before, g, {randomTensor({2, 5, 3}, r)}, 1e-6);
+  }
+  // Max over axis 1 but sum over axis 2: a softmax over axis 2 of x - max, the shift stays.
+  Graph before = softmaxPattern(true, 2);
+  Graph mixed = softmaxPattern(true, 2);
+  EXPECT_TRUE(runPass(createFuseSoftmaxPass(), mixed));
+  EXPECT_EQ(countKind(mixed, OpKind::ReduceMax), 1);
+  ASSERT_EQ(countKind(mixed, OpKind::Softmax), 1);
+  EXPECT_EQ(mixed.nodes().back()->attrs<SoftmaxAttrs>().axes, std::vector<int64_t>{2});
+  std::mt19937 r(8);
+  expectSameResults(before, mixed, {randomTensor({2, 5, 3}, r)}, 1e-6);
 }

@@ -139,16 +139,18 @@ TEST(Passes, RemoveIdentityAndDce) {
     names.push_back(r.name);
   EXPECT_EQ(names, (std::vector<std::string>{"remove-identity", "constant-fold", "cse",
                                              "fold-batchnorm", "matmul-add-to-gemm", "fuse-gelu",
-                                             "dce"}));
+                                             "fuse-layernorm", "fuse-softmax", "dce"}));
   EXPECT_EQ(allPassNames(), names);
-  ASSERT_EQ(records.size(), 7u);
+  ASSERT_EQ(records.size(), 9u);
   EXPECT_TRUE(records[0].changed);  // remove-identity
   EXPECT_FALSE(records[1].changed); // constant-fold
   EXPECT_FALSE(records[2].changed); // cse
   EXPECT_FALSE(records[3].changed); // fold-batchnorm
   EXPECT_FALSE(records[4].changed); // matmul-add-to-gemm
   EXPECT_FALSE(records[5].changed); // fuse-gelu
-  EXPECT_TRUE(records[6].changed);  // dce
+  EXPECT_FALSE(records[6].changed); // fuse-layernorm
+  EXPECT_FALSE(records[7].changed); // fuse-softmax
+  EXPECT_TRUE(records[8].changed);  // dce
 }
 
 TEST(Passes, ManagerNamesABrokenPass) {
