@@ -50,18 +50,12 @@ public:
         continue;
       Value* y = half->output(0);
       if (y->type() != x->type()) continue;
-      // One Gelu node computes y; it takes y's name so graph outputs and dumps keep it.
-      std::string name = y->name();
-      g.renameValue(y, name + ":fused");
-      auto attrs = std::make_shared<GeluAttrs>();
-      Node* gelu = g.addNode(OpKind::Gelu, half->name() + "/Gelu", {x}, attrs, {name}, {x->type()});
-      g.replaceAllUses(y, gelu->output(0));
+      replaceWith(g, y, OpKind::Gelu, half->name() + "/Gelu", {x}, std::make_shared<GeluAttrs>());
       dead.insert(dead.end(), {scale, erf, plus1, mulX, half});
       changed = true;
     }
     if (!changed) return false;
-    g.removeNodes([&](const Node& n) { return std::count(dead.begin(), dead.end(), &n) > 0; });
-    g.sortNodes();
+    removeMatched(g, dead);
     return true;
   }
 };

@@ -61,17 +61,6 @@ Value* broadcastConstant(Graph& g, const Value* v, const Shape& shape, const std
   return g.addConstant(freshValueName(g, name), std::move(out));
 }
 
-/// Replaces graph value `y` by the single output of a new node computing it; the new output
-/// takes y's name so graph outputs and dumps keep it.
-Node* replaceWith(Graph& g, Value* y, OpKind kind, const std::string& nodeName,
-                  std::vector<Value*> inputs, std::shared_ptr<const Attrs> attrs) {
-  std::string name = y->name();
-  g.renameValue(y, freshValueName(g, name + ":fused"));
-  Node* n = g.addNode(kind, nodeName, std::move(inputs), std::move(attrs), {name}, {y->type()});
-  g.replaceAllUses(y, n->output(0));
-  return n;
-}
-
 class FuseLayerNorm final : public Pass {
 public:
   std::string_view name() const override { return "fuse-layernorm"; }
@@ -173,8 +162,7 @@ public:
       replaceWith(g, m.y, OpKind::LayerNormalization, m.name + "/LayerNormalization", in, attrs);
     }
     if (matches.empty()) return false;
-    g.removeNodes([&](const Node& n) { return std::count(dead.begin(), dead.end(), &n) > 0; });
-    g.sortNodes();
+    removeMatched(g, dead);
     return true;
   }
 };
@@ -232,8 +220,7 @@ public:
       replaceWith(g, m.y, OpKind::Softmax, m.name + "/Softmax", {m.x}, attrs);
     }
     if (matches.empty()) return false;
-    g.removeNodes([&](const Node& n) { return std::count(dead.begin(), dead.end(), &n) > 0; });
-    g.sortNodes();
+    removeMatched(g, dead);
     return true;
   }
 };

@@ -1,5 +1,7 @@
 #include "ir/passes/Patterns.h"
 
+#include "ir/passes/Pass.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -16,6 +18,20 @@ Value* otherOperand(const Node* n, const Value* v) {
   if (n->input(0) == v) return n->input(1);
   if (n->input(1) == v) return n->input(0);
   return nullptr;
+}
+
+Node* replaceWith(Graph& g, Value* y, OpKind kind, const std::string& nodeName,
+                  std::vector<Value*> inputs, std::shared_ptr<const Attrs> attrs) {
+  std::string name = y->name();
+  g.renameValue(y, freshValueName(g, name + ":fused"));
+  Node* n = g.addNode(kind, nodeName, std::move(inputs), std::move(attrs), {name}, {y->type()});
+  g.replaceAllUses(y, n->output(0));
+  return n;
+}
+
+void removeMatched(Graph& g, const std::vector<const Node*>& dead) {
+  g.removeNodes([&](const Node& n) { return std::count(dead.begin(), dead.end(), &n) > 0; });
+  g.sortNodes();
 }
 
 Readers::Readers(const Graph& g)

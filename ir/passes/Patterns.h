@@ -4,6 +4,8 @@
 
 #include "ir/Graph.h"
 
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace triad::ir {
@@ -14,6 +16,14 @@ bool isScalarConstant(const Value* v, double want, double tol = 1e-5);
 
 /// The other operand of a binary node when one operand is `v`, else nullptr.
 Value* otherOperand(const Node* n, const Value* v);
+
+/// Replaces value `y` by the single output of a new node computing it; the new output takes y's
+/// name (graph outputs and dumps keep it) and every use of y moves to it.
+Node* replaceWith(Graph& g, Value* y, OpKind kind, const std::string& nodeName,
+                  std::vector<Value*> inputs, std::shared_ptr<const Attrs> attrs);
+
+/// Removes the matched nodes `dead` (now unused) and restores topological order.
+void removeMatched(Graph& g, const std::vector<const Node*>& dead);
 
 /// The readers of every value, taken when constructed (rewrites that remove nodes must not
 /// rely on it afterwards).
