@@ -439,6 +439,444 @@ void emitIntConv(LowerContext& c) {
   c.body.close();
 }
 
+// --- Col2Im -------------------------------------------------------------------------------------
+
+Support supportsCol2Im(const Node& n) {
+  DType t = dtypeOf(n.input(0));
+  if (t == DType::Bool || t == DType::F16 || t == DType::Fixed)
+    return no(fmt::format("Col2Im on {} is not compiled", dtypeName(t)));
+  const Shape& x = shapeOf(n.input(0));
+  if (numElements(x, 1) >= (int64_t(1) << 31) ||
+      numElements(shapeOf(n.output(0)), 2) >= (int64_t(1) << 31))
+    return no("tables of 2^31 entries or more");
+  return {};
+}
+
+/// Scatter-add of every column entry into its image position, through the reference's table
+/// (ops::col2imTargets: [kernel offset][block] -> flat image position, -1 in the padding).
+void emitCol2Im(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<Col2ImAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  int64_t K = numElements(a.blockShape), KL = K * x[2]; // one plane: K rows of L blocks
+  int64_t NC = x[0] * (x[1] / K), img = numElements(a.imageShape);
+  std::string t = typeOf(n.input(0));
+  c.body.line(
+      "// Col2Im {} -> {}: image [{}], block [{}], strides [{}], pads [{}], dilations [{}]; "
+      "{} planes of {} column entries added into their image positions",
+      shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()),
+      fmt::join(a.imageShape, ", "), fmt::join(a.blockShape, ", "), fmt::join(a.strides, ", "),
+      fmt::join(a.pads, ", "), fmt::join(a.dilations, ", "), NC, KL);
+  c.body.line("const int32_t* target = (const int32_t*){}; // [kernel offset][block] -> image "
+              "position, -1 in the padding",
+              c.data(int32Bytes(ops::col2imTargets(a))));
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
+  c.body.line("std::memset(y, 0, {});", NC * img * elemBytes(n.input(0)));
+  c.body.open(fmt::format("for (int64_t p = 0; p < {}; ++p)", NC));
+  c.body.line("const {}* xp = x + p * {};", t, KL);
+  c.body.line("{}* yp = y + p * {};", t, img);
+  c.body.open(fmt::format("for (int64_t kl = 0; kl < {}; ++kl)", KL));
+  c.body.line("const int32_t pos = target[kl];");
+  c.body.line("if (pos >= 0) yp[pos] = ({})(yp[pos] + xp[kl]);", t);
+  c.body.close();
+  c.body.close();
+}
+
+// --- GridSample ---------------------------------------------------------------------------------
+
+Support supportsGridSample(const Node& n) {
+  if (!isF32OrF64(dtypeOf(n.input(0))) || !isF32OrF64(dtypeOf(n.input(1))))
+    return no("only float32 and float64 inputs are compiled");
+  return {};
+}
+
+/// Per output position: the grid point is unnormalised and padded (clamped or reflected) once,
+/// then every channel is sampled; the math is the reference's (ir/ops/Vision.cpp), in float
+/// (double for f64 images).
+void emitGridSample(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<GridSampleAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  const Shape& y = shapeOf(n.output(0));
+  int64_t N = x[0], Ch = x[1], H = x[2], W = x[3], Ho = y[2], Wo = y[3];
+  std::string t = typeOf(n.input(0));
+  std::string real = dtypeOf(n.input(0)) == DType::F64 ? "double" : "float";
+  c.body.line("// GridSample {}, padding {}, align_corners {}: {} at grid {} -> {}, coordinates in "
+              "{}",
+              toString(a.mode), toString(a.padding), a.alignCorners ? 1 : 0,
+              shapeComment(n.input(0)->type()), shapeComment(n.input(1)->type()),
+              shapeComment(n.output(0)->type()), real);
+  c.body.line("using real = {};", real);
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  c.body.line("const {}* __restrict grid = {};", typeOf(n.input(1)), c.inputs[1]);
+  c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
+  c.body.line("// the valid coordinate range: pixel centers with align_corners, else the outer "
+              "pixel edges");
+  if (a.alignCorners) {
+    c.body.line("const real x_min = (real)0, x_max = (real){};", W - 1);
+    c.body.line("const real y_min = (real)0, y_max = (real){};", H - 1);
+  } else {
+    c.body.line("const real x_min = (real)-0.5, x_max = (real){} - (real)0.5;", W);
+    c.body.line("const real y_min = (real)-0.5, y_max = (real){} - (real)0.5;", H);
+  }
+  if (a.padding == GridSamplePadding::Zeros)
+    c.body.line("(void)x_min; (void)x_max; (void)y_min; (void)y_max; // zeros: no clamping");
+  bool reflection = a.padding == GridSamplePadding::Reflection;
+  if (reflection) {
+    c.body.line("// maps v outside [lo, hi] back inside by reflecting at the borders as often as "
+                "needed");
+    c.body.open("auto reflect = [](real v, real lo, real hi) -> real");
+    c.body.line("const real range = hi - lo;");
+    c.body.line("if (range <= (real)0) return lo; // a one-pixel image with align_corners");
+    c.body.open("if (v < lo)");
+    c.body.line("const real dx = lo - v;");
+    c.body.line("const int64_t k = (int64_t)(dx / range);");
+    c.body.line("const real r = dx - (real)k * range;");
+    c.body.line("return k % 2 == 0 ? lo + r : hi - r;");
+    c.body.close();
+    c.body.open("if (v > hi)");
+    c.body.line("const real dx = v - hi;");
+    c.body.line("const int64_t k = (int64_t)(dx / range);");
+    c.body.line("const real r = dx - (real)k * range;");
+    c.body.line("return k % 2 == 0 ? hi - r : lo + r;");
+    c.body.close();
+    c.body.line("return v;");
+    c.body.close("};");
+  }
+  c.body.line("// pixel (r, col) of a plane, with the padding mode applied outside the image");
+  c.body.open(fmt::format("auto pixel = [&](const {}* img, int64_t r, int64_t col) -> real", t));
+  switch (a.padding) {
+  case GridSamplePadding::Zeros:
+    c.body.line("return (r >= 0 && r < {0} && col >= 0 && col < {1}) ? (real)img[r * {1} + col] : "
+                "(real)0;",
+                H, W);
+    break;
+  case GridSamplePadding::Border:
+    c.body.line("r = std::clamp<int64_t>(r, 0, {});", H - 1);
+    c.body.line("col = std::clamp<int64_t>(col, 0, {});", W - 1);
+    c.body.line("return (real)img[r * {} + col];", W);
+    break;
+  case GridSamplePadding::Reflection:
+    c.body.line("col = (int64_t)reflect((real)col, x_min, x_max);");
+    c.body.line("r = (int64_t)reflect((real)r, y_min, y_max);");
+    c.body.line("// in range already for any coordinate the reference reads; guards memory");
+    c.body.line("r = std::clamp<int64_t>(r, 0, {});", H - 1);
+    c.body.line("col = std::clamp<int64_t>(col, 0, {});", W - 1);
+    c.body.line("return (real)img[r * {} + col];", W);
+    break;
+  }
+  c.body.close("};");
+  if (a.mode == GridSampleMode::Bicubic) {
+    c.body.line("// Keys cubic convolution coefficients (alpha = -0.75) for offset t in [0, 1)");
+    c.body.open("auto cubic_coeffs = [](real t, real* coeffs)");
+    c.body.line("const real A = (real)-0.75;");
+    c.body.line("const real d = std::abs(t);");
+    c.body.line("const real d1 = d + 1, d2 = 1 - d, d3 = 2 - d;");
+    c.body.line("coeffs[0] = ((A * d1 - 5 * A) * d1 + 8 * A) * d1 - 4 * A;");
+    c.body.line("coeffs[1] = ((A + 2) * d - (A + 3)) * d * d + 1;");
+    c.body.line("coeffs[2] = ((A + 2) * d2 - (A + 3)) * d2 * d2 + 1;");
+    c.body.line("coeffs[3] = ((A * d3 - 5 * A) * d3 + 8 * A) * d3 - 4 * A;");
+    c.body.close("};");
+  }
+  auto denorm = [&](const std::string& v, int64_t len) {
+    return a.alignCorners ? fmt::format("((real){} + 1) / 2 * (real){}", v, len - 1)
+                          : fmt::format("(((real){} + 1) * (real){} - 1) / 2", v, len);
+  };
+  c.body.open(fmt::format("for (int64_t b = 0; b < {}; ++b)", N));
+  c.body.open(fmt::format("for (int64_t oy = 0; oy < {}; ++oy)", Ho));
+  c.body.open(fmt::format("for (int64_t ox = 0; ox < {}; ++ox)", Wo));
+  c.body.line("const {}* g = grid + ((b * {} + oy) * {} + ox) * 2;", typeOf(n.input(1)), Ho, Wo);
+  c.body.line("real gx = {};", denorm("g[0]", W));
+  c.body.line("real gy = {};", denorm("g[1]", H));
+  if (a.mode == GridSampleMode::Nearest) {
+    c.body.line("gx = std::nearbyint(gx); // round half to even");
+    c.body.line("gy = std::nearbyint(gy);");
+  }
+  if (a.padding != GridSamplePadding::Zeros) {
+    c.body.open("if (gx < x_min || gx > x_max || gy < y_min || gy > y_max)");
+    if (a.padding == GridSamplePadding::Border) {
+      c.body.line("gx = std::clamp(gx, (real)0, (real){});", W - 1);
+      c.body.line("gy = std::clamp(gy, (real)0, (real){});", H - 1);
+    } else {
+      c.body.line("gx = reflect(gx, x_min, x_max);");
+      c.body.line("gy = reflect(gy, y_min, y_max);");
+    }
+    c.body.close();
+  }
+  std::string sample;
+  switch (a.mode) {
+  case GridSampleMode::Nearest:
+    c.body.line("const int64_t px = (int64_t)gx, py = (int64_t)gy;");
+    sample = "const real v = pixel(img, py, px);";
+    break;
+  case GridSampleMode::Bilinear:
+    c.body.line("const int64_t x1 = (int64_t)std::floor(gx), y1 = (int64_t)std::floor(gy);");
+    c.body.line("const real dx1 = gx - (real)x1, dx2 = (real)(x1 + 1) - gx;");
+    c.body.line("const real dy1 = gy - (real)y1, dy2 = (real)(y1 + 1) - gy;");
+    sample = "const real v = dy2 * (dx2 * pixel(img, y1, x1) + dx1 * pixel(img, y1, x1 + 1)) + dy1 "
+             "* (dx2 * pixel(img, y1 + 1, x1) + dx1 * pixel(img, y1 + 1, x1 + 1));";
+    break;
+  case GridSampleMode::Bicubic:
+    c.body.line("// 4x4 neighbourhood whose second row and column hold floor(g)");
+    c.body.line(
+        "const int64_t x0 = (int64_t)std::floor(gx) - 1, y0 = (int64_t)std::floor(gy) - 1;");
+    c.body.line("real cx[4], cy[4];");
+    c.body.line("cubic_coeffs(gx - (real)x0 - 1, cx);");
+    c.body.line("cubic_coeffs(gy - (real)y0 - 1, cy);");
+    break;
+  }
+  c.body.open(fmt::format("for (int64_t ch = 0; ch < {}; ++ch)", Ch));
+  c.body.line("const {}* img = x + (b * {} + ch) * {};", t, Ch, H * W);
+  if (a.mode == GridSampleMode::Bicubic) {
+    c.body.line("real v = 0;");
+    c.body.open("for (int64_t i = 0; i < 4; ++i)");
+    c.body.line("real row = 0;");
+    c.body.line("for (int64_t j = 0; j < 4; ++j) row += cx[j] * pixel(img, y0 + i, x0 + j);");
+    c.body.line("v += cy[i] * row;");
+    c.body.close();
+  } else {
+    c.body.line("{}", sample);
+  }
+  c.body.line("y[((b * {} + ch) * {} + oy) * {} + ox] = ({})v;", Ch, Ho, Wo, t);
+  c.body.close();
+  c.body.close();
+  c.body.close();
+  c.body.close();
+}
+
+// --- RoiAlign -----------------------------------------------------------------------------------
+
+Support supportsRoiAlign(const Node& n) {
+  if (!isF32OrF64(dtypeOf(n.input(0))) || dtypeOf(n.input(1)) != dtypeOf(n.input(0)))
+    return no("only float32 and float64 inputs are compiled");
+  if (dtypeOf(n.input(2)) != DType::I64) return no("batch indices must be int64");
+  return {};
+}
+
+/// Per ROI and bin, the reference's bilinear sample points (ir/ops/Vision.cpp) are computed from
+/// the ROI read at run time, and each one is applied to every channel; sums and maxima in float
+/// (double for f64), in the reference's order.
+void emitRoiAlign(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<RoiAlignAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  int64_t N = x[0], Ch = x[1], H = x[2], W = x[3];
+  int64_t R = shapeOf(n.input(1))[0], PH = a.outputHeight, PW = a.outputWidth;
+  std::string t = typeOf(n.input(0));
+  bool avg = a.mode == RoiPoolMode::Avg;
+  c.body.line("// RoiAlign {}, {}x{} bins, sampling_ratio {}{}, spatial_scale {}, {}: {} with rois "
+              "{} -> {}",
+              toString(a.mode), PH, PW, a.samplingRatio, a.samplingRatio == 0 ? " (adaptive)" : "",
+              a.spatialScale, a.halfPixel ? "half_pixel" : "output_half_pixel",
+              shapeComment(n.input(0)->type()), shapeComment(n.input(1)->type()),
+              shapeComment(n.output(0)->type()));
+  c.body.line("using real = {}; // the output's type too: bins accumulate in place", t);
+  c.body.line("const real* __restrict x = {};", c.inputs[0]);
+  c.body.line("const real* __restrict rois = {};", c.inputs[1]);
+  c.body.line("const int64_t* __restrict batch = {};", c.inputs[2]);
+  c.body.line("real* __restrict y = {};", c.outputs[0]);
+  c.body.line("const real scale = (real){}, offset = (real){};", floatLiteral(a.spatialScale),
+              a.halfPixel ? "0.5" : "0");
+  c.body.open(fmt::format("for (int64_t r = 0; r < {}; ++r)", R));
+  c.body.line("const int64_t b = batch[r];");
+  c.body.line("if (b < 0 || b >= {}) return m.fail(\"RoiAlign '{}': a batch index is out of range "
+              "[0, {})\");",
+              N, cEscape(n.name()), N);
+  c.body.line("const real start_w = (real)rois[r * 4 + 0] * scale - offset, start_h = "
+              "(real)rois[r * 4 + 1] * scale - offset;");
+  c.body.line("const real end_w = (real)rois[r * 4 + 2] * scale - offset, end_h = (real)rois[r * "
+              "4 + 3] * scale - offset;");
+  c.body.line("real roi_w = end_w - start_w, roi_h = end_h - start_h;");
+  if (!a.halfPixel) {
+    c.body.line("roi_w = std::max(roi_w, (real)1); // legacy: malformed ROIs become 1x1");
+    c.body.line("roi_h = std::max(roi_h, (real)1);");
+  }
+  c.body.line("const real bin_h = roi_h / (real){}, bin_w = roi_w / (real){};", PH, PW);
+  if (a.samplingRatio > 0) {
+    c.body.line("const int64_t grid_h = {0}, grid_w = {0}; // samples per bin", a.samplingRatio);
+  } else {
+    c.body.line("// samples per bin: adaptive to the bin size");
+    c.body.line("const int64_t grid_h = (int64_t)std::ceil(roi_h / (real){});", PH);
+    c.body.line("const int64_t grid_w = (int64_t)std::ceil(roi_w / (real){});", PW);
+  }
+  if (avg) c.body.line("const real count = (real)std::max<int64_t>(grid_h * grid_w, 1);");
+  c.body.line("real* yr = y + r * {}; // this ROI's output", Ch * PH * PW);
+  c.body.open(fmt::format("for (int64_t ph = 0; ph < {}; ++ph)", PH));
+  c.body.open(fmt::format("for (int64_t pw = 0; pw < {}; ++pw)", PW));
+  c.body.line("const int64_t bin = ph * {} + pw;", PW);
+  c.body.line("for (int64_t ch = 0; ch < {}; ++ch) yr[ch * {} + bin] = 0;", Ch, PH * PW);
+  if (!avg) c.body.line("int64_t i = 0; // sample index in the bin");
+  c.body.open("for (int64_t iy = 0; iy < grid_h; ++iy)");
+  c.body.line("const real yy = start_h + (real)ph * bin_h + ((real)iy + (real)0.5) * bin_h / "
+              "(real)grid_h;");
+  c.body.open("for (int64_t ix = 0; ix < grid_w; ++ix)");
+  c.body.line("const real xx = start_w + (real)pw * bin_w + ((real)ix + (real)0.5) * bin_w / "
+              "(real)grid_w;");
+  c.body.line("// four corners and their weights; a sample outside the image contributes 0 (NaN "
+              "coordinates too: the reference's are undefined there)");
+  c.body.line("int64_t pos[4] = {{0, 0, 0, 0}};");
+  c.body.line("real w[4] = {{0, 0, 0, 0}};");
+  c.body.open(fmt::format("if (!(yy < (real)-1 || yy > (real){} || xx < (real)-1 || xx > (real){} "
+                          "|| yy != yy || xx != xx))",
+                          H, W));
+  c.body.line("real sy = std::max(yy, (real)0), sx = std::max(xx, (real)0);");
+  c.body.line("int64_t y_low = (int64_t)sy, x_low = (int64_t)sx, y_high = y_low + 1, x_high = "
+              "x_low + 1;");
+  c.body.open(fmt::format("if (y_low >= {})", H - 1));
+  c.body.line("y_high = y_low = {};", H - 1);
+  c.body.line("sy = (real)y_low;");
+  c.body.close();
+  c.body.open(fmt::format("if (x_low >= {})", W - 1));
+  c.body.line("x_high = x_low = {};", W - 1);
+  c.body.line("sx = (real)x_low;");
+  c.body.close();
+  c.body.line("const real ly = sy - (real)y_low, lx = sx - (real)x_low, hy = 1 - ly, hx = 1 - lx;");
+  c.body.line("pos[0] = y_low * {0} + x_low; pos[1] = y_low * {0} + x_high;", W);
+  c.body.line("pos[2] = y_high * {0} + x_low; pos[3] = y_high * {0} + x_high;", W);
+  c.body.line("w[0] = hy * hx; w[1] = hy * lx; w[2] = ly * hx; w[3] = ly * lx;");
+  c.body.close();
+  c.body.open(fmt::format("for (int64_t ch = 0; ch < {}; ++ch)", Ch));
+  c.body.line("const real* plane = x + (b * {} + ch) * {};", Ch, H * W);
+  c.body.line("real& v = yr[ch * {} + bin];", PH * PW);
+  if (avg) {
+    c.body.line("for (int k = 0; k < 4; ++k) v += w[k] * plane[pos[k]];");
+  } else {
+    c.body.line("// the largest weighted corner term, as ONNX Runtime");
+    c.body.line("real mx = w[0] * plane[pos[0]];");
+    c.body.line("for (int k = 1; k < 4; ++k) mx = std::max(mx, w[k] * plane[pos[k]]);");
+    c.body.line("v = i == 0 ? mx : std::max(v, mx);");
+  }
+  c.body.close();
+  if (!avg) c.body.line("++i;");
+  c.body.close();
+  c.body.close();
+  if (avg)
+    c.body.line("for (int64_t ch = 0; ch < {}; ++ch) yr[ch * {} + bin] /= count;", Ch, PH * PW);
+  c.body.close();
+  c.body.close();
+  c.body.close();
+}
+
+// --- DFT, STFT ----------------------------------------------------------------------------------
+
+Support supportsDFT(const Node& n) {
+  return requireF32OrF64Input(n);
+}
+
+/// Emits the reference's dftLine over in_re/in_im (`used` points) for output bin k: sums in
+/// double over the twiddle table, entry k * t mod L, then `store(re, im)`.
+void emitDftLine(Code& body, int64_t L, int64_t used, bool inverse, const std::string& store) {
+  body.line("double re = 0, im = 0;");
+  body.line("int64_t j = 0; // k * t mod {}", L);
+  body.line("const int64_t step = k % {};", L);
+  body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", used));
+  body.line("const double cs = tw_cos[j], sn = {}tw_sin[j];", inverse ? "" : "-");
+  body.line("re += in_re[t] * cs - in_im[t] * sn;");
+  body.line("im += in_re[t] * sn + in_im[t] * cs;");
+  body.line("j += step;");
+  body.line("if (j >= {0}) j -= {0};", L);
+  body.close();
+  if (inverse) {
+    body.line("re *= 1.0 / {}.0; // inverse: 1/length", L);
+    body.line("im *= 1.0 / {}.0;", L);
+  }
+  body.line("{}", store);
+}
+
+std::string twiddleTable(LowerContext& c, int64_t L) {
+  ops::Twiddles tw(L);
+  std::vector<double> both = tw.cos;
+  both.insert(both.end(), tw.sin.begin(), tw.sin.end());
+  return c.data(doubleBytes(both));
+}
+
+void emitDFT(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<DFTAttrs>();
+  const Shape& s = shapeOf(n.input(0));
+  size_t axis = size_t(a.axis);
+  int64_t ch = s.back(), len = s[axis], outLen = shapeOf(n.output(0))[axis], L = a.length;
+  int64_t outer = numElements(s, 0, axis), inner = numElements(s, axis + 1, s.size() - 1);
+  int64_t used = std::min(len, L); // input points read; the rest is zero padding
+  std::string t = typeOf(n.input(0));
+  c.body.line("// {}DFT along axis {}, length {}{}: {} -> {}; {} of {} input points read, sums in "
+              "double over the reference's twiddle table",
+              a.inverse ? "inverse " : "", a.axis, L, a.onesided ? ", one-sided" : "",
+              shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()), used, len);
+  std::string table = twiddleTable(c, L);
+  c.body.line("const double* tw_cos = (const double*){}; // cos, sin of 2 pi j / {}", table, L);
+  c.body.line("const double* tw_sin = tw_cos + {};", L);
+  std::string scratch = c.scratch(fmt::format("{} * sizeof(double)", 2 * used));
+  c.body.line("double* in_re = (double*){};", scratch);
+  c.body.line("double* in_im = in_re + {};", used);
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
+  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outer));
+  c.body.open(fmt::format("for (int64_t e = 0; e < {}; ++e)", inner));
+  c.body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", used));
+  c.body.line("const {}* p = x + ((o * {} + t) * {} + e) * {};", t, len, inner, ch);
+  c.body.line("in_re[t] = (double)p[0];");
+  c.body.line("in_im[t] = {};", ch == 2 ? "(double)p[1]" : "0.0");
+  c.body.close();
+  c.body.open(fmt::format("for (int64_t k = 0; k < {}; ++k)", outLen));
+  emitDftLine(c.body, L, used, a.inverse,
+              fmt::format("{0}* q = y + ((o * {1} + k) * {2} + e) * 2; q[0] = ({0})re; q[1] = "
+                          "({0})im;",
+                          t, outLen, inner));
+  c.body.close();
+  c.body.close();
+  c.body.close();
+}
+
+Support supportsSTFT(const Node& n) {
+  return requireF32OrF64Input(n);
+}
+
+void emitSTFT(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<STFTAttrs>();
+  const Shape& s = shapeOf(n.input(0));
+  const Shape& ys = shapeOf(n.output(0));
+  int64_t batch = s[0], len = s[1], ch = s[2], frames = ys[1], bins = ys[2], L = a.frameLength;
+  bool window = n.inputs().size() > 1 && n.input(1);
+  std::string t = typeOf(n.input(0));
+  c.body.line("// STFT {} -> {}: {} frames of {} samples every {}{}{}; DFT sums in double over the "
+              "reference's twiddle table",
+              shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()), frames, L,
+              a.frameStep, window ? ", windowed" : "", a.onesided ? ", one-sided" : "");
+  std::string table = twiddleTable(c, L);
+  c.body.line("const double* tw_cos = (const double*){}; // cos, sin of 2 pi j / {}", table, L);
+  c.body.line("const double* tw_sin = tw_cos + {};", L);
+  std::string scratch = c.scratch(fmt::format("{} * sizeof(double)", 2 * L));
+  c.body.line("double* in_re = (double*){};", scratch);
+  c.body.line("double* in_im = in_re + {};", L);
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  if (window) c.body.line("const {}* __restrict window = {};", t, c.inputs[1]);
+  c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
+  c.body.open(fmt::format("for (int64_t b = 0; b < {}; ++b)", batch));
+  c.body.open(fmt::format("for (int64_t f = 0; f < {}; ++f)", frames));
+  c.body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", L));
+  c.body.line("const {}* p = x + (b * {} + f * {} + t) * {};", t, len, a.frameStep, ch);
+  if (window) {
+    c.body.line("const double w = (double)window[t];");
+    c.body.line("in_re[t] = (double)p[0] * w;");
+    c.body.line("in_im[t] = {};", ch == 2 ? "(double)p[1] * w" : "0.0");
+  } else {
+    c.body.line("in_re[t] = (double)p[0];");
+    c.body.line("in_im[t] = {};", ch == 2 ? "(double)p[1]" : "0.0");
+  }
+  c.body.close();
+  c.body.open(fmt::format("for (int64_t k = 0; k < {}; ++k)", bins));
+  emitDftLine(c.body, L, L, false,
+              fmt::format("{0}* q = y + ((b * {1} + f) * {2} + k) * 2; q[0] = ({0})re; q[1] = "
+                          "({0})im;",
+                          t, frames, bins));
+  c.body.close();
+  c.body.close();
+  c.body.close();
+}
+
 } // namespace
 
 void addSignalLowerings(LoweringTable& t) {
@@ -449,6 +887,11 @@ void addSignalLowerings(LoweringTable& t) {
   t[OpKind::QLinearMatMul] = {supportsIntMatMul, emitIntMatMul, false};
   t[OpKind::ConvInteger] = {supportsIntConv, emitIntConv, false};
   t[OpKind::QLinearConv] = {supportsIntConv, emitIntConv, false};
+  t[OpKind::Col2Im] = {supportsCol2Im, emitCol2Im, false};
+  t[OpKind::GridSample] = {supportsGridSample, emitGridSample, false};
+  t[OpKind::RoiAlign] = {supportsRoiAlign, emitRoiAlign, false};
+  t[OpKind::DFT] = {supportsDFT, emitDFT, false};
+  t[OpKind::STFT] = {supportsSTFT, emitSTFT, false};
 }
 
 } // namespace triad::cpu
