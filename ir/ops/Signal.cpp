@@ -96,19 +96,6 @@ EvalFn windowEval(WindowKind kind) {
 
 // ---- DFT kernel --------------------------------------------------------------------------------
 
-// cos and sin of 2 pi j / n for j in [0, n).
-struct Twiddles {
-  std::vector<double> cos, sin;
-  explicit Twiddles(int64_t n) : cos(size_t(n)), sin(static_cast<size_t>(n)) {
-    for (int64_t j = 0; j < n; ++j) {
-      double x = 2.0 * std::numbers::pi * double(j) / double(n);
-      cos[size_t(j)] = std::cos(x);
-      sin[size_t(j)] = std::sin(x);
-    }
-  }
-  int64_t size() const { return int64_t(cos.size()); }
-};
-
 // out[k] = sum_{t < n} in[t] exp(-+2 pi i k t / L) for k in [0, m), (re, im) pairs; `n` <= L
 // input points (the rest is the zero padding). Inverse transforms use the + sign and 1/L.
 void dftLine(const double* inRe, const double* inIm, int64_t n, int64_t m, bool inverse,

@@ -8,6 +8,10 @@
 #include "ir/Attrs.h"
 #include "ir/OpDef.h"
 
+#include <cmath>
+#include <numbers>
+#include <vector>
+
 namespace triad::ir {
 
 /// HannWindow, HammingWindow, BlackmanWindow: `size` points of the window as `dtype`. With
@@ -73,5 +77,23 @@ struct MelWeightMatrixAttrs : AttrsOf<MelWeightMatrixAttrs> {
     f("dtype", dtypeName(dtype));
   }
 };
+
+namespace ops {
+
+/// The DFTs' twiddle table: cos and sin of 2 pi j / n for j in [0, n), in double. A transform
+/// of length n reads entry k * t mod n for output k and input point t.
+struct Twiddles {
+  std::vector<double> cos, sin;
+  explicit Twiddles(int64_t n) : cos(size_t(n)), sin(static_cast<size_t>(n)) {
+    for (int64_t j = 0; j < n; ++j) {
+      double x = 2.0 * std::numbers::pi * double(j) / double(n);
+      cos[size_t(j)] = std::cos(x);
+      sin[size_t(j)] = std::sin(x);
+    }
+  }
+  int64_t size() const { return int64_t(cos.size()); }
+};
+
+} // namespace ops
 
 } // namespace triad::ir

@@ -391,26 +391,10 @@ std::vector<TensorType> inferCol2Im(const InferContext& ctx) {
 void evalCol2Im(const EvalContext& ctx) {
   const auto& a = ctx.as<Col2ImAttrs>();
   const Tensor& X = ctx.in(0);
-  size_t nd = a.imageShape.size();
   std::vector<int64_t> blocks = col2imBlocks(a);
   int64_t K = product(a.blockShape), L = product(blocks), img = product(a.imageShape);
   int64_t NC = X.shape()[0] * (X.shape()[1] / K);
-  std::vector<int64_t> imgStrides = stridesOf(a.imageShape);
-
-  // For every (kernel offset k, block l) pair, the flat image position it adds to (-1: padding).
-  // Shared by all (n, c) planes.
-  std::vector<int64_t> target(size_t(K * L), -1);
-  forEachIndex(a.blockShape, [&](const std::vector<int64_t>& kIdx, int64_t k) {
-    forEachIndex(blocks, [&](const std::vector<int64_t>& lIdx, int64_t l) {
-      int64_t pos = 0;
-      for (size_t d = 0; d < nd; ++d) {
-        int64_t i = lIdx[d] * a.strides[d] - a.pads[d] + kIdx[d] * a.dilations[d];
-        if (i < 0 || i >= a.imageShape[d]) return;
-        pos += i * imgStrides[d];
-      }
-      target[size_t(k * L + l)] = pos;
-    });
-  });
+  std::vector<int64_t> target = col2imTargets(a);
 
   visitDType(X.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -617,6 +601,26 @@ void evalMVN(const EvalContext& ctx) {
 }
 
 } // namespace
+
+std::vector<int64_t> ops::col2imTargets(const Col2ImAttrs& a) {
+  size_t nd = a.imageShape.size();
+  std::vector<int64_t> blocks = col2imBlocks(a);
+  int64_t K = product(a.blockShape), L = product(blocks);
+  std::vector<int64_t> imgStrides = stridesOf(a.imageShape);
+  std::vector<int64_t> target(size_t(K * L), -1);
+  forEachIndex(a.blockShape, [&](const std::vector<int64_t>& kIdx, int64_t k) {
+    forEachIndex(blocks, [&](const std::vector<int64_t>& lIdx, int64_t l) {
+      int64_t pos = 0;
+      for (size_t d = 0; d < nd; ++d) {
+        int64_t i = lIdx[d] * a.strides[d] - a.pads[d] + kIdx[d] * a.dilations[d];
+        if (i < 0 || i >= a.imageShape[d]) return;
+        pos += i * imgStrides[d];
+      }
+      target[size_t(k * L + l)] = pos;
+    });
+  });
+  return target;
+}
 
 void registerVisionOps(OpTable& table) {
   table.add({.kind = OpKind::GridSample,

@@ -101,6 +101,13 @@ struct Col2ImAttrs : AttrsOf<Col2ImAttrs> {
   }
 };
 
+namespace ops {
+/// Col2Im's scatter table: for every (kernel offset k, sliding block l) pair, row-major
+/// [prod(blockShape), prod(blocks)], the flat image position the input column adds to, or -1
+/// where it falls into the padding. Shared by every (n, c) plane.
+std::vector<int64_t> col2imTargets(const Col2ImAttrs& a);
+} // namespace ops
+
 /// CenterCropPad: for each axes[i] (normalized, distinct), center-crop or zero-pad the input to
 /// sizes[i]. When the difference is odd, the crop keeps the extra element at the end and the
 /// pad puts the extra zero at the end. sizes comes from the `shape` operand (input 1).
