@@ -85,11 +85,16 @@ void emitAxisTableCopy(LowerContext& c, const Shape& out,
   for (const auto& t : tab)
     anyFill = anyFill || std::find(t.begin(), t.end(), -1) != t.end();
   std::vector<int64_t> outStride = stridesOf(out);
-  // Outer axes: one table each (element offset into the input, -1: fill).
+  // Outer axes: one table each (element offset into the input, -1: fill); an axis of one
+  // output coordinate that reads the input needs neither table nor loop.
+  std::vector<bool> folded(r, false);
   for (size_t d = 0; d + 1 < r; ++d)
-    b.line("static const int64_t src{}[] = {{{}}}; // axis {}: input offset per output "
-           "coordinate{}",
-           d, fmt::join(tab[d], ", "), d, anyFill ? " (-1: fill)" : "");
+    folded[d] = out[d] == 1 && tab[d][0] >= 0;
+  for (size_t d = 0; d + 1 < r; ++d)
+    if (!folded[d])
+      b.line("static const int64_t src{}[] = {{{}}}; // axis {}: input offset per output "
+             "coordinate{}",
+             d, fmt::join(tab[d], ", "), d, anyFill ? " (-1: fill)" : "");
   // Innermost axis: runs {output start, input start (-1: fill), length}.
   std::vector<std::array<int64_t, 3>> runs;
   const std::vector<int64_t>& last = tab[r - 1];
@@ -127,16 +132,25 @@ void emitAxisTableCopy(LowerContext& c, const Shape& out,
              elem);
     }
   }
-  std::string srcOff = "0";
+  std::string srcOff;
   std::string dst = "db";
+  int64_t constOff = 0;
+  int opened = 0;
   for (size_t d = 0; d + 1 < r; ++d) {
+    if (folded[d]) {
+      constOff += tab[d][0];
+      continue;
+    }
     b.open(fmt::format("for (int64_t o{0} = 0; o{0} < {1}; ++o{0})", d, out[d]));
+    ++opened;
     b.line("unsigned char* d{} = {} + o{} * {};", d, dst, d, outStride[d] * elem);
     bool hasFill = std::find(tab[d].begin(), tab[d].end(), -1) != tab[d].end();
     if (hasFill) b.line("if (src{0}[o{0}] < 0) {{ fill(d{0}, {1}); continue; }}", d, outStride[d]);
-    srcOff += fmt::format(" + src{0}[o{0}]", d);
+    srcOff += fmt::format("{}src{}[o{}]", srcOff.empty() ? "" : " + ", d, d);
     dst = fmt::format("d{}", d);
   }
+  if (constOff || srcOff.empty())
+    srcOff += fmt::format("{}{}", srcOff.empty() ? "" : " + ", constOff);
   b.line("const unsigned char* s = sb + ({}) * {};", srcOff, elem);
   b.open("for (const auto& run : runs)");
   if (anyFill)
@@ -147,7 +161,7 @@ void emitAxisTableCopy(LowerContext& c, const Shape& out,
     b.line("std::memcpy({} + run[0] * {}, s + run[1] * {}, size_t(run[2]) * {});", dst, elem, elem,
            elem);
   b.close();
-  for (size_t d = 0; d + 1 < r; ++d)
+  for (int i = 0; i < opened; ++i)
     b.close();
 }
 
