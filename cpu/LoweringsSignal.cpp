@@ -696,9 +696,11 @@ void emitRoiAlign(LowerContext& c) {
   if (a.samplingRatio > 0) {
     c.body.line("const int64_t grid_h = {0}, grid_w = {0}; // samples per bin", a.samplingRatio);
   } else {
-    c.body.line("// samples per bin: adaptive to the bin size");
-    c.body.line("const int64_t grid_h = (int64_t)std::ceil(roi_h / (real){});", PH);
-    c.body.line("const int64_t grid_w = (int64_t)std::ceil(roi_w / (real){});", PW);
+    c.body.line("// samples per bin: adaptive to the bin size (none for an empty, inverted or NaN "
+                "ROI)");
+    c.body.line("const real ext_h = roi_h / (real){}, ext_w = roi_w / (real){};", PH, PW);
+    c.body.line("const int64_t grid_h = ext_h > 0 ? (int64_t)std::ceil(ext_h) : 0;");
+    c.body.line("const int64_t grid_w = ext_w > 0 ? (int64_t)std::ceil(ext_w) : 0;");
   }
   if (avg) c.body.line("const real count = (real)std::max<int64_t>(grid_h * grid_w, 1);");
   c.body.line("real* yr = y + r * {}; // this ROI's output", Ch * PH * PW);
@@ -713,8 +715,8 @@ void emitRoiAlign(LowerContext& c) {
   c.body.open("for (int64_t ix = 0; ix < grid_w; ++ix)");
   c.body.line("const real xx = start_w + (real)pw * bin_w + ((real)ix + (real)0.5) * bin_w / "
               "(real)grid_w;");
-  c.body.line("// four corners and their weights; a sample outside the image contributes 0 (NaN "
-              "coordinates too: the reference's are undefined there)");
+  c.body.line("// four corners and their weights; a sample outside the image (or at a NaN "
+              "position) contributes 0");
   c.body.line("int64_t pos[4] = {{0, 0, 0, 0}};");
   c.body.line("real w[4] = {{0, 0, 0, 0}};");
   c.body.open(fmt::format("if (!(yy < (real)-1 || yy > (real){} || xx < (real)-1 || xx > (real){} "

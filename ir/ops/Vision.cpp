@@ -250,8 +250,11 @@ template <typename T> void roiAlignKernel(const EvalContext& ctx) {
     }
     C binH = roiH / C(PH), binW = roiW / C(PW);
     // Samples per bin in each direction: fixed, or adaptive to the bin size.
-    int64_t gridH = a.samplingRatio > 0 ? a.samplingRatio : int64_t(std::ceil(roiH / C(PH)));
-    int64_t gridW = a.samplingRatio > 0 ? a.samplingRatio : int64_t(std::ceil(roiW / C(PW)));
+    // An empty, inverted or NaN ROI (possible with half_pixel) has no adaptive samples: its
+    // bins are 0, as in ONNX Runtime.
+    auto adaptive = [](C extent) { return extent > C(0) ? int64_t(std::ceil(extent)) : 0; };
+    int64_t gridH = a.samplingRatio > 0 ? a.samplingRatio : adaptive(roiH / C(PH));
+    int64_t gridW = a.samplingRatio > 0 ? a.samplingRatio : adaptive(roiW / C(PW));
     C count = C(std::max<int64_t>(gridH * gridW, 1));
 
     // Sample positions and weights are the same for every channel: compute them once,
@@ -265,7 +268,8 @@ template <typename T> void roiAlignKernel(const EvalContext& ctx) {
           for (int64_t ix = 0; ix < gridW; ++ix) {
             C xx = startW + C(pw) * binW + (C(ix) + C(0.5)) * binW / C(gridW);
             BilinearSample<C> s;
-            if (yy < C(-1) || yy > C(H) || xx < C(-1) || xx > C(W)) { // outside: contributes 0
+            // Outside (or NaN): contributes 0.
+            if (!(yy >= C(-1) && yy <= C(H) && xx >= C(-1) && xx <= C(W))) {
               samples.push_back(s);
               continue;
             }

@@ -114,6 +114,25 @@ TEST(VisionOps, RoiAlignShapeAndDiagnostics) {
             ErrorKind::Runtime);
 }
 
+TEST(VisionOps, RoiAlignInvertedOrNaNRoiIsZeroNotACrash) {
+  // half_pixel keeps inverted ROIs as they are; with adaptive sampling both counts would be
+  // negative (their product positive): such a ROI has no samples and its bins are 0, as in
+  // ONNX Runtime. A NaN ROI likewise.
+  Tensor x = iota({1, 2, 6, 6});
+  Tensor rois = f32({2, 4}, {5, 5, 1, 1, NAN, 0, 3, 3});
+  Tensor idx = i64({0, 0});
+  for (const char* mode : {"avg", "max"}) {
+    Tensor y = run(OpKind::RoiAlign, {&x, &rois, &idx},
+                   LiteralAttrs({{"output_height", int64_t(2)},
+                                 {"output_width", int64_t(2)},
+                                 {"mode", std::string(mode)}}),
+                   16);
+    ASSERT_EQ(y.numElements(), 16);
+    for (int64_t i = 0; i < 16; ++i)
+      EXPECT_EQ(y.getDouble(i), 0.0) << mode << " at " << i;
+  }
+}
+
 TEST(VisionOps, RoiAlignAveragesBilinearSamples) {
   // X[h, w] = w: bilinear sampling is exact, so each bin's average is the mean of its sample
   // x-coordinates. ROI x in [0, 4] with half_pixel -> [-0.5, 3.5]; 2 bins of width 2 with 2
