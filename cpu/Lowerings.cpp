@@ -840,7 +840,8 @@ void emitPoolGeneric(LowerContext& c) {
     c.body.line("const int32_t* __restrict divisor = (const int32_t*){}; // per output position: "
                 "taps inside the input and its pads",
                 c.data(int32Bytes(ops::paddedWindowCounts(a, inSp, outSp))));
-  c.body.open(fmt::format("for (int64_t plane = 0; plane < {}; ++plane)", planes));
+  c.body.open(fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t plane)", planes,
+                          2 * outSize * taps));
   c.body.line("const {}* xp = x + plane * {};", t, inSize);
   c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outSize));
   c.body.line("const int32_t* win = window + o * {};", taps);
@@ -869,7 +870,7 @@ void emitPoolGeneric(LowerContext& c) {
     if (padded) c.body.line("(void)count;");
   }
   c.body.close();
-  c.body.close();
+  c.body.close("});");
 }
 
 void emitPool(LowerContext& c) {
@@ -942,7 +943,8 @@ void emitSoftmaxGeneric(LowerContext& c) {
   if (outer * len * inner == 0) return;
   c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
   c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
-  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outer));
+  c.body.open(
+      fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t o)", outer, 20 * len * inner));
   c.body.open(fmt::format("for (int64_t i = 0; i < {}; ++i)", inner));
   c.body.line("const int64_t base = o * {} + i;", len * inner);
   c.body.line("double mx = -INFINITY;");
@@ -963,7 +965,7 @@ void emitSoftmaxGeneric(LowerContext& c) {
                 len, inner, t);
   }
   c.body.close();
-  c.body.close();
+  c.body.close("});");
 }
 
 void emitSoftmax(LowerContext& c) {
@@ -1033,7 +1035,7 @@ void emitBatchNormRuntime(LowerContext& c) {
   if (N * C * inner == 0) return;
   c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
   c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
-  c.body.open(fmt::format("for (int64_t ch = 0; ch < {}; ++ch)", C));
+  c.body.open(fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t ch)", C, 2 * N * inner));
   c.body.line("const double inv = 1.0 / std::sqrt((double){}[ch] + (double){});", c.inputs[4],
               floatLiteral(n.attrs<NormAttrs>().epsilon));
   c.body.line("const double scale = {}[ch], shift = {}[ch], mean = {}[ch];", c.inputs[1],
@@ -1044,7 +1046,7 @@ void emitBatchNormRuntime(LowerContext& c) {
               "inv * scale + shift);",
               inner, t);
   c.body.close();
-  c.body.close();
+  c.body.close("});");
 }
 
 void emitBatchNorm(LowerContext& c) {

@@ -54,7 +54,7 @@ void emitInstanceNorm(LowerContext& c) {
   c.body.line("const {}* __restrict scale = {};", t, c.inputs[1]);
   c.body.line("const {}* __restrict bias = {};", t, c.inputs[2]);
   c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
-  c.body.open(fmt::format("for (int64_t plane = 0; plane < {}; ++plane)", N * C));
+  c.body.open(fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t plane)", N * C, 4 * inner));
   c.body.line("const int64_t ch = plane % {};", C);
   c.body.line("const {}* xp = x + plane * {};", t, inner);
   c.body.line("{}* yp = y + plane * {};", t, inner);
@@ -68,7 +68,7 @@ void emitInstanceNorm(LowerContext& c) {
   c.body.line("for (int64_t i = 0; i < {}; ++i) yp[i] = ({})(((double)xp[i] - mean) * inv * "
               "(double)scale[ch] + (double)bias[ch]);",
               inner, t);
-  c.body.close();
+  c.body.close("});");
 }
 
 // --- GroupNormalization -------------------------------------------------------------------------
@@ -92,7 +92,8 @@ void emitGroupNorm(LowerContext& c) {
   c.body.line("const {}* __restrict scale = {};", t, c.inputs[1]);
   c.body.line("const {}* __restrict bias = {};", t, c.inputs[2]);
   c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
-  c.body.open(fmt::format("for (int64_t ng = 0; ng < {}; ++ng)", N * G));
+  c.body.open(
+      fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t ng)", N * G, 4 * groupSize));
   c.body.line("const int64_t g = ng % {};", G);
   c.body.line("const {}* xp = x + ng * {};", t, groupSize);
   c.body.line("{}* yp = y + ng * {};", t, groupSize);
@@ -110,7 +111,7 @@ void emitGroupNorm(LowerContext& c) {
   c.body.line("yp[i] = ({})(((double)xp[i] - mean) * inv * (double)scale[p] + (double)bias[p]);",
               t);
   c.body.close();
-  c.body.close();
+  c.body.close("});");
 }
 
 // --- LRN ----------------------------------------------------------------------------------------
@@ -130,8 +131,9 @@ void emitLRN(LowerContext& c) {
   c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
   c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
   c.body.line("const double scale = (double){} / {}.0;", floatLiteral(a.alpha), a.size);
-  c.body.open(fmt::format("for (int64_t b = 0; b < {}; ++b)", N));
-  c.body.open(fmt::format("for (int64_t ch = 0; ch < {}; ++ch)", C));
+  c.body.open(fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t plane)", N * C,
+                          inner * (a.size + 20)));
+  c.body.line("const int64_t b = plane / {}, ch = plane % {};", C, C);
   c.body.line("const int64_t lo = ch - {0} < 0 ? 0 : ch - {0};", before);
   c.body.line("const int64_t hi = ch + {0} > {1} ? {1} : ch + {0};", after, C - 1);
   c.body.open(fmt::format("for (int64_t i = 0; i < {}; ++i)", inner));
@@ -143,8 +145,7 @@ void emitLRN(LowerContext& c) {
   c.body.line("y[at] = ({})((double)x[at] / std::pow((double){} + scale * sq, (double){}));", t,
               floatLiteral(a.bias), floatLiteral(a.beta));
   c.body.close();
-  c.body.close();
-  c.body.close();
+  c.body.close("});");
 }
 
 // --- MeanVarianceNormalization ------------------------------------------------------------------
@@ -171,8 +172,11 @@ void emitMVN(LowerContext& c) {
   DimList red = mergedDims(x, reduced), keep = mergedDims(x, kept);
   c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
   c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
-  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", groups));
-  c.body.line("const int64_t base = {};", offsetOf("o", keep));
+  c.body.open(fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t o)", groups, 4 * count));
+  if (keep.empty())
+    c.body.line("const int64_t base = 0; (void)o; // one group: every dim is normalized");
+  else
+    c.body.line("const int64_t base = {};", offsetOf("o", keep));
   std::string at = "base + " + offsetOf("r", red);
   c.body.line("double sum = 0, sq = 0;");
   c.body.line("for (int64_t r = 0; r < {}; ++r) sum += (double)x[{}];", count, at);
@@ -183,7 +187,7 @@ void emitMVN(LowerContext& c) {
   c.body.line("const double den = std::sqrt(sq / {}.0) + 1e-9;", count);
   c.body.line("for (int64_t r = 0; r < {0}; ++r) y[{1}] = ({2})(((double)x[{1}] - mean) / den);",
               count, at, t);
-  c.body.close();
+  c.body.close("});");
 }
 
 // --- MaxUnpool ----------------------------------------------------------------------------------
