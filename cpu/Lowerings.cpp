@@ -754,18 +754,128 @@ void emitConvTranspose(LowerContext& c) {
 
 // --- Pooling ------------------------------------------------------------------------------------
 
-Support supportsPool(const Node& n) {
-  if (auto s = requireF32(n); !s.ok) return s;
-  if (shapeOf(n.input(0)).size() != 4) return no("only 2-D pooling is compiled");
-  if (n.outputs().size() > 1) return no("the Indices output is not compiled");
+/// The run-time 2-D float kernels (max_pool2d, avg_pool2d) cover this node.
+bool fastPool2d(const Node& n) {
+  if (!allF32(n) || shapeOf(n.input(0)).size() != 4 || n.outputs().size() > 1) return false;
   const auto& a = n.attrs<PoolAttrs>();
-  if (n.kind() == OpKind::AveragePool && (a.dilations[0] != 1 || a.dilations[1] != 1))
-    return no("dilated average pooling is not compiled");
+  return n.kind() == OpKind::MaxPool || (a.dilations[0] == 1 && a.dilations[1] == 1);
+}
+
+Support supportsPool(const Node& n) {
+  if (fastPool2d(n)) return {};
+  // Any other pool: a generated loop over the reference's window table.
+  if (n.kind() == OpKind::MaxPool) {
+    if (auto s = requireInput0(n, {DType::F32, DType::F64, DType::I8, DType::U8}); !s.ok) return s;
+  } else if (auto s = requireF32OrF64Input(n); !s.ok) {
+    return s;
+  }
+  const Shape& x = shapeOf(n.input(0));
+  if (numElements(x, 2) >= (int64_t(1) << 31)) return no("input planes of 2^31 elements or more");
+  int64_t table = numElements(n.attrs<PoolAttrs>().kernel) * numElements(shapeOf(n.output(0)), 2);
+  if (table > (int64_t(1) << 26)) return no("window table of 2^26 entries or more");
   return {};
+}
+
+/// `v` as int32 bytes (compile-time tables stored with the weights).
+std::vector<uint8_t> int32Bytes(const std::vector<int64_t>& v) {
+  std::vector<uint8_t> bytes(v.size() * sizeof(int32_t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    int32_t e = int32_t(v[i]);
+    std::memcpy(bytes.data() + i * sizeof(int32_t), &e, sizeof e);
+  }
+  return bytes;
+}
+
+/// N-d pooling of any supported dtype (and MaxPool's Indices output): per [n, c] plane and
+/// output position, a loop over the window's taps read from the reference's table
+/// (ops::windowIndexTable: input offset per tap, -1 in padding). Max compares in double with a
+/// strict '>' (the first maximum in window order wins); average sums in double and divides by
+/// the valid count, or with count_include_pad by ops::paddedWindowCounts.
+void emitPoolGeneric(LowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<PoolAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  const Shape& y = shapeOf(n.output(0));
+  Shape inSp(x.begin() + 2, x.end()), outSp(y.begin() + 2, y.end());
+  int64_t planes = x[0] * x[1], inSize = numElements(inSp), outSize = numElements(outSp);
+  int64_t taps = numElements(a.kernel);
+  bool isMax = n.kind() == OpKind::MaxPool;
+  bool indices = isMax && n.outputs().size() > 1;
+  DType dt = n.input(0)->type().dtype;
+  std::string t = cppTypeName(dt);
+  std::string extra;
+  if (a.ceilMode) extra += ", ceil_mode";
+  if (!isMax && a.countIncludePad) extra += ", count_include_pad";
+  if (indices) extra += a.storageOrder == 1 ? ", Indices column-major" : ", Indices row-major";
+  c.body.line("// {} {}-D: kernel [{}], strides [{}], dilations [{}], pads [{}]{}: {} -> {}",
+              opKindName(n.kind()), inSp.size(), fmt::join(a.kernel, ", "),
+              fmt::join(a.strides, ", "), fmt::join(a.dilations, ", "), fmt::join(a.pads, ", "),
+              extra, shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()));
+  if (outSize == 0 || planes == 0) return;
+  // The reference's table is [tap][output position]; stored transposed, one window per row.
+  std::vector<int64_t> src =
+      ops::windowIndexTable(outSp, inSp, a.kernel, a.strides, a.dilations, a.pads);
+  std::vector<int64_t> windows(src.size());
+  for (int64_t tap = 0; tap < taps; ++tap)
+    for (int64_t o = 0; o < outSize; ++o)
+      windows[size_t(o * taps + tap)] = src[size_t(tap * outSize + o)];
+  c.body.line("const int32_t* __restrict window = (const int32_t*){}; // [output position][tap] "
+              "-> input offset in the plane, -1 in padding",
+              c.data(int32Bytes(windows)));
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
+  if (indices) {
+    c.body.line("int64_t* __restrict ind = {};", c.outputs[1]);
+    if (a.storageOrder == 1) {
+      std::vector<int64_t> cm(static_cast<size_t>(inSize));
+      for (int64_t i = 0; i < inSize; ++i)
+        cm[size_t(i)] = ops::columnMajor(i, inSp);
+      c.body.line("const int32_t* __restrict column_major = (const int32_t*){}; // row-major "
+                  "offset in the plane -> column-major",
+                  c.data(int32Bytes(cm)));
+    }
+  }
+  bool padded = !isMax && a.countIncludePad;
+  if (padded)
+    c.body.line("const int32_t* __restrict divisor = (const int32_t*){}; // per output position: "
+                "taps inside the input and its pads",
+                c.data(int32Bytes(ops::paddedWindowCounts(a, inSp, outSp))));
+  c.body.open(fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t plane)", planes,
+                          2 * outSize * taps));
+  c.body.line("const {}* xp = x + plane * {};", t, inSize);
+  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outSize));
+  c.body.line("const int32_t* win = window + o * {};", taps);
+  if (isMax) {
+    c.body.line("double best = 0;");
+    c.body.line("int64_t arg = -1;");
+    c.body.open(fmt::format("for (int64_t tap = 0; tap < {}; ++tap)", taps));
+    c.body.line("if (win[tap] >= 0 && (arg < 0 || (double)xp[win[tap]] > best)) {{ best = "
+                "(double)xp[win[tap]]; arg = win[tap]; }}");
+    c.body.close();
+    std::string lowest = dt == DType::F32 || dt == DType::F64
+                             ? std::string("-INFINITY")
+                             : fmt::format("std::numeric_limits<{}>::lowest()", t);
+    c.body.line("y[plane * {} + o] = arg < 0 ? ({}){} : xp[arg];", outSize, t, lowest);
+    if (indices)
+      c.body.line("ind[plane * {} + o] = arg < 0 ? -1 : plane * {} + {};", outSize, inSize,
+                  a.storageOrder == 1 ? "column_major[arg]" : "arg");
+  } else {
+    c.body.line("double sum = 0;");
+    c.body.line("int64_t count = 0;");
+    c.body.line("for (int64_t tap = 0; tap < {}; ++tap) if (win[tap] >= 0) {{ sum += "
+                "(double)xp[win[tap]]; ++count; }}",
+                taps);
+    c.body.line("y[plane * {} + o] = ({})(sum / (double){});", outSize, t,
+                padded ? "divisor[o]" : "count");
+    if (padded) c.body.line("(void)count;");
+  }
+  c.body.close();
+  c.body.close("});");
 }
 
 void emitPool(LowerContext& c) {
   const Node& n = c.node;
+  if (!fastPool2d(n)) return emitPoolGeneric(c);
   const auto& a = n.attrs<PoolAttrs>();
   const Shape& x = shapeOf(n.input(0));
   const Shape& y = shapeOf(n.output(0));
@@ -798,17 +908,68 @@ void emitGlobalPool(LowerContext& c) {
 
 // --- Softmax, LogSoftmax, LayerNormalization, BatchNormalization ---------------------------------
 
-Support supportsSoftmax(const Node& n) {
-  if (auto s = requireF32(n); !s.ok) return s;
+/// The run-time row kernels (softmax_rows, log_softmax_rows) cover this node: float32 over
+/// trailing axes.
+bool rowSoftmax(const Node& n) {
+  if (!allF32(n)) return false;
   const auto& axes = n.attrs<SoftmaxAttrs>().axes;
   size_t r = shapeOf(n.input(0)).size();
   for (size_t i = 0; i < axes.size(); ++i)
-    if (axes[i] != int64_t(r - axes.size() + i))
-      return no("softmax over non-trailing axes is not compiled");
-  return axes.empty() ? no("scalar softmax") : Support{};
+    if (axes[i] != int64_t(r - axes.size() + i)) return false;
+  return !axes.empty();
+}
+
+Support supportsSoftmax(const Node& n) {
+  if (rowSoftmax(n)) return {};
+  return requireF32OrF64Input(n); // any axes: a generated loop in double
+}
+
+/// Softmax / LogSoftmax over any contiguous axes, as the reference computes it: X viewed as
+/// [outer, len, inner], the op along len, in double (max, sum of exp(x - max), then
+/// exp(x - max) / sum or x - max - log(sum)).
+void emitSoftmaxGeneric(LowerContext& c) {
+  const Node& n = c.node;
+  const Shape& s = shapeOf(n.input(0));
+  const auto& axes = n.attrs<SoftmaxAttrs>().axes;
+  size_t first = axes.empty() ? s.size() : size_t(axes.front());
+  size_t last = axes.empty() ? s.size() : size_t(axes.back()) + 1;
+  int64_t outer = numElements(s, 0, first), len = numElements(s, first, last);
+  int64_t inner = numElements(s, last, s.size());
+  bool isLog = n.kind() == OpKind::LogSoftmax;
+  std::string t = cppTypeName(n.input(0)->type().dtype);
+  c.body.line("// {} over axes [{}] of {}: [outer, len, inner] = [{}, {}, {}], in double",
+              opKindName(n.kind()), fmt::join(axes, ", "), shapeComment(n.input(0)->type()), outer,
+              len, inner);
+  if (outer * len * inner == 0) return;
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
+  c.body.open(
+      fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t o)", outer, 20 * len * inner));
+  c.body.open(fmt::format("for (int64_t i = 0; i < {}; ++i)", inner));
+  c.body.line("const int64_t base = o * {} + i;", len * inner);
+  c.body.line("double mx = -INFINITY;");
+  c.body.line("for (int64_t j = 0; j < {0}; ++j) if ((double)x[base + j * {1}] > mx || j == 0) "
+              "mx = (double)x[base + j * {1}];",
+              len, inner);
+  c.body.line("double sum = 0;");
+  c.body.line("for (int64_t j = 0; j < {}; ++j) sum += std::exp((double)x[base + j * {}] - mx);",
+              len, inner);
+  if (isLog) {
+    c.body.line("const double log_sum = std::log(sum);");
+    c.body.line("for (int64_t j = 0; j < {0}; ++j) y[base + j * {1}] = ({2})((double)x[base + j "
+                "* {1}] - mx - log_sum);",
+                len, inner, t);
+  } else {
+    c.body.line("for (int64_t j = 0; j < {0}; ++j) y[base + j * {1}] = ({2})(std::exp((double)x["
+                "base + j * {1}] - mx) / sum);",
+                len, inner, t);
+  }
+  c.body.close();
+  c.body.close("});");
 }
 
 void emitSoftmax(LowerContext& c) {
+  if (!rowSoftmax(c.node)) return emitSoftmaxGeneric(c);
   const Shape& x = shapeOf(c.node.input(0));
   size_t first = size_t(c.node.attrs<SoftmaxAttrs>().axes.front());
   const char* fn = c.node.kind() == OpKind::Softmax ? "softmax_rows" : "log_softmax_rows";
@@ -839,15 +1000,58 @@ void emitLayerNorm(LowerContext& c) {
               stat(1), stat(2));
 }
 
-Support supportsBatchNorm(const Node& n) {
-  if (auto s = requireF32(n); !s.ok) return s;
+/// Constant float32 statistics: folded into a per-channel scale and shift at creation.
+bool constBatchNorm(const Node& n) {
+  if (!allF32(n)) return false;
   for (size_t i = 1; i < 5; ++i)
-    if (!n.input(i)->isConstant()) return no("scale, bias, mean and variance must be constant");
-  return shapeOf(n.input(0)).size() >= 2 ? Support{} : no("input needs a channel dim");
+    if (!n.input(i)->isConstant()) return false;
+  return true;
+}
+
+Support supportsBatchNorm(const Node& n) {
+  if (shapeOf(n.input(0)).size() < 2) return no("input needs a channel dim");
+  if (constBatchNorm(n)) return {};
+  // Statistics computed by the graph (or float64): per channel at run time, in double.
+  if (auto s = requireF32OrF64Input(n); !s.ok) return s;
+  for (size_t i = 1; i < 5; ++i) {
+    DType t = n.input(i)->type().dtype;
+    if (t != DType::F32 && t != DType::F64)
+      return no(
+          fmt::format("BatchNormalization input {} of type {} is not compiled", i, dtypeName(t)));
+  }
+  return {};
+}
+
+/// BatchNormalization with statistics that are graph inputs: the reference's formula per element,
+/// (x - mean) * (1 / sqrt(var + epsilon)) * scale + B, in double.
+void emitBatchNormRuntime(LowerContext& c) {
+  const Node& n = c.node;
+  const Shape& x = shapeOf(n.input(0));
+  int64_t N = x[0], C = x[1], inner = numElements(x, 2);
+  std::string t = cppTypeName(n.input(0)->type().dtype);
+  c.body.line("// BatchNormalization (epsilon {}) of {}: scale, B, mean and var are inputs, "
+              "applied per channel in double",
+              floatLiteral(n.attrs<NormAttrs>().epsilon), shapeComment(n.input(0)->type()));
+  if (N * C * inner == 0) return;
+  c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
+  c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
+  c.body.open(fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t ch)", C, 2 * N * inner));
+  c.body.line("const double inv = 1.0 / std::sqrt((double){}[ch] + (double){});", c.inputs[4],
+              floatLiteral(n.attrs<NormAttrs>().epsilon));
+  c.body.line("const double scale = {}[ch], shift = {}[ch], mean = {}[ch];", c.inputs[1],
+              c.inputs[2], c.inputs[3]);
+  c.body.open(fmt::format("for (int64_t b = 0; b < {}; ++b)", N));
+  c.body.line("const int64_t base = (b * {} + ch) * {};", C, inner);
+  c.body.line("for (int64_t i = 0; i < {}; ++i) y[base + i] = ({})(((double)x[base + i] - mean) * "
+              "inv * scale + shift);",
+              inner, t);
+  c.body.close();
+  c.body.close("});");
 }
 
 void emitBatchNorm(LowerContext& c) {
   const Node& n = c.node;
+  if (!constBatchNorm(n)) return emitBatchNormRuntime(c);
   const Shape& x = shapeOf(n.input(0));
   int64_t C = x[1], inner = numElements(x, 2), outer = x[0];
   std::string ab = "bn_" + c.ident;

@@ -137,6 +137,10 @@ std::shared_ptr<const Attrs> parseEinsum(const ParseContext& ctx) {
   return a;
 }
 
+} // namespace
+
+namespace ops {
+
 /// Size of every label id (-1: unused) given the input shapes; dims of size 1 broadcast across
 /// inputs, a label repeated within one input needs equal dims.
 std::vector<int64_t> einsumLabelSizes(const EinsumAttrs& a, const std::vector<Shape>& shapes) {
@@ -162,6 +166,10 @@ std::vector<int64_t> einsumLabelSizes(const EinsumAttrs& a, const std::vector<Sh
   }
   return size;
 }
+
+} // namespace ops
+
+namespace {
 
 std::vector<TensorType> inferEinsum(const InferContext& ctx) {
   const auto& a = ctx.as<EinsumAttrs>();

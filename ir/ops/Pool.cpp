@@ -10,6 +10,46 @@
 namespace triad::ir {
 using namespace ops;
 
+namespace ops {
+
+/// Column-major offset of the row-major offset `rowMajor` within a plane of shape `sp`.
+int64_t columnMajor(int64_t rowMajor, const Shape& sp) {
+  int64_t out = 0, scale = 1;
+  std::vector<int64_t> strides = stridesOf(sp);
+  for (size_t d = 0; d < sp.size(); ++d) {
+    out += (rowMajor / strides[d]) % sp[d] * scale;
+    scale *= sp[d];
+  }
+  return out;
+}
+
+/// Per output position: the number of window taps inside the input plus its explicit pads
+/// (AveragePool's divisor with count_include_pad).
+std::vector<int64_t> paddedWindowCounts(const PoolAttrs& a, const Shape& inSp, const Shape& outSp) {
+  size_t k = inSp.size();
+  std::vector<std::vector<int64_t>> perDim(k);
+  for (size_t d = 0; d < k; ++d)
+    for (int64_t o = 0; o < outSp[d]; ++o) {
+      int64_t n = 0;
+      for (int64_t t = 0; t < a.kernel[d]; ++t) {
+        int64_t pos = o * a.strides[d] + t * a.dilations[d]; // in padded coordinates
+        if (pos < inSp[d] + a.pads[d] + a.pads[d + k]) ++n;
+      }
+      perDim[d].push_back(n);
+    }
+  std::vector<int64_t> counts(size_t(numElements(outSp)));
+  std::vector<int64_t> strides = stridesOf(outSp);
+  for (size_t o = 0; o < counts.size(); ++o) {
+    int64_t c = 1;
+    for (size_t d = 0; d < k; ++d)
+      c *= perDim[d][size_t((int64_t(o) / strides[d]) % outSp[d])];
+    counts[o] = c;
+  }
+  return counts;
+}
+
+} // namespace ops
+
 namespace {
 
 Shape spatialOf(const Shape& s) {
@@ -91,17 +131,6 @@ std::vector<TensorType> inferPool(const InferContext& ctx, OpKind kind) {
   return types;
 }
 
-/// Column-major offset of the row-major offset `rowMajor` within a plane of shape `sp`.
-int64_t columnMajor(int64_t rowMajor, const Shape& sp) {
-  int64_t out = 0, scale = 1;
-  std::vector<int64_t> strides = stridesOf(sp);
-  for (size_t d = 0; d < sp.size(); ++d) {
-    out += (rowMajor / strides[d]) % sp[d] * scale;
-    scale *= sp[d];
-  }
-  return out;
-}
-
 template <typename T> T lowestValue() {
   if constexpr (std::is_same_v<T, Half>)
     return Half(-std::numeric_limits<float>::infinity());
@@ -156,31 +185,6 @@ void evalMaxPool(const EvalContext& ctx) {
     else
       maxPoolKernel<T>(ctx);
   });
-}
-
-/// Per output position: the number of window taps inside the input plus its explicit pads
-/// (AveragePool's divisor with count_include_pad).
-std::vector<int64_t> paddedWindowCounts(const PoolAttrs& a, const Shape& inSp, const Shape& outSp) {
-  size_t k = inSp.size();
-  std::vector<std::vector<int64_t>> perDim(k);
-  for (size_t d = 0; d < k; ++d)
-    for (int64_t o = 0; o < outSp[d]; ++o) {
-      int64_t n = 0;
-      for (int64_t t = 0; t < a.kernel[d]; ++t) {
-        int64_t pos = o * a.strides[d] + t * a.dilations[d]; // in padded coordinates
-        if (pos < inSp[d] + a.pads[d] + a.pads[d + k]) ++n;
-      }
-      perDim[d].push_back(n);
-    }
-  std::vector<int64_t> counts(size_t(numElements(outSp)));
-  std::vector<int64_t> strides = stridesOf(outSp);
-  for (size_t o = 0; o < counts.size(); ++o) {
-    int64_t c = 1;
-    for (size_t d = 0; d < k; ++d)
-      c *= perDim[d][size_t((int64_t(o) / strides[d]) % outSp[d])];
-    counts[o] = c;
-  }
-  return counts;
 }
 
 // AveragePool and LpPool: a sum over the valid taps, then a per-position finish.

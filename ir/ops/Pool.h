@@ -36,4 +36,16 @@ struct PoolAttrs : AttrsOf<PoolAttrs> {
   }
 };
 
+namespace ops {
+
+/// Column-major offset of the row-major offset `rowMajor` within a plane of shape `sp`
+/// (MaxPool's Indices with storage_order 1).
+int64_t columnMajor(int64_t rowMajor, const Shape& sp);
+
+/// Per output position: the number of window taps inside the input plus its explicit pads
+/// (AveragePool's divisor with count_include_pad).
+std::vector<int64_t> paddedWindowCounts(const PoolAttrs& a, const Shape& inSp, const Shape& outSp);
+
+} // namespace ops
+
 } // namespace triad::ir

@@ -160,4 +160,12 @@ struct EinsumAttrs : AttrsOf<EinsumAttrs> {
   }
 };
 
+namespace ops {
+
+/// Size of every label id of an Einsum (-1: unused) given its input shapes; dims of size 1
+/// broadcast across inputs, a label repeated within one input needs equal dims.
+std::vector<int64_t> einsumLabelSizes(const EinsumAttrs& a, const std::vector<Shape>& shapes);
+
+} // namespace ops
+
 } // namespace triad::ir
