@@ -656,6 +656,7 @@ GeneratedCode Generator::run() {
   src.open(fmt::format("int {}_run(void* model, const void* const* in, void* const* out)", P));
   src.line("State& m = *static_cast<State*>(model);");
   src.line("m.error[0] = 0;");
+  src.line("(void)in; (void)out; // unused when every output is a constant");
   src.line("// The run-time's thread setting is process-wide (shared by every loaded model).");
   src.line("triad_rt::set_num_threads(m.threads);");
   src.raw(runBody_.text());

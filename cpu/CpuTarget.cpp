@@ -85,13 +85,13 @@ int main(int argc, char** argv) {{
   const char* path = argc > 1 ? argv[1] : "{0}.weights";
   FILE* f = std::fopen(path, "rb");
   if (!f) {{ std::fprintf(stderr, "cannot open %s\n", path); return 1; }}
-  size_t n = {0}_weights_bytes();
+  size_t n = {1}_weights_bytes();
   unsigned char* w = static_cast<unsigned char*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
   if (std::fread(w, 1, n, f) != n) {{ std::fprintf(stderr, "%s is truncated\n", path); return 1; }}
   std::fclose(f);
-  void* model = {0}_create(w, 1, nullptr, nullptr);
+  void* model = {1}_create(w, 1, nullptr, nullptr);
 )",
-                  prefix);
+                  stem, prefix);
   main += "  // One dense buffer per input and output, in graph order.\n";
   main += "  std::vector<std::vector<unsigned char>> in_buf, out_buf;\n";
   for (const auto& [bytes, isIn] : code.ioBytes)
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {{
       dir / "Makefile",
       fmt::format("CXX ?= c++\nCXXFLAGS ?= -std=c++17 -O3 -march=native -pthread\n\n{0}: main.cpp "
                   "{0}.cpp {0}.h triad_kernels.h\n\t$(CXX) $(CXXFLAGS) main.cpp {0}.cpp -o {0}\n",
-                  prefix));
+                  stem));
 }
 
 BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts) {

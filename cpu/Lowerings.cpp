@@ -1123,6 +1123,7 @@ void emitSplit(LowerContext& c) {
   const Shape& x = shapeOf(n.input(0));
   int64_t outer = numElements(x, 0, axis), elem = elemBytes(n.input(0));
   int64_t xrow = numElements(x, axis) * elem;
+  if (xrow == 0) return; // every output is empty
   c.body.line("const unsigned char* sb = (const unsigned char*){};", c.inputs[0]);
   c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outer));
   int64_t off = 0;
