@@ -1018,7 +1018,7 @@ Support nativeSupport(const Node& n) {
   if (isViewOp(n.kind())) return {};
   if (n.kind() == OpKind::Expand) return {};
   if (const Lowering* l = findLowering(n.kind())) return l->supports ? l->supports(n) : Support{};
-  if (hasScalarExpr(n)) return {};
+  if (hasScalarExpr(n, ScalarTypes::all())) return {};
   for (Value* v : n.inputs())
     if (v && v->type().dtype != DType::F32)
       return no(fmt::format("no CPU lowering for {} with {} inputs", opKindName(n.kind()),
@@ -1033,7 +1033,8 @@ FusionPolicy cpuFusionPolicy() {
     return l && l->anchor && nativeSupport(n).ok;
   };
   p.isFusableElementwise = [](const Node& n) {
-    return (hasScalarExpr(n) && !findLowering(n.kind())) || n.kind() == OpKind::Expand;
+    return (hasScalarExpr(n, ScalarTypes::all()) && !findLowering(n.kind())) ||
+           n.kind() == OpKind::Expand;
   };
   p.isFusableView = [](const Node& n) { return isViewOp(n.kind()); };
   return p;
