@@ -222,13 +222,8 @@ std::string modExpr(const Node& n, Operands o) {
     if (fmodMode) return r;
     return fmt::format("({0} != 0.0f && ({0} < 0.0f) != ({1} < 0.0f) ? {0} + {1} : {0})", r, b);
   }
-  std::string T = cppTypeName(t);
-  std::string r = fmt::format("(({})({} % {}))", T, a, b);
-  if (dtypeBit(t) == kUnsigned) return fmt::format("({1} == 0 ? ({0})0 : {2})", T, b, r);
-  if (fmodMode) return fmt::format("({1} == 0 || {1} == -1 ? ({0})0 : {2})", T, b, r);
-  return fmt::format("({1} == 0 || {1} == -1 ? ({0})0 : {2} != 0 && ({2} < 0) != ({1} < 0) ? "
-                     "({0})({3} % {1} + {1}) : {2})",
-                     T, b, r, a);
+  return fmt::format("triad_rt::int_mod<{}, {}>({}, {})", fmodMode ? "true" : "false",
+                     cppTypeName(t), a, b);
 }
 
 /// Integer division truncates; x / 0 gives 0 and MIN / -1 wraps (the reference's DivOp).

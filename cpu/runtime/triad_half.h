@@ -3,7 +3,8 @@
 // Float16 is stored as its binary16 bits (uint16_t); math converts to float, computes, and
 // rounds back, exactly as Triad's reference kernels do (ir/Tensor.cpp's Half, ir/ops/
 // Elementwise.cpp's halfFromDouble). Integer Pow and int^real Pow follow ir/ops/Elementwise.cpp's
-// powElem (wrapping repeated squaring; truncation with out-of-range values giving 0).
+// powElem (wrapping repeated squaring; truncation with out-of-range values giving 0), integer
+// Mod its ModOp.
 //
 // Header-only C++17, no dependency beyond the standard library.
 #pragma once
@@ -103,6 +104,20 @@ template <typename A, typename B> A ipow(A a, B b) {
     base = W(base * base);
   }
   return A(result);
+}
+
+/// Integer Mod: the remainder with the divisor's sign (`fmod` false) or the dividend's (C's %,
+/// `fmod` true); x mod 0 and x mod -1 give 0.
+template <bool fmod, typename T> T int_mod(T a, T b) {
+  if (b == 0) return 0;
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return 0; // MIN % -1 traps in C++
+    T r = T(a % b);
+    if (!fmod && r != 0 && (r < 0) != (b < 0)) r = T(r + b);
+    return r;
+  } else {
+    return T(a % b);
+  }
 }
 
 } // namespace triad_rt
