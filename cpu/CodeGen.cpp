@@ -146,16 +146,16 @@ Broadcast analyzeBroadcast(const Shape& out, const std::vector<const Value*>& op
   return b;
 }
 
-/// The operands of the group's nodes from `first` on (the anchor's own inputs are its kernel's
-/// business) with their access patterns. Each operand broadcasts against the output of the
-/// node that reads it (views inside a chain change the shape, never the linear order), and the
-/// chunk is one every analysis agrees on (their gcd), so a segment inside one chunk is inside
-/// one chunk of each.
 /// CastLike reads only the element type of its input 1 (target_type), never its elements.
 bool typeOnlyInput(const Node& n, size_t k) {
   return n.kind() == OpKind::CastLike && k == 1;
 }
 
+/// The operands of the group's nodes from `first` on (the anchor's own inputs are its kernel's
+/// business) with their access patterns. Each operand broadcasts against the output of the
+/// node that reads it (views inside a chain change the shape, never the linear order), and the
+/// chunk is one every analysis agrees on (their gcd), so a segment inside one chunk is inside
+/// one chunk of each.
 struct GroupAccess {
   std::vector<const Value*> operands;
   std::vector<OperandAccess> access;

@@ -38,8 +38,9 @@ struct ScalarTypes {
 bool hasScalarExpr(const Node& n, ScalarTypes types = {});
 
 /// The expression computing output 0 of `n` from its inputs' expressions (`operands[i]` for IR
-/// input i; empty string for absent inputs). Constant scalar operands may be passed as
-/// literals (see scalarLiteral). Precondition: hasScalarExpr(n, types) for the target's types.
+/// input i; empty string for absent inputs and for CastLike's target_type, whose elements are
+/// never read). Constant scalar operands may be passed as literals (see scalarLiteral).
+/// Precondition: hasScalarExpr(n, types) for the target's types.
 /// Float16 operands and results are binary16 bits (uint16_t), as generated code stores them.
 std::string scalarExpr(const Node& n, std::span<const std::string> operands);
 
