@@ -144,10 +144,12 @@ Entry unaryTyped(const char* realFmt, const char* intFmt, const char* unsignedFm
           types};
 }
 // Folds a variadic op (Sum, Min, ...) left to right with a binary pattern (`intFmt` on
-// integers). Float16 rounds after every step, as the reference stores each partial result.
-Entry variadic(const char* realFmt, const char* intFmt = nullptr, bool mean = false) {
+// integers; `halfFn`, a triad_rt function of two float16 bit patterns, on float16). Float16
+// rounds after every step, as the reference stores each partial result.
+Entry variadic(const char* realFmt, const char* intFmt = nullptr, const char* halfFn = nullptr,
+               bool mean = false) {
   return {Typing::Real,
-          [realFmt, intFmt, mean](const Node& n, Operands o) {
+          [realFmt, intFmt, halfFn, mean](const Node& n, Operands o) {
             DType t = inType(n);
             bool half = t == DType::F16;
             auto in = [half](const std::string& x) { return half ? halfToFloat(x) : x; };
@@ -155,8 +157,9 @@ Entry variadic(const char* realFmt, const char* intFmt = nullptr, bool mean = fa
             const char* f = isInt(t) ? intFmt : realFmt;
             std::string acc = o[0];
             for (size_t i = 1; i < o.size(); ++i)
-              acc = out(
-                  fmt::format(fmt::runtime(f), fmt::arg("a", in(acc)), fmt::arg("b", in(o[i]))));
+              acc = half && halfFn ? fmt::format("triad_rt::{}({}, {})", halfFn, acc, o[i])
+                                   : out(fmt::format(fmt::runtime(f), fmt::arg("a", in(acc)),
+                                                     fmt::arg("b", in(o[i]))));
             if (mean) acc = out(fmt::format("({} / {})", in(acc), flit(float(o.size()))));
             return acc;
           },
@@ -275,12 +278,12 @@ const std::unordered_map<OpKind, Entry>& table() {
     // Min/Max propagate NaN like the reference (numpy semantics): (a != a) tests NaN.
     m[OpKind::Min] = variadic(
         "(({a}) != ({a}) ? ({a}) : ({b}) != ({b}) ? ({b}) : ({b}) < ({a}) ? ({b}) : ({a}))",
-        "({b} < {a} ? {b} : {a})");
+        "({b} < {a} ? {b} : {a})", "half_min");
     m[OpKind::Max] = variadic(
         "(({a}) != ({a}) ? ({a}) : ({b}) != ({b}) ? ({b}) : ({a}) < ({b}) ? ({b}) : ({a}))",
-        "({a} < {b} ? {b} : {a})");
+        "({a} < {b} ? {b} : {a})", "half_max");
     m[OpKind::Sum] = variadic("({a} + {b})");
-    m[OpKind::Mean] = variadic("({a} + {b})", nullptr, true);
+    m[OpKind::Mean] = variadic("({a} + {b})", nullptr, nullptr, true);
     // Bit operations (integers only).
     m[OpKind::BitShift] = {Typing::Real, bitShiftExpr, kUnsigned, true};
     m[OpKind::BitwiseAnd] = bitwise("&");

@@ -57,6 +57,17 @@ inline uint16_t half_from_float(float f) {
   return uint16_t(sign | h);
 }
 
+/// Min and Max of float16 values in float, NaN propagating (the first NaN), rounded back (which
+/// only canonicalizes a NaN), as the reference's MinOp/MaxOp on float16.
+inline uint16_t half_min(uint16_t a, uint16_t b) {
+  float x = half_to_float(a), y = half_to_float(b);
+  return half_from_float(x != x ? x : y != y ? y : y < x ? y : x);
+}
+inline uint16_t half_max(uint16_t a, uint16_t b) {
+  float x = half_to_float(a), y = half_to_float(b);
+  return half_from_float(x != x ? x : y != y ? y : x < y ? y : x);
+}
+
 /// double -> binary16 bits in one rounding (nearest even): Cast to float16 from any wider
 /// type (through float, ties could round twice).
 inline uint16_t half_from_double(double d) {
