@@ -146,6 +146,11 @@ Broadcast analyzeBroadcast(const Shape& out, const std::vector<const Value*>& op
   return b;
 }
 
+/// CastLike reads only the element type of its input 1 (target_type), never its elements.
+bool typeOnlyInput(const Node& n, size_t k) {
+  return n.kind() == OpKind::CastLike && k == 1;
+}
+
 /// The operands of the group's nodes from `first` on (the anchor's own inputs are its kernel's
 /// business) with their access patterns. Each operand broadcasts against the output of the
 /// node that reads it (views inside a chain change the shape, never the linear order), and the
@@ -165,8 +170,9 @@ GroupAccess analyzeGroup(const FusionGroup& grp, size_t first, bool perElement,
   std::vector<Shape> readAt;
   for (size_t i = first; i < grp.nodes.size(); ++i) {
     const Node* n = grp.nodes[i];
-    for (Value* v : n->inputs())
-      if (v && !inside.count(v) &&
+    for (size_t k = 0; k < n->inputs().size(); ++k)
+      if (Value* v = n->input(k);
+          v && !typeOnlyInput(*n, k) && !inside.count(v) &&
           std::find(ga.operands.begin(), ga.operands.end(), v) == ga.operands.end()) {
         ga.operands.push_back(v);
         const Shape& at = n->output(0)->type().shape;
@@ -303,8 +309,10 @@ void Generator::emitSegment(const FusionGroup& grp, size_t first, bool perElemen
   for (size_t i = first; i < grp.nodes.size(); ++i) {
     const Node* nd = grp.nodes[i];
     std::vector<std::string> ops;
-    for (Value* v : nd->inputs())
-      ops.push_back(v ? expr.at(v) : std::string());
+    for (size_t k = 0; k < nd->inputs().size(); ++k) {
+      Value* v = nd->input(k);
+      ops.push_back(v && !typeOnlyInput(*nd, k) ? expr.at(v) : std::string());
+    }
     // Expand (a chain head) broadcasts its operand; views keep the linear order.
     std::string e =
         nd->kind() == OpKind::Expand || isViewOp(nd->kind()) ? ops[0] : scalarExpr(*nd, ops);
@@ -598,15 +606,17 @@ GeneratedCode Generator::run() {
   src.line("");
   src.line("namespace {{");
   src.line("");
-  // The math functions of the scalar expressions: std's float overloads, except erf and tanh,
-  // which come from the run-time as branch-free polynomials (relative error < 5e-7) so that
-  // loops using them (GELU epilogues) vectorize; NaN still propagates.
+  // The math functions of the scalar expressions: std's overloads, except erf and tanh on
+  // float, which come from the run-time as branch-free polynomials (relative error < 5e-7) so
+  // that loops using them (GELU epilogues) vectorize; NaN still propagates.
   std::string usings;
   for (const std::string& f : scalarMathFunctions())
     if (f != "erf" && f != "tanh") usings += fmt::format("using std::{}; ", f);
   src.line("{}", usings);
   src.line("inline float erf(float x) {{ return x != x ? x : triad_rt::erf_s(x); }}");
   src.line("inline float tanh(float x) {{ return x != x ? x : triad_rt::tanh_s(x); }}");
+  src.line("inline double erf(double x) {{ return std::erf(x); }}");
+  src.line("inline double tanh(double x) {{ return std::tanh(x); }}");
   src.line("");
   src.open("struct State");
   src.line("const unsigned char* W = nullptr; // weights blob");

@@ -15,17 +15,81 @@ namespace {
 using Operands = std::span<const std::string>;
 using ExprFn = std::function<std::string(const Node&, Operands)>;
 
-/// How an op's expression is typed: float math (every input and the output f32), a predicate
-/// (f32 inputs, bool output), boolean logic (bool in and out), or special rules.
+/// How an op's expression is typed: math (every input and the output of one dtype; Pow's
+/// exponent may differ), a predicate (inputs of one dtype, bool output), boolean logic (bool in
+/// and out), or special rules.
 enum class Typing { Real, Predicate, Logic, Cast, Where };
+
+/// Dtype classes, as bits: which operand dtypes an entry has an expression for.
+enum : unsigned { kF32 = 1, kF64 = 2, kF16 = 4, kSigned = 8, kUnsigned = 16, kBool = 32 };
+constexpr unsigned kReal = kF32 | kF64 | kF16;
+constexpr unsigned kInt = kSigned | kUnsigned;
 
 struct Entry {
   Typing typing;
   ExprFn expr;
+  unsigned types = kReal;    // operand dtypes (Real, Predicate); f16 computes in float
+  bool moreOps = false;      // beyond the core: needs ScalarTypes::moreOps
+  bool convertsHalf = false; // converts float16 operands itself (else scalarExpr does)
 };
 
 std::string flit(float v) {
   return floatLiteral(v);
+}
+
+unsigned dtypeBit(DType t) {
+  switch (t) {
+  case DType::F32:
+    return kF32;
+  case DType::F64:
+    return kF64;
+  case DType::F16:
+    return kF16;
+  case DType::I64:
+  case DType::I32:
+  case DType::I16:
+  case DType::I8:
+    return kSigned;
+  case DType::U64:
+  case DType::U32:
+  case DType::U16:
+  case DType::U8:
+    return kUnsigned;
+  case DType::Bool:
+    return kBool;
+  case DType::Fixed:
+    return 0;
+  }
+  return 0;
+}
+
+bool isInt(DType t) {
+  return (dtypeBit(t) & kInt) != 0;
+}
+DType inType(const Node& n, size_t i = 0) {
+  return n.input(i)->type().dtype;
+}
+
+// Float16 values are their bits in generated code; math converts them (triad_half.h).
+std::string halfToFloat(const std::string& x) {
+  return "triad_rt::half_to_float(" + x + ")";
+}
+std::string halfFromFloat(const std::string& x) {
+  return "triad_rt::half_from_float(" + x + ")";
+}
+
+/// The unsigned type integer arithmetic on t wraps in (the reference's WrapOf: at least 32
+/// bits, so that uint16 * uint16 is not promoted to an int that overflows).
+std::string wrapType(DType t) {
+  return dtypeSize(t) <= 4 ? "uint32_t" : "uint64_t";
+}
+/// `a op b` on integers of dtype t with two's complement wrap-around (no signed overflow).
+std::string wrapping(DType t, const std::string& a, const char* op, const std::string& b) {
+  return fmt::format("(({0})(({1}){2} {3} ({1}){4}))", cppTypeName(t), wrapType(t), a, op, b);
+}
+/// -x on integers of dtype t, wrapping (MIN stays MIN).
+std::string wrappingNeg(DType t, const std::string& x) {
+  return fmt::format("(({0})(({1})0 - ({1}){2}))", cppTypeName(t), wrapType(t), x);
 }
 
 } // namespace
@@ -41,25 +105,72 @@ std::string floatLiteral(float v) {
 
 namespace {
 
-Entry unary(const char* fmtText) {
-  return {Typing::Real, [fmtText](const Node&, Operands o) {
+Entry unary(const char* fmtText, unsigned types = kReal) {
+  return {Typing::Real,
+          [fmtText](const Node&, Operands o) {
             return fmt::format(fmt::runtime(fmtText), fmt::arg("x", o[0]));
-          }};
+          },
+          types};
 }
-Entry binary(const char* fmtText, Typing t = Typing::Real) {
-  return {t, [fmtText](const Node&, Operands o) {
+Entry binary(const char* fmtText, Typing t = Typing::Real, unsigned types = kReal) {
+  return {t,
+          [fmtText](const Node&, Operands o) {
             return fmt::format(fmt::runtime(fmtText), fmt::arg("a", o[0]), fmt::arg("b", o[1]));
-          }};
+          },
+          types};
 }
-// Folds a variadic op (Sum, Min, ...) left to right with a binary pattern.
-Entry variadic(const char* fmtText, bool mean = false) {
-  return {Typing::Real, [fmtText, mean](const Node&, Operands o) {
+/// Add, Sub, Mul: the C operator on floats, wrapping on integers.
+Entry arithmetic(const char* op) {
+  return {Typing::Real,
+          [op](const Node& n, Operands o) {
+            DType t = inType(n);
+            if (isInt(t)) return wrapping(t, o[0], op, o[1]);
+            return fmt::format("({} {} {})", o[0], op, o[1]);
+          },
+          kReal | kInt};
+}
+/// A unary op with a float form and an integer form (`intFmt` with {x}, {T} the type, {W} its
+/// wrapping type; `unsignedFmt` for unsigned types when they differ).
+Entry unaryTyped(const char* realFmt, const char* intFmt, const char* unsignedFmt, unsigned types) {
+  return {Typing::Real,
+          [=](const Node& n, Operands o) {
+            DType t = inType(n);
+            const char* f = !isInt(t)                                            ? realFmt
+                            : dtypeBit(t) == kUnsigned && unsignedFmt != nullptr ? unsignedFmt
+                                                                                 : intFmt;
+            return fmt::format(fmt::runtime(f), fmt::arg("x", o[0]), fmt::arg("T", cppTypeName(t)),
+                               fmt::arg("W", wrapType(t)));
+          },
+          types};
+}
+// Folds a variadic op (Sum, Min, ...) left to right with a binary pattern (`intFmt` on
+// integers; `halfFn`, a triad_rt function of two float16 bit patterns, on float16). Float16
+// rounds after every step, as the reference stores each partial result.
+Entry variadic(const char* realFmt, const char* intFmt = nullptr, const char* halfFn = nullptr,
+               bool mean = false) {
+  return {Typing::Real,
+          [realFmt, intFmt, halfFn, mean](const Node& n, Operands o) {
+            DType t = inType(n);
+            bool half = t == DType::F16;
+            auto in = [half](const std::string& x) { return half ? halfToFloat(x) : x; };
+            auto out = [half](const std::string& x) { return half ? halfFromFloat(x) : x; };
+            const char* f = isInt(t) ? intFmt : realFmt;
             std::string acc = o[0];
             for (size_t i = 1; i < o.size(); ++i)
-              acc = fmt::format(fmt::runtime(fmtText), fmt::arg("a", acc), fmt::arg("b", o[i]));
-            if (mean) acc = fmt::format("({} / {})", acc, flit(float(o.size())));
+              acc = half && halfFn ? fmt::format("triad_rt::{}({}, {})", halfFn, acc, o[i])
+                                   : out(fmt::format(fmt::runtime(f), fmt::arg("a", in(acc)),
+                                                     fmt::arg("b", in(o[i]))));
+            if (mean) acc = out(fmt::format("({} / {})", in(acc), flit(float(o.size()))));
             return acc;
-          }};
+          },
+          intFmt ? kReal | kInt : kReal, false, true};
+}
+Entry bitwise(const char* op) {
+  return {Typing::Real,
+          [op](const Node& n, Operands o) {
+            return fmt::format("(({})({} {} {}))", cppTypeName(inType(n)), o[0], op, o[1]);
+          },
+          kInt, true};
 }
 template <typename A> const A& attrsOf(const Node& n) {
   return n.attrs<A>();
@@ -73,44 +184,130 @@ std::optional<float> constScalar(const Node& n, size_t i) {
   return v->constant().data<float>()[0];
 }
 
+/// Pow as the reference's powElem: the result has the base's dtype; int^int is exact wrapping
+/// repeated squaring, int^real truncates the double result, float bases compute in float when
+/// both operands are f32/f16 and in double otherwise.
+std::string powExpr(const Node& n, Operands o) {
+  DType a = inType(n, 0), b = inType(n, 1);
+  if (a == DType::F32 && b == DType::F32) {
+    // Small integral exponents as products (exact, and what PyTorch's x.pow(2)/x**3 in
+    // GELU/LayerNorm patterns mean); pow() otherwise.
+    if (auto e = constScalar(n, 1)) {
+      if (*e == 1.0f) return o[0];
+      if (*e == 2.0f) return fmt::format("({0} * {0})", o[0]);
+      if (*e == 3.0f) return fmt::format("({0} * {0} * {0})", o[0]);
+      if (*e == 0.5f) return fmt::format("sqrt({})", o[0]);
+    }
+    return fmt::format("pow({}, {})", o[0], o[1]);
+  }
+  std::string x = a == DType::F16 ? halfToFloat(o[0]) : o[0];
+  std::string y = b == DType::F16 ? halfToFloat(o[1]) : o[1];
+  if (isInt(a) && isInt(b))
+    return fmt::format("triad_rt::ipow<{}, {}>({}, {})", cppTypeName(a), cppTypeName(b), x, y);
+  if (isInt(a))
+    return fmt::format("triad_rt::real_to_int<{}>(pow((double){}, (double){}))", cppTypeName(a), x,
+                       y);
+  bool floatMath = a != DType::F64 && (b == DType::F32 || b == DType::F16);
+  std::string r = floatMath ? fmt::format("pow({}, {})", x, y)
+                            : fmt::format("(({})pow((double){}, (double){}))",
+                                          a == DType::F64 ? "double" : "float", x, y);
+  return a == DType::F16 ? halfFromFloat(r) : r;
+}
+
+/// Mod as the reference: C's fmod (fmod=1) or the divisor's sign (fmod=0, integers only);
+/// integer x % 0 and x % -1 give 0.
+std::string modExpr(const Node& n, Operands o) {
+  bool fmodMode = attrsOf<ModAttrs>(n).fmod;
+  DType t = inType(n);
+  const std::string &a = o[0], &b = o[1];
+  if (!isInt(t)) {
+    std::string r = fmt::format("fmod({}, {})", a, b);
+    if (fmodMode) return r;
+    return fmt::format("({0} != 0.0f && ({0} < 0.0f) != ({1} < 0.0f) ? {0} + {1} : {0})", r, b);
+  }
+  return fmt::format("triad_rt::int_mod<{}, {}>({}, {})", fmodMode ? "true" : "false",
+                     cppTypeName(t), a, b);
+}
+
+/// Integer division truncates; x / 0 gives 0 and MIN / -1 wraps (the reference's DivOp).
+std::string divExpr(const Node& n, Operands o) {
+  DType t = inType(n);
+  const std::string &a = o[0], &b = o[1];
+  if (!isInt(t)) return fmt::format("({} / {})", a, b);
+  std::string T = cppTypeName(t);
+  if (dtypeBit(t) == kUnsigned)
+    return fmt::format("({1} == 0 ? ({0})0 : ({0})({2} / {1}))", T, b, a);
+  return fmt::format("({1} == 0 ? ({0})0 : {1} == -1 ? {3} : ({0})({2} / {1}))", T, b, a,
+                     wrappingNeg(t, a));
+}
+
+/// Shifts by the bit width or more give 0 (the reference's BitShiftOp; unsigned only).
+std::string bitShiftExpr(const Node& n, Operands o) {
+  DType t = inType(n);
+  std::string T = cppTypeName(t);
+  std::string shifted = attrsOf<BitShiftAttrs>(n).direction == ShiftDirection::Left
+                            ? fmt::format("({})(({}){} << {})", T, wrapType(t), o[0], o[1])
+                            : fmt::format("({})({} >> {})", T, o[0], o[1]);
+  return fmt::format("((uint64_t){} >= {}u ? ({})0 : {})", o[1], dtypeSize(t) * 8, T, shifted);
+}
+
+/// Cast (and CastLike) as the reference's Tensor::castTo / evalCast: C conversions, except
+/// float16, which is converted in one rounding from double, and -> bool (nonzero).
+std::string castExpr(const Node& n, Operands o) {
+  DType from = inType(n), to = n.output(0)->type().dtype;
+  const std::string& x = o[0];
+  if (to == DType::Bool)
+    return from == DType::F16 ? fmt::format("({} != 0.0f)", halfToFloat(x))
+                              : fmt::format("({} != 0)", x);
+  if (to == DType::F16)
+    return from == DType::F16 ? x : fmt::format("triad_rt::half_from_double((double){})", x);
+  if (from == DType::F16) return fmt::format("(({}){})", cppTypeName(to), halfToFloat(x));
+  return fmt::format("(({}){})", cppTypeName(to), x);
+}
+
 const std::unordered_map<OpKind, Entry>& table() {
   static const std::unordered_map<OpKind, Entry> t = [] {
     std::unordered_map<OpKind, Entry> m;
-    // Arithmetic (float). Integer arithmetic stays with the reference kernels.
-    m[OpKind::Add] = binary("({a} + {b})");
-    m[OpKind::Sub] = binary("({a} - {b})");
-    m[OpKind::Mul] = binary("({a} * {b})");
-    m[OpKind::Div] = binary("({a} / {b})");
-    m[OpKind::Pow] = {Typing::Real, [](const Node& n, Operands o) {
-                        // Small integral exponents as products (exact, and what PyTorch's
-                        // x.pow(2)/x**3 in GELU/LayerNorm patterns mean); pow() otherwise.
-                        if (auto e = constScalar(n, 1)) {
-                          if (*e == 1.0f) return o[0];
-                          if (*e == 2.0f) return fmt::format("({0} * {0})", o[0]);
-                          if (*e == 3.0f) return fmt::format("({0} * {0} * {0})", o[0]);
-                          if (*e == 0.5f) return fmt::format("sqrt({})", o[0]);
-                        }
-                        return fmt::format("pow({}, {})", o[0], o[1]);
-                      }};
+    // Arithmetic: floats, and integers wrapping (two's complement) as the reference does.
+    m[OpKind::Add] = arithmetic("+");
+    m[OpKind::Sub] = arithmetic("-");
+    m[OpKind::Mul] = arithmetic("*");
+    m[OpKind::Div] = {Typing::Real, divExpr, kReal | kInt};
+    m[OpKind::Pow] = {Typing::Real, powExpr, kReal | kInt, false, true};
+    m[OpKind::Mod] = {Typing::Real, modExpr, kReal | kInt, true};
     // Min/Max propagate NaN like the reference (numpy semantics): (a != a) tests NaN.
     m[OpKind::Min] = variadic(
-        "(({a}) != ({a}) ? ({a}) : ({b}) != ({b}) ? ({b}) : ({b}) < ({a}) ? ({b}) : ({a}))");
+        "(({a}) != ({a}) ? ({a}) : ({b}) != ({b}) ? ({b}) : ({b}) < ({a}) ? ({b}) : ({a}))",
+        "({b} < {a} ? {b} : {a})", "half_min");
     m[OpKind::Max] = variadic(
-        "(({a}) != ({a}) ? ({a}) : ({b}) != ({b}) ? ({b}) : ({a}) < ({b}) ? ({b}) : ({a}))");
+        "(({a}) != ({a}) ? ({a}) : ({b}) != ({b}) ? ({b}) : ({a}) < ({b}) ? ({b}) : ({a}))",
+        "({a} < {b} ? {b} : {a})", "half_max");
     m[OpKind::Sum] = variadic("({a} + {b})");
-    m[OpKind::Mean] = variadic("({a} + {b})", true);
+    m[OpKind::Mean] = variadic("({a} + {b})", nullptr, nullptr, true);
+    // Bit operations (integers only).
+    m[OpKind::BitShift] = {Typing::Real, bitShiftExpr, kUnsigned, true};
+    m[OpKind::BitwiseAnd] = bitwise("&");
+    m[OpKind::BitwiseOr] = bitwise("|");
+    m[OpKind::BitwiseXor] = bitwise("^");
+    m[OpKind::BitwiseNot] = unaryTyped("", "(({T})~{x})", nullptr, kInt);
+    m[OpKind::BitwiseNot].moreOps = true;
     // Unary math.
     m[OpKind::Sqrt] = unary("sqrt({x})");
     m[OpKind::Exp] = unary("exp({x})");
     m[OpKind::Log] = unary("log({x})");
-    m[OpKind::Neg] = unary("(-{x})");
-    m[OpKind::Abs] = unary("fabs({x})");
+    m[OpKind::Neg] = unaryTyped("(-{x})", "(({T})(({W})0 - ({W}){x}))", nullptr, kReal | kSigned);
+    m[OpKind::Abs] =
+        unaryTyped("fabs({x})", "({x} < 0 ? ({T})(({W})0 - ({W}){x}) : {x})", "{x}", kReal | kInt);
     m[OpKind::Reciprocal] = unary("(1.0f / {x})");
     m[OpKind::Floor] = unary("floor({x})");
     m[OpKind::Ceil] = unary("ceil({x})");
     m[OpKind::Round] = unary("rint({x})"); // halves to even, as the reference's nearbyint
-    m[OpKind::Sign] = unary("({x} > 0.0f ? 1.0f : {x} < 0.0f ? -1.0f : {x})");
-    m[OpKind::Erf] = unary("erf({x})");
+    m[OpKind::Sign] = unaryTyped("({x} > 0.0f ? 1.0f : {x} < 0.0f ? -1.0f : {x})",
+                                 "({x} > 0 ? ({T})1 : {x} < 0 ? ({T})-1 : {x})",
+                                 "({x} > 0 ? ({T})1 : {x})", kReal | kInt);
+    // erf and tanh are the run-time's approximations in float (see cpu/CodeGen.cpp), so no
+    // float16 (which the reference computes with std:: in float); double calls std::.
+    m[OpKind::Erf] = unary("erf({x})", kF32 | kF64);
     m[OpKind::Sin] = unary("sin({x})");
     m[OpKind::Cos] = unary("cos({x})");
     m[OpKind::Tan] = unary("tan({x})");
@@ -122,17 +319,27 @@ const std::unordered_map<OpKind, Entry>& table() {
     m[OpKind::Asinh] = unary("asinh({x})");
     m[OpKind::Acosh] = unary("acosh({x})");
     m[OpKind::Atanh] = unary("atanh({x})");
-    // Activations.
-    m[OpKind::Relu] = unary("({x} < 0.0f ? 0.0f : {x})");
+    // Activations. Float attributes are float literals: in double math they convert exactly
+    // as the reference's T(alpha).
+    m[OpKind::Relu] =
+        unaryTyped("({x} < 0.0f ? 0.0f : {x})", "({x} < 0 ? ({T})0 : {x})", "{x}", kReal | kInt);
     m[OpKind::LeakyRelu] = {Typing::Real, [](const Node& n, Operands o) {
                               return fmt::format("({0} < 0.0f ? {1} * {0} : {0})", o[0],
                                                  flit(attrsOf<AlphaAttrs>(n).alpha));
                             }};
-    m[OpKind::PRelu] = binary("({a} < 0.0f ? {b} * {a} : {a})");
+    m[OpKind::PRelu] = {Typing::Real,
+                        [](const Node& n, Operands o) {
+                          DType t = inType(n);
+                          if (isInt(t))
+                            return fmt::format("({0} < 0 ? {1} : {0})", o[0],
+                                               wrapping(t, o[0], "*", o[1]));
+                          return fmt::format("({0} < 0.0f ? {1} * {0} : {0})", o[0], o[1]);
+                        },
+                        kReal | kSigned};
     // The reference's stable form: exp of a non-positive number only.
     m[OpKind::Sigmoid] =
         unary("({x} >= 0.0f ? 1.0f / (1.0f + exp(-{x})) : exp({x}) / (1.0f + exp({x})))");
-    m[OpKind::Tanh] = unary("tanh({x})");
+    m[OpKind::Tanh] = unary("tanh({x})", kF32 | kF64);
     m[OpKind::HardSigmoid] = {
         Typing::Real, [](const Node& n, Operands o) {
           const auto& a = attrsOf<HardSigmoidAttrs>(n);
@@ -142,7 +349,8 @@ const std::unordered_map<OpKind, Entry>& table() {
     m[OpKind::HardSwish] = unary("({x} * ({x} / 6.0f + 0.5f < 0.0f ? 0.0f : {x} / 6.0f + 0.5f > "
                                  "1.0f ? 1.0f : {x} / 6.0f + 0.5f))");
     m[OpKind::Clip] = {
-        Typing::Real, [](const Node& n, Operands o) {
+        Typing::Real,
+        [](const Node& n, Operands o) {
           const auto& a = attrsOf<ClipAttrs>(n);
           std::string lo = o.size() > 1 && !o[1].empty() ? o[1] : a.min ? flit(*a.min) : "";
           std::string hi = o.size() > 2 && !o[2].empty() ? o[2] : a.max ? flit(*a.max) : "";
@@ -151,15 +359,20 @@ const std::unordered_map<OpKind, Entry>& table() {
           if (!lo.empty()) v = fmt::format("({0} < {1} ? {1} : {0})", v, lo);
           if (!hi.empty()) v = fmt::format("({0} > {1} ? {1} : {0})", v, hi);
           return v;
-        }};
-    m[OpKind::Gelu] = {Typing::Real, [](const Node& n, Operands o) {
+        },
+        kReal | kInt};
+    // Float32 only: the constants are float literals (the reference's are T(...) of doubles)
+    // and erf/tanh are the run-time's float approximations.
+    m[OpKind::Gelu] = {Typing::Real,
+                       [](const Node& n, Operands o) {
                          if (attrsOf<GeluAttrs>(n).approximate == GeluApproximation::Tanh)
                            return fmt::format("(0.5f * {0} * (1.0f + tanh(0.7978845608f * ({0} + "
                                               "0.044715f * {0} * {0} * {0}))))",
                                               o[0]);
                          return fmt::format("(0.5f * {0} * (1.0f + erf({0} * 0.70710678118f)))",
                                             o[0]);
-                       }};
+                       },
+                       kF32};
     m[OpKind::Elu] = {Typing::Real, [](const Node& n, Operands o) {
                         return fmt::format("({0} < 0.0f ? {1} * expm1({0}) : {0})", o[0],
                                            flit(attrsOf<AlphaAttrs>(n).alpha));
@@ -179,7 +392,8 @@ const std::unordered_map<OpKind, Entry>& table() {
                                     return fmt::format("({0} > {1} ? {0} : 0.0f)", o[0],
                                                        flit(attrsOf<AlphaAttrs>(n).alpha));
                                   }};
-    m[OpKind::Mish] = unary("({x} * tanh(({x} > 0.0f ? {x} : 0.0f) + log1p(exp(-fabs({x})))))");
+    m[OpKind::Mish] =
+        unary("({x} * tanh(({x} > 0.0f ? {x} : 0.0f) + log1p(exp(-fabs({x})))))", kF32 | kF64);
     m[OpKind::Shrink] = {Typing::Real, [](const Node& n, Operands o) {
                            const auto& a = attrsOf<ShrinkAttrs>(n);
                            return fmt::format("({0} < -{1} ? {0} + {2} : {0} > {1} ? {0} - {2} : "
@@ -187,11 +401,11 @@ const std::unordered_map<OpKind, Entry>& table() {
                                               o[0], flit(a.lambd), flit(a.bias));
                          }};
     // Predicates and logic.
-    m[OpKind::Equal] = binary("({a} == {b})", Typing::Predicate);
-    m[OpKind::Less] = binary("({a} < {b})", Typing::Predicate);
-    m[OpKind::LessOrEqual] = binary("({a} <= {b})", Typing::Predicate);
-    m[OpKind::Greater] = binary("({a} > {b})", Typing::Predicate);
-    m[OpKind::GreaterOrEqual] = binary("({a} >= {b})", Typing::Predicate);
+    m[OpKind::Equal] = binary("({a} == {b})", Typing::Predicate, kReal | kInt | kBool);
+    m[OpKind::Less] = binary("({a} < {b})", Typing::Predicate, kReal | kInt);
+    m[OpKind::LessOrEqual] = binary("({a} <= {b})", Typing::Predicate, kReal | kInt);
+    m[OpKind::Greater] = binary("({a} > {b})", Typing::Predicate, kReal | kInt);
+    m[OpKind::GreaterOrEqual] = binary("({a} >= {b})", Typing::Predicate, kReal | kInt);
     m[OpKind::IsNaN] = {Typing::Predicate,
                         [](const Node&, Operands o) { return fmt::format("({0} != {0})", o[0]); }};
     m[OpKind::IsInf] = {Typing::Predicate, [](const Node& n, Operands o) {
@@ -207,13 +421,10 @@ const std::unordered_map<OpKind, Entry>& table() {
     m[OpKind::And] = binary("({a} && {b})", Typing::Logic);
     m[OpKind::Or] = binary("({a} || {b})", Typing::Logic);
     m[OpKind::Xor] = binary("({a} != {b})", Typing::Logic);
-    // Casts between float32, bool and integers where C's conversion is ONNX's: int/bool ->
-    // float, float -> bool. (float -> int needs the reference's out-of-range rule.)
-    m[OpKind::Cast] = {Typing::Cast, [](const Node& n, Operands o) {
-                         DType to = n.output(0)->type().dtype;
-                         if (to == DType::Bool) return fmt::format("({} != 0)", o[0]);
-                         return fmt::format("(({}){})", cppTypeName(to), o[0]);
-                       }};
+    // Casts: see hasScalarExpr for the pairs (float -> int needs the reference's out-of-range
+    // rule and is not generated).
+    m[OpKind::Cast] = {Typing::Cast, castExpr};
+    m[OpKind::CastLike] = {Typing::Cast, castExpr, kReal, true};
     m[OpKind::Where] = {Typing::Where, [](const Node&, Operands o) {
                           return fmt::format("({} ? {} : {})", o[0], o[1], o[2]);
                         }};
@@ -223,55 +434,60 @@ const std::unordered_map<OpKind, Entry>& table() {
 }
 
 bool isIntegerOrBool(DType t) {
-  switch (t) {
-  case DType::I64:
-  case DType::I32:
-  case DType::I16:
-  case DType::I8:
-  case DType::U64:
-  case DType::U32:
-  case DType::U16:
-  case DType::U8:
-  case DType::Bool:
-    return true;
-  default:
-    return false;
-  }
+  return (dtypeBit(t) & (kInt | kBool)) != 0;
 }
 
 } // namespace
 
-bool hasScalarExpr(const Node& n) {
+bool hasScalarExpr(const Node& n, ScalarTypes types) {
   auto it = table().find(n.kind());
   if (it == table().end()) return false;
+  const Entry& entry = it->second;
+  if (entry.moreOps && !types.moreOps) return false;
   auto allInputs = [&](auto pred) {
     for (Value* v : n.inputs())
       if (v && !pred(v->type().dtype)) return false;
     return true;
   };
-  auto is = [](DType want) { return [want](DType t) { return t == want; }; };
   DType out = n.output(0)->type().dtype;
   if (n.outputs().size() != 1) return false;
   // Variadic Min/Max repeat their operands in the folded expression: keep it small.
   if ((n.kind() == OpKind::Min || n.kind() == OpKind::Max) && n.inputs().size() > 3) return false;
-  switch (it->second.typing) {
+  // The dtypes the target computes with (float32 always).
+  unsigned allowed = kF32 | (types.f64 ? kF64 : 0u) | (types.f16 ? kF16 : 0u) |
+                     (types.integers ? kInt | kBool : 0u);
+  DType in = n.input(0)->type().dtype;
+  switch (entry.typing) {
   case Typing::Real:
-    return out == DType::F32 && allInputs(is(DType::F32));
-  case Typing::Predicate:
-    return out == DType::Bool && allInputs(is(DType::F32));
+  case Typing::Predicate: {
+    if (!(dtypeBit(in) & entry.types & allowed)) return false;
+    if (out != (entry.typing == Typing::Real ? in : DType::Bool)) return false;
+    for (size_t i = 1; i < n.inputs().size(); ++i) {
+      Value* v = n.input(i);
+      if (!v) continue;
+      DType t = v->type().dtype;
+      // Pow's exponent may have any numeric dtype.
+      bool ok = n.kind() == OpKind::Pow && i == 1 ? (dtypeBit(t) & (kReal | kInt) & allowed) != 0
+                                                  : t == in;
+      if (!ok) return false;
+    }
+    return true;
+  }
   case Typing::Logic:
-    return out == DType::Bool && allInputs(is(DType::Bool));
+    return out == DType::Bool && allInputs([](DType t) { return t == DType::Bool; });
   case Typing::Cast: {
-    DType in = n.input(0)->type().dtype;
-    if (out == DType::F32) return in == DType::F32 || isIntegerOrBool(in);
-    if (out == DType::Bool) return in == DType::F32 || isIntegerOrBool(in);
-    return false;
+    // The core: int/bool/f32 -> f32 or bool.
+    if ((out == DType::F32 || out == DType::Bool) && (in == DType::F32 || isIntegerOrBool(in)))
+      return true;
+    if (!(dtypeBit(in) & allowed) || !(dtypeBit(out) & allowed)) return false;
+    // float -> integer needs the reference's out-of-range rule (Tensor::castTo): not generated.
+    return !((dtypeBit(in) & kReal) && (dtypeBit(out) & kInt));
   }
   case Typing::Where: {
-    if (n.input(0)->type().dtype != DType::Bool) return false;
+    if (in != DType::Bool) return false;
     DType a = n.input(1)->type().dtype;
     return a == out && n.input(2)->type().dtype == out &&
-           (out == DType::F32 || isIntegerOrBool(out));
+           (out == DType::F32 || isIntegerOrBool(out) || (dtypeBit(out) & allowed) != 0);
   }
   }
   return false;
@@ -280,7 +496,17 @@ bool hasScalarExpr(const Node& n) {
 std::string scalarExpr(const Node& n, std::span<const std::string> operands) {
   auto it = table().find(n.kind());
   TRIAD_ASSERT(it != table().end(), "no scalar expression for {}", opKindName(n.kind()));
-  return it->second.expr(n, operands);
+  const Entry& entry = it->second;
+  bool half = (entry.typing == Typing::Real || entry.typing == Typing::Predicate) &&
+              !entry.convertsHalf && inType(n) == DType::F16;
+  if (!half) return entry.expr(n, operands);
+  // Float16 math runs in float on the converted operands and rounds the result back, as the
+  // reference's kernels do (ComputeOf<Half> is float).
+  std::vector<std::string> ops(operands.begin(), operands.end());
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (n.input(i) && n.input(i)->type().dtype == DType::F16) ops[i] = halfToFloat(ops[i]);
+  std::string e = entry.expr(n, ops);
+  return n.output(0)->type().dtype == DType::F16 ? halfFromFloat(e) : e;
 }
 
 std::string cppTypeName(DType t) {
@@ -321,6 +547,16 @@ std::string scalarLiteral(const Tensor& t, int64_t index) {
     return flit(t.data<float>()[index]);
   case DType::Bool:
     return t.data<bool>()[index] ? "true" : "false";
+  case DType::F64: {
+    double v = t.data<double>()[index];
+    if (std::isnan(v)) return "(double)NAN";
+    if (std::isinf(v)) return v > 0 ? "(double)INFINITY" : "(-(double)INFINITY)";
+    std::string s = fmt::format("{}", v); // shortest text that reads back as v
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    return v < 0 ? "(" + s + ")" : s;
+  }
+  case DType::F16:
+    return fmt::format("uint16_t(0x{:04x})", t.data<Half>()[index].bits);
   default:
     return visitDType(t.dtype(), [&](auto tag) -> std::string {
       using T = decltype(tag);
@@ -371,7 +607,7 @@ const std::vector<std::string>& scalarMathFunctions() {
   static const std::vector<std::string> f = {"sqrt",  "exp",  "log",  "fabs",  "floor", "ceil",
                                              "rint",  "erf",  "sin",  "cos",   "tan",   "asin",
                                              "acos",  "atan", "sinh", "cosh",  "asinh", "acosh",
-                                             "atanh", "pow",  "tanh", "expm1", "log1p"};
+                                             "atanh", "pow",  "tanh", "expm1", "log1p", "fmod"};
   return f;
 }
 

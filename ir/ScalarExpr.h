@@ -3,10 +3,13 @@
 // elementwise nodes into one loop body built from these expressions, so an op's scalar math is
 // written once for generated code (and once, as the oracle, in ir/ops/).
 //
-// Expressions are valid C++ (with `using std::exp;` etc. in scope, so calls resolve to the float
-// overloads) and OpenCL C 1.2 (whose math built-ins are overloaded for float): they use only
-// the function names listed by scalarMathFunctions(), float literals with an `f` suffix,
-// INFINITY/NAN, the conditional operator and C casts.
+// The float32 core (hasScalarExpr's default) is valid C++ (with `using std::exp;` etc. in scope,
+// so calls resolve to the float overloads) and OpenCL C 1.2 (whose math built-ins are
+// overloaded for float): it uses only the function names listed by scalarMathFunctions(), float
+// literals with an `f` suffix, INFINITY/NAN, the conditional operator and C casts. A target may
+// ask for more (ScalarTypes): integer, float64 and float16 math and the ops beyond the core, in
+// C++ only (they call the triad_rt helpers of cpu/runtime/triad_half.h). Every expression computes
+// what the reference kernel (ir/ops/) computes, bit for bit.
 #pragma once
 
 #include "ir/Graph.h"
@@ -18,17 +21,31 @@
 
 namespace triad::ir {
 
-/// Whether `n` has a scalar expression for its operand types (float32 math, plus Cast, Where and
-/// comparisons over the dtypes listed in the implementation). Constant inputs are fine; absent
-/// optional inputs are handled (Clip without bounds).
-bool hasScalarExpr(const Node& n);
+/// What a target's generated code handles beyond the float32 core that every target shares
+/// (float32 math, casts int/bool -> float32 and -> bool, comparisons, logic, Where).
+struct ScalarTypes {
+  bool integers = false; ///< int8..int64, uint8..uint64 math (wrapping), bool Equal
+  bool f64 = false;      ///< float64 math and casts
+  bool f16 = false;      ///< float16 (uint16_t bits) math, computed in float and rounded back
+  bool moreOps = false;  ///< Mod, BitShift, Bitwise*, CastLike
+  /// Everything: the CPU target (C++ with the triad_rt helpers).
+  static constexpr ScalarTypes all() { return {true, true, true, true}; }
+};
+
+/// Whether `n` has a scalar expression for its operand types, given what the target handles
+/// (`types`; the default is the float32 core). Constant inputs are fine; absent optional inputs
+/// are handled (Clip without bounds).
+bool hasScalarExpr(const Node& n, ScalarTypes types = {});
 
 /// The expression computing output 0 of `n` from its inputs' expressions (`operands[i]` for IR
-/// input i; empty string for absent inputs). Constant scalar operands may be passed as
-/// literals (see scalarLiteral). Precondition: hasScalarExpr(n).
+/// input i; empty string for absent inputs and for CastLike's target_type, whose elements are
+/// never read). Constant scalar operands may be passed as literals (see scalarLiteral).
+/// Precondition: hasScalarExpr(n, types) for the target's types.
+/// Float16 operands and results are binary16 bits (uint16_t), as generated code stores them.
 std::string scalarExpr(const Node& n, std::span<const std::string> operands);
 
-/// A C literal for one element of a constant, in its dtype ("0.5f", "-INFINITY", "3", "1").
+/// A C literal for one element of a constant, in its dtype ("0.5f", "-INFINITY", "3", "1";
+/// float16: its bits, "uint16_t(0x3c00)").
 std::string scalarLiteral(const Tensor& t, int64_t index = 0);
 
 /// A float literal valid in C++ and OpenCL C ("0.5f", "INFINITY", "(-2.0f)").
