@@ -1,6 +1,6 @@
 // triad compile --target cpu: the model as standalone C++ (no dependency on Triad): <name>.cpp,
-// <name>.h, the run-time kernels triad_kernels.h, the weights blob <name>.weights, an example
-// main.cpp and a Makefile.
+// <name>.h, the run-time kernels triad_kernels.h (with triad_scalar.h), the weights blob
+// <name>.weights, an example main.cpp and a Makefile.
 #include "cli/Commands.h"
 #include "cpu/CodeGen.h"
 #include "cpu/CpuTarget.h"
@@ -18,7 +18,8 @@ int compileCpu(const ModelOptions& model, const std::string& outdir) {
   co.blockedLayout = cpu::blockedLayoutDefault();
   cpu::GeneratedCode code = cpu::generateCpp(r.graph, co);
   cpu::writeSources(code, outdir, true);
-  fmt::print("wrote {}/{}.cpp, {}.h, triad_kernels.h, {}.weights ({} bytes), main.cpp, Makefile\n",
+  fmt::print("wrote {}/{}.cpp, {}.h, triad_kernels.h, triad_scalar.h, {}.weights ({} bytes), "
+             "main.cpp, Makefile\n",
              outdir, co.stem, co.stem, co.stem, code.weights.size());
   fmt::print("{} nodes in {} functions: {}\n", code.nodes, code.groups, code.fusionSummary);
   fmt::print("arena {} bytes (one buffer per intermediate: {}), {} in place, {} views\n",

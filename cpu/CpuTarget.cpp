@@ -117,7 +117,8 @@ int main(int argc, char** argv) {{
   frontend::writeFileAtomic(
       dir / "Makefile",
       fmt::format("CXX ?= c++\nCXXFLAGS ?= -std=c++17 -O3 -march=native -pthread\n\n{0}: main.cpp "
-                  "{0}.cpp {0}.h triad_kernels.h\n\t$(CXX) $(CXXFLAGS) main.cpp {0}.cpp -o {0}\n",
+                  "{0}.cpp {0}.h triad_kernels.h triad_scalar.h\n\t$(CXX) $(CXXFLAGS) main.cpp "
+                  "{0}.cpp -o {0}\n",
                   stem));
 }
 

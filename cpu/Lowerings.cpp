@@ -1224,9 +1224,6 @@ Support nativeSupport(const Node& n) {
   if (n.kind() == OpKind::Expand) return {};
   if (const Lowering* l = findLowering(n.kind())) return l->supports ? l->supports(n) : Support{};
   if (hasScalarExpr(n, ScalarTypes::all())) return {};
-  if ((n.kind() == OpKind::Cast || n.kind() == OpKind::CastLike) &&
-      isFloat(n.input(0)->type().dtype) && isInteger(n.output(0)->type().dtype))
-    return no("Cast from float to integer is not compiled (the reference's out-of-range rule)");
   for (Value* v : n.inputs())
     if (v && v->type().dtype != DType::F32)
       return no(fmt::format("no CPU lowering for {} with {} inputs", opKindName(n.kind()),

@@ -70,7 +70,7 @@ DType inType(const Node& n, size_t i = 0) {
   return n.input(i)->type().dtype;
 }
 
-// Float16 values are their bits in generated code; math converts them (triad_half.h).
+// Float16 values are their bits in generated code; math converts them (triad_scalar.h).
 std::string halfToFloat(const std::string& x) {
   return "triad_rt::half_to_float(" + x + ")";
 }
@@ -252,7 +252,8 @@ std::string bitShiftExpr(const Node& n, Operands o) {
 }
 
 /// Cast (and CastLike) as the reference's Tensor::castTo / evalCast: C conversions, except
-/// float16, which is converted in one rounding from double, and -> bool (nonzero).
+/// float16, which is converted in one rounding from double, -> bool (nonzero), and real ->
+/// integer (triad_rt::cast_to_int: truncation with the reference's wrap rule).
 std::string castExpr(const Node& n, Operands o) {
   DType from = inType(n), to = n.output(0)->type().dtype;
   const std::string& x = o[0];
@@ -261,8 +262,11 @@ std::string castExpr(const Node& n, Operands o) {
                               : fmt::format("({} != 0)", x);
   if (to == DType::F16)
     return from == DType::F16 ? x : fmt::format("triad_rt::half_from_double((double){})", x);
-  if (from == DType::F16) return fmt::format("(({}){})", cppTypeName(to), halfToFloat(x));
-  return fmt::format("(({}){})", cppTypeName(to), x);
+  bool toInt = (dtypeBit(to) & kInt) != 0, fromReal = (dtypeBit(from) & kReal) != 0;
+  std::string v = from == DType::F16 ? halfToFloat(x) : x;
+  if (toInt && fromReal) // the reference's wrap rule, defined out of range too
+    return fmt::format("triad_rt::cast_to_int<{}>((double){})", cppTypeName(to), v);
+  return fmt::format("(({}){})", cppTypeName(to), v);
 }
 
 const std::unordered_map<OpKind, Entry>& table() {
@@ -421,8 +425,7 @@ const std::unordered_map<OpKind, Entry>& table() {
     m[OpKind::And] = binary("({a} && {b})", Typing::Logic);
     m[OpKind::Or] = binary("({a} || {b})", Typing::Logic);
     m[OpKind::Xor] = binary("({a} != {b})", Typing::Logic);
-    // Casts: see hasScalarExpr for the pairs (float -> int needs the reference's out-of-range
-    // rule and is not generated).
+    // Casts: see hasScalarExpr for the pairs; float -> int wraps as the reference does.
     m[OpKind::Cast] = {Typing::Cast, castExpr};
     m[OpKind::CastLike] = {Typing::Cast, castExpr, kReal, true};
     m[OpKind::Where] = {Typing::Where, [](const Node&, Operands o) {
@@ -479,9 +482,7 @@ bool hasScalarExpr(const Node& n, ScalarTypes types) {
     // The core: int/bool/f32 -> f32 or bool.
     if ((out == DType::F32 || out == DType::Bool) && (in == DType::F32 || isIntegerOrBool(in)))
       return true;
-    if (!(dtypeBit(in) & allowed) || !(dtypeBit(out) & allowed)) return false;
-    // float -> integer needs the reference's out-of-range rule (Tensor::castTo): not generated.
-    return !((dtypeBit(in) & kReal) && (dtypeBit(out) & kInt));
+    return (dtypeBit(in) & allowed) && (dtypeBit(out) & allowed);
   }
   case Typing::Where: {
     if (in != DType::Bool) return false;

@@ -8,7 +8,7 @@
 // overloaded for float): it uses only the function names listed by scalarMathFunctions(), float
 // literals with an `f` suffix, INFINITY/NAN, the conditional operator and C casts. A target may
 // ask for more (ScalarTypes): integer, float64 and float16 math and the ops beyond the core, in
-// C++ only (they call the triad_rt helpers of cpu/runtime/triad_half.h). Every expression computes
+// C++ only (they call the triad_rt helpers of cpu/runtime/triad_scalar.h). Every expression computes
 // what the reference kernel (ir/ops/) computes, bit for bit.
 #pragma once
 

@@ -107,7 +107,10 @@ template <typename To, typename From> To convertElement(From v) {
     else
       return static_cast<To>(v);
   } else {
-    // integer destination
+    // integer destination: truncate toward zero, then wrap modulo 2^64 and keep the low bits
+    // (two's complement), as C does for an in-range value and x86 integer conversion would for
+    // a wider type; NaN and infinities give 0. ONNX leaves out-of-range casts undefined; this
+    // rule is defined for every input (cpu/runtime/triad_scalar.h's cast_to_int is the same).
     double d;
     if constexpr (std::is_same_v<From, Half>)
       d = float(v);
@@ -117,14 +120,13 @@ template <typename To, typename From> To convertElement(From v) {
       d = static_cast<double>(v);
     if (!std::isfinite(d)) return To(0);
     double t = std::trunc(d);
-    if constexpr (std::is_signed_v<To>) {
-      if (t < double(std::numeric_limits<To>::min()) ||
-          t >= -double(std::numeric_limits<To>::min()))
-        return static_cast<To>(static_cast<int64_t>(std::fmod(t, 18446744073709551616.0)));
-    } else {
-      if (t < 0) return static_cast<To>(static_cast<int64_t>(t));
+    constexpr double k2to63 = 9223372036854775808.0, k2to64 = 18446744073709551616.0;
+    if (!(t >= -k2to63 && t < k2to63)) {
+      t = std::fmod(t, k2to64); // exact, in (-2^64, 2^64)
+      if (t >= k2to63) t -= k2to64;
+      if (t < -k2to63) t += k2to64; // both exact: multiples of 2^11 within 2^63
     }
-    return static_cast<To>(t);
+    return static_cast<To>(static_cast<uint64_t>(static_cast<int64_t>(t)));
   }
 }
 } // namespace

@@ -23,7 +23,7 @@
 // packed once at load time (`pack_a` / `pack_b`, `conv2d_pack_weights`).
 #pragma once
 
-#include "triad_half.h" // float16 conversions, integer pow (generated elementwise code)
+#include "triad_scalar.h" // float16 conversions, integer pow/mod, casts (generated elementwise code)
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,5 @@
 // IR core: types, tensors, graph construction, verifier and printer.
+#include "cpu/runtime/triad_scalar.h"
 #include "ir/Graph.h"
 #include "ir/Interpreter.h"
 #include "ir/Printer.h"
@@ -148,6 +149,37 @@ TEST(Tensor, CastSemantics) {
   EXPECT_EQ(b.getInt(0), 1);
   EXPECT_EQ(b.getInt(2), 0);
   EXPECT_EQ(f.reshaped({2, 2}).shape(), (Shape{2, 2}));
+}
+
+// Real -> integer casts out of range: truncate, wrap modulo 2^64, keep the low bits; NaN and
+// infinities give 0. Generated code (cpu/runtime/triad_scalar.h) computes the same.
+TEST(Tensor, CastRealToIntegerWrapsOutOfRange) {
+  std::vector<double> vals = {0.0,     -0.9,    255.9, 256.0, 300.7, -1.0,     -129.5,
+                              65536.0, 1e10,    -1e10, 3e9,   -3e9,  9.3e18,   -9.3e18,
+                              1.9e19,  -1.9e19, 1e30,  -1e30, NAN,   INFINITY, -INFINITY};
+  Tensor d = Tensor::fromVector<double>({int64_t(vals.size())}, vals);
+  auto check = [&](DType to, auto tag) {
+    using T = decltype(tag);
+    Tensor got = d.castTo(to);
+    for (size_t i = 0; i < vals.size(); ++i)
+      EXPECT_EQ(got.data<T>()[i], triad_rt::cast_to_int<T>(vals[i]))
+          << dtypeName(to) << " of " << vals[i];
+  };
+  check(DType::I8, int8_t{});
+  check(DType::U8, uint8_t{});
+  check(DType::I16, int16_t{});
+  check(DType::U16, uint16_t{});
+  check(DType::I32, int32_t{});
+  check(DType::U32, uint32_t{});
+  check(DType::I64, int64_t{});
+  check(DType::U64, uint64_t{});
+  Tensor u8 = d.castTo(DType::U8);
+  EXPECT_EQ(u8.data<uint8_t>()[3], 0);   // 256 wraps to 0
+  EXPECT_EQ(u8.data<uint8_t>()[4], 44);  // 300 -> 300 - 256
+  EXPECT_EQ(u8.data<uint8_t>()[5], 255); // -1 -> 255
+  EXPECT_EQ(u8.data<uint8_t>()[18], 0);  // NaN
+  Tensor i32 = d.castTo(DType::I32);
+  EXPECT_EQ(i32.data<int32_t>()[10], int32_t(uint32_t(3000000000u))); // 3e9 wraps negative
 }
 
 TEST(OpTable, EveryListedOpIsRegisteredWithItsOnnxName) {

@@ -97,6 +97,20 @@ template <typename T> T real_to_int(double v) {
   return static_cast<T>(t);
 }
 
+/// Cast of a real to integer type T as the reference's Tensor::castTo: truncate toward zero,
+/// wrap modulo 2^64 and keep T's low bits (two's complement); NaN and infinities give 0.
+template <typename T> T cast_to_int(double v) {
+  if (!std::isfinite(v)) return T(0);
+  double t = std::trunc(v);
+  constexpr double k2to63 = 9223372036854775808.0, k2to64 = 18446744073709551616.0;
+  if (!(t >= -k2to63 && t < k2to63)) {
+    t = std::fmod(t, k2to64);
+    if (t >= k2to63) t -= k2to64;
+    if (t < -k2to63) t += k2to64;
+  }
+  return static_cast<T>(static_cast<uint64_t>(static_cast<int64_t>(t)));
+}
+
 /// a^b on integers: wrapping repeated squaring; a negative exponent gives the truncated real
 /// result (0 unless a is 1 or -1).
 template <typename A, typename B> A ipow(A a, B b) {
