@@ -34,9 +34,11 @@
 
 namespace {
 
-using std::sqrt; using std::exp; using std::log; using std::fabs; using std::floor; using std::ceil; using std::rint; using std::sin; using std::cos; using std::tan; using std::asin; using std::acos; using std::atan; using std::sinh; using std::cosh; using std::asinh; using std::acosh; using std::atanh; using std::pow; using std::expm1; using std::log1p; 
+using std::sqrt; using std::exp; using std::log; using std::fabs; using std::floor; using std::ceil; using std::rint; using std::sin; using std::cos; using std::tan; using std::asin; using std::acos; using std::atan; using std::sinh; using std::cosh; using std::asinh; using std::acosh; using std::atanh; using std::pow; using std::expm1; using std::log1p; using std::fmod; 
 inline float erf(float x) { return x != x ? x : triad_rt::erf_s(x); }
 inline float tanh(float x) { return x != x ? x : triad_rt::tanh_s(x); }
+inline double erf(double x) { return std::erf(x); }
+inline double tanh(double x) { return std::tanh(x); }
 
 struct State {
   const unsigned char* W = nullptr; // weights blob
