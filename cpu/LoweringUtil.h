@@ -48,8 +48,30 @@ DimList mergedDims(const ir::Shape& s, const std::vector<bool>& take);
 /// The element offset of linear index `i` over `dims` (an expression).
 std::string offsetOf(const std::string& i, const DimList& dims);
 
+/// The index spaces of a reduction of `x` over `axes` (the reduced dims and the kept dims, each
+/// through mergedDims) and the number of values reduced into each output.
+struct ReductionDims {
+  DimList reduced, kept;
+  int64_t count = 1;
+};
+ReductionDims reductionDims(const ir::Shape& x, const std::vector<int64_t>& axes);
+
 /// `s` as the body of a C string literal.
 std::string cEscape(const std::string& s);
+
+/// `<Op> '<node name>'` for run-time error messages (escaped for a C string literal).
+std::string who(const ir::Node& n);
+
+/// Input `input` holds indices: int32 or int64.
+ir::Support requireIndices(const ir::Node& n, size_t input);
+
+/// Emits the statements normalising the index variable `var` (already declared, int64_t) against
+/// an axis of size `dim` and failing the run when it is outside [-dim, dim).
+void emitIndexCheck(Code& body, const ir::Node& n, const std::string& var, int64_t dim,
+                    const std::string& what);
+
+/// `v` as int32 bytes: a compile-time table for LowerContext::data.
+std::vector<uint8_t> int32Table(const std::vector<int64_t>& v);
 
 /// Emits a copy of a strided sub-block: for every index of `extent` (row-major), copy one
 /// element (or a contiguous run along the last dim when both strides there are 1).

@@ -114,6 +114,46 @@ std::string cEscape(const std::string& s) {
   return out;
 }
 
+ReductionDims reductionDims(const Shape& x, const std::vector<int64_t>& axes) {
+  std::vector<bool> reduced(x.size(), false), kept(x.size());
+  ReductionDims r;
+  for (int64_t d : axes) {
+    reduced[size_t(d)] = true;
+    r.count *= x[size_t(d)];
+  }
+  for (size_t d = 0; d < x.size(); ++d)
+    kept[d] = !reduced[d];
+  r.reduced = mergedDims(x, reduced);
+  r.kept = mergedDims(x, kept);
+  return r;
+}
+
+std::string who(const Node& n) {
+  return fmt::format("{} '{}'", opKindName(n.kind()), cEscape(n.name()));
+}
+
+Support requireIndices(const Node& n, size_t input) {
+  DType t = n.input(input)->type().dtype;
+  if (t == DType::I32 || t == DType::I64) return {};
+  return no(fmt::format("indices must be int64 or int32, are {}", dtypeName(t)));
+}
+
+void emitIndexCheck(Code& body, const Node& n, const std::string& var, int64_t dim,
+                    const std::string& what) {
+  body.line("if ({0} < 0) {0} += {1};", var, dim);
+  body.line("if ({0} < 0 || {0} >= {1}) return m.fail(\"{2}: {3} is out of range [-{1}, {1})\");",
+            var, dim, who(n), what);
+}
+
+std::vector<uint8_t> int32Table(const std::vector<int64_t>& v) {
+  std::vector<uint8_t> bytes(v.size() * sizeof(int32_t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    auto e = int32_t(v[i]);
+    std::memcpy(bytes.data() + i * sizeof(int32_t), &e, sizeof e);
+  }
+  return bytes;
+}
+
 /// Over [N, C, D] scores: SCE takes log_softmax over C per (n, d) (written to output 1 when
 /// present), then both take the negative log-likelihood of each target class, weighted,
 /// skipping ignore_index, reduced as asked. Doubles throughout, as the interpreter.
@@ -406,16 +446,7 @@ void emitReduce(LowerContext& c) {
                 total * elemBytes(n.input(0)));
     return;
   }
-  std::vector<bool> reduced(x.size(), false);
-  for (int64_t d : a.axes)
-    reduced[size_t(d)] = true;
-  std::vector<bool> kept(x.size());
-  for (size_t d = 0; d < x.size(); ++d)
-    kept[d] = !reduced[d];
-  int64_t count = 1;
-  for (int64_t d : a.axes)
-    count *= x[size_t(d)];
-  DimList red = mergedDims(x, reduced), keep = mergedDims(x, kept);
+  auto [red, keep, count] = reductionDims(x, a.axes);
   ReduceExpr e = *reduceExpr(n.kind());
   // Doubles, as the reference interpreter accumulates.
   std::string t = cppTypeName(n.input(0)->type().dtype);
@@ -713,20 +744,15 @@ void emitConvTranspose(LowerContext& c) {
   int64_t N = x[0], C = x[1], M = y[1], Cg = C / a.group, Mg = M / a.group;
   int64_t inSize = numElements(inSp), outSize = numElements(outSp), taps = numElements(a.kernel);
   int64_t rows = Mg * taps;
-  std::vector<int64_t> table =
-      ops::windowIndexTable(inSp, outSp, a.kernel, a.strides, a.dilations, a.pads);
-  std::vector<uint8_t> bytes(table.size() * sizeof(int32_t));
-  for (size_t i = 0; i < table.size(); ++i) {
-    int32_t v = int32_t(table[i]);
-    std::memcpy(bytes.data() + i * sizeof(int32_t), &v, sizeof v);
-  }
+  std::vector<uint8_t> table =
+      int32Table(ops::windowIndexTable(inSp, outSp, a.kernel, a.strides, a.dilations, a.pads));
   c.body.line("// {} -> {}: col = W^T x X per image and group ([{}, {}] x [{}, {}]), then "
               "scatter-add",
               shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()), rows, Cg, Cg,
               inSize);
   c.body.line("const int32_t* dst = (const int32_t*){}; // [tap][input position] -> output "
               "position, -1 outside",
-              c.data(bytes));
+              c.data(table));
   std::string col = c.scratch(fmt::format("{} * sizeof(float)", rows * inSize));
   c.body.line("float* col = {};", col);
   c.body.line("const float* x = {};", c.inputs[0]);
@@ -776,16 +802,6 @@ Support supportsPool(const Node& n) {
   return {};
 }
 
-/// `v` as int32 bytes (compile-time tables stored with the weights).
-std::vector<uint8_t> int32Bytes(const std::vector<int64_t>& v) {
-  std::vector<uint8_t> bytes(v.size() * sizeof(int32_t));
-  for (size_t i = 0; i < v.size(); ++i) {
-    int32_t e = int32_t(v[i]);
-    std::memcpy(bytes.data() + i * sizeof(int32_t), &e, sizeof e);
-  }
-  return bytes;
-}
-
 /// N-d pooling of any supported dtype (and MaxPool's Indices output): per [n, c] plane and
 /// output position, a loop over the window's taps read from the reference's table
 /// (ops::windowIndexTable: input offset per tap, -1 in padding). Max compares in double with a
@@ -821,7 +837,7 @@ void emitPoolGeneric(LowerContext& c) {
       windows[size_t(o * taps + tap)] = src[size_t(tap * outSize + o)];
   c.body.line("const int32_t* __restrict window = (const int32_t*){}; // [output position][tap] "
               "-> input offset in the plane, -1 in padding",
-              c.data(int32Bytes(windows)));
+              c.data(int32Table(windows)));
   c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
   c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
   if (indices) {
@@ -832,14 +848,14 @@ void emitPoolGeneric(LowerContext& c) {
         cm[size_t(i)] = ops::columnMajor(i, inSp);
       c.body.line("const int32_t* __restrict column_major = (const int32_t*){}; // row-major "
                   "offset in the plane -> column-major",
-                  c.data(int32Bytes(cm)));
+                  c.data(int32Table(cm)));
     }
   }
   bool padded = !isMax && a.countIncludePad;
   if (padded)
     c.body.line("const int32_t* __restrict divisor = (const int32_t*){}; // per output position: "
                 "taps inside the input and its pads",
-                c.data(int32Bytes(ops::paddedWindowCounts(a, inSp, outSp))));
+                c.data(int32Table(ops::paddedWindowCounts(a, inSp, outSp))));
   c.body.open(fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t plane)", planes,
                           2 * outSize * taps));
   c.body.line("const {}* xp = x + plane * {};", t, inSize);
@@ -1138,8 +1154,7 @@ void emitSplit(LowerContext& c) {
 }
 
 Support supportsGather(const Node& n) {
-  DType t = n.input(1)->type().dtype;
-  return t == DType::I64 || t == DType::I32 ? Support{} : no("indices must be int64 or int32");
+  return requireIndices(n, 1);
 }
 
 void emitGather(LowerContext& c) {
@@ -1153,10 +1168,7 @@ void emitGather(LowerContext& c) {
   c.body.line("unsigned char* db = (unsigned char*){};", c.outputs[0]);
   c.body.open(fmt::format("for (int64_t k = 0; k < {}; ++k)", count));
   c.body.line("int64_t ix = (int64_t){}[k];", c.inputs[1]);
-  c.body.line("if (ix < 0) ix += {};", dim);
-  c.body.line("if (ix < 0 || ix >= {}) return m.fail(\"Gather '{}': an index is out of range "
-              "[-{}, {})\");",
-              dim, n.name(), dim, dim);
+  emitIndexCheck(c.body, n, "ix", dim, "an index");
   c.body.line("for (int64_t o = 0; o < {0}; ++o) std::memcpy(db + (o * {1} + k) * {2}, sb + "
               "(o * {3} + ix) * {2}, {2});",
               outer, count, inner, dim);

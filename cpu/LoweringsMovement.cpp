@@ -29,30 +29,6 @@ namespace {
 
 // --- Shared pieces ------------------------------------------------------------------------------
 
-/// `<Op> '<node name>'` for run-time error messages (escaped for a C string literal).
-std::string who(const Node& n) {
-  return fmt::format("{} '{}'", opKindName(n.kind()), cEscape(n.name()));
-}
-
-bool isIndexType(DType t) {
-  return t == DType::I32 || t == DType::I64;
-}
-
-Support requireIndices(const Node& n, size_t input) {
-  DType t = n.input(input)->type().dtype;
-  if (isIndexType(t)) return {};
-  return no(fmt::format("indices must be int64 or int32, are {}", dtypeName(t)));
-}
-
-/// Emits the statements normalising the index variable `var` (already declared, int64_t) against
-/// an axis of size `dim` and failing the run when it is outside [-dim, dim).
-void emitIndexCheck(Code& b, const Node& n, const std::string& var, int64_t dim,
-                    const std::string& what) {
-  b.line("if ({0} < 0) {0} += {1};", var, dim);
-  b.line("if ({0} < 0 || {0} >= {1}) return m.fail(\"{2}: {3} is out of range [-{1}, {1})\");", var,
-         dim, who(n), what);
-}
-
 /// The bytes of one element of `t` as the initializer of a C array: "0x00, 0x00, 0x80, 0x3f".
 std::string byteList(const uint8_t* p, size_t size) {
   std::string s;

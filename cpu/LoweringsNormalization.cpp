@@ -36,6 +36,18 @@ std::string epsilonLiteral(float eps) {
   return "(double)" + floatLiteral(eps);
 }
 
+/// Emits the statistics of the `count` contiguous values at `xp` in double: `mean` and
+/// `inv` = 1 / sqrt(biased variance + epsilon), two passes as the reference.
+void emitMeanInvStd(Code& body, int64_t count, float eps) {
+  body.line("double sum = 0, sq = 0;");
+  body.line("for (int64_t i = 0; i < {}; ++i) sum += (double)xp[i];", count);
+  body.line("const double mean = sum / {}.0;", count);
+  body.line("for (int64_t i = 0; i < {}; ++i) sq += ((double)xp[i] - mean) * ((double)xp[i] - "
+            "mean);",
+            count);
+  body.line("const double inv = 1.0 / std::sqrt(sq / {}.0 + {});", count, epsilonLiteral(eps));
+}
+
 // --- InstanceNormalization ----------------------------------------------------------------------
 
 /// Per [n, c] plane: mean, biased variance (two passes, double), then
@@ -58,13 +70,7 @@ void emitInstanceNorm(LowerContext& c) {
   c.body.line("const int64_t ch = plane % {};", C);
   c.body.line("const {}* xp = x + plane * {};", t, inner);
   c.body.line("{}* yp = y + plane * {};", t, inner);
-  c.body.line("double sum = 0, sq = 0;");
-  c.body.line("for (int64_t i = 0; i < {}; ++i) sum += (double)xp[i];", inner);
-  c.body.line("const double mean = sum / {}.0;", inner);
-  c.body.line("for (int64_t i = 0; i < {}; ++i) sq += ((double)xp[i] - mean) * ((double)xp[i] - "
-              "mean);",
-              inner);
-  c.body.line("const double inv = 1.0 / std::sqrt(sq / {}.0 + {});", inner, epsilonLiteral(eps));
+  emitMeanInvStd(c.body, inner, eps);
   c.body.line("for (int64_t i = 0; i < {}; ++i) yp[i] = ({})(((double)xp[i] - mean) * inv * "
               "(double)scale[ch] + (double)bias[ch]);",
               inner, t);
@@ -97,14 +103,7 @@ void emitGroupNorm(LowerContext& c) {
   c.body.line("const int64_t g = ng % {};", G);
   c.body.line("const {}* xp = x + ng * {};", t, groupSize);
   c.body.line("{}* yp = y + ng * {};", t, groupSize);
-  c.body.line("double sum = 0, sq = 0;");
-  c.body.line("for (int64_t i = 0; i < {}; ++i) sum += (double)xp[i];", groupSize);
-  c.body.line("const double mean = sum / {}.0;", groupSize);
-  c.body.line("for (int64_t i = 0; i < {}; ++i) sq += ((double)xp[i] - mean) * ((double)xp[i] - "
-              "mean);",
-              groupSize);
-  c.body.line("const double inv = 1.0 / std::sqrt(sq / {}.0 + {});", groupSize,
-              epsilonLiteral(a.epsilon));
+  emitMeanInvStd(c.body, groupSize, a.epsilon);
   c.body.open(fmt::format("for (int64_t i = 0; i < {}; ++i)", groupSize));
   c.body.line("const int64_t p = {};",
               a.perChannelAffine ? fmt::format("g * {} + i / {}", CG, inner) : std::string("g"));
@@ -156,20 +155,13 @@ void emitMVN(LowerContext& c) {
   const Node& n = c.node;
   const auto& a = n.attrs<MVNAttrs>();
   const Shape& x = shapeOf(n.input(0));
-  std::vector<bool> reduced(x.size(), false), kept(x.size());
-  for (int64_t d : a.axes)
-    reduced[size_t(d)] = true;
-  for (size_t d = 0; d < x.size(); ++d)
-    kept[d] = !reduced[d];
-  int64_t total = numElements(x), count = 1;
-  for (int64_t d : a.axes)
-    count *= x[size_t(d)];
+  auto [red, keep, count] = reductionDims(x, a.axes);
+  int64_t total = numElements(x);
   int64_t groups = count ? total / count : 0;
   std::string t = cppTypeName(n.input(0)->type().dtype);
   c.body.line("// MeanVarianceNormalization over axes [{}] of {}: {} groups of {}, in double",
               fmt::join(a.axes, ", "), shapeComment(n.input(0)->type()), groups, count);
   if (total == 0) return;
-  DimList red = mergedDims(x, reduced), keep = mergedDims(x, kept);
   c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
   c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
   c.body.open(fmt::format("triad_rt::parallel_for({}, {}, [&](ptrdiff_t o)", groups, 4 * count));
@@ -240,21 +232,9 @@ void emitEinsum(LowerContext& c) {
   std::vector<Shape> shapes;
   for (size_t i = 0; i < nIn; ++i)
     shapes.push_back(shapeOf(n.input(i)));
-  std::vector<int64_t> size = ops::einsumLabelSizes(a, shapes);
-  std::vector<int64_t> loop = a.outputLabels;
-  for (int64_t l = 0; l < int64_t(size.size()); ++l)
-    if (size[size_t(l)] >= 0 && std::find(loop.begin(), loop.end(), l) == loop.end())
-      loop.push_back(l);
-  std::vector<std::vector<int64_t>> stride(nIn, std::vector<int64_t>(loop.size(), 0));
-  size_t k = 0;
-  for (size_t i = 0; i < nIn; ++i) {
-    std::vector<int64_t> st = stridesOf(shapes[i]);
-    for (size_t d = 0; d < shapes[i].size(); ++d, ++k) {
-      if (shapes[i][d] == 1) continue;
-      size_t pos = size_t(std::find(loop.begin(), loop.end(), a.inputLabels[k]) - loop.begin());
-      stride[i][pos] += st[d];
-    }
-  }
+  ops::EinsumLoops plan = ops::einsumLoops(a, shapes);
+  const std::vector<int64_t>& loop = plan.labels;
+  const auto& stride = plan.stride;
   std::string t = cppTypeName(n.output(0)->type().dtype);
   std::string ins;
   for (size_t i = 0; i < nIn; ++i)
@@ -262,7 +242,7 @@ void emitEinsum(LowerContext& c) {
   std::string outLabels, sumLabels;
   for (size_t d = 0; d < loop.size(); ++d) {
     std::string& s = d < a.outputLabels.size() ? outLabels : sumLabels;
-    s += fmt::format("{}{} ({})", s.empty() ? "" : ", ", labelVar(loop[d]), size[size_t(loop[d])]);
+    s += fmt::format("{}{} ({})", s.empty() ? "" : ", ", labelVar(loop[d]), plan.extent[d]);
   }
   c.body.line("// Einsum \"{}\": {} -> {}; output labels [{}], summed [{}]; in double", a.equation,
               ins, shapeComment(n.output(0)->type()), outLabels, sumLabels);
@@ -276,7 +256,7 @@ void emitEinsum(LowerContext& c) {
   for (size_t d = 0; d < loop.size(); ++d) {
     if (d == nOut) c.body.line("double acc = 0;");
     std::string v = labelVar(loop[d]);
-    c.body.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", v, size[size_t(loop[d])]));
+    c.body.open(fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0})", v, plan.extent[d]));
   }
   if (loop.size() == nOut) c.body.line("double acc = 0;");
   std::string prod;

@@ -63,16 +63,6 @@ std::string bcastIndex(const std::string& i, const Shape& operand, const Shape& 
   return e.empty() ? "0" : e;
 }
 
-/// A table of int32 values for c.data().
-std::vector<uint8_t> int32Bytes(const std::vector<int64_t>& v) {
-  std::vector<uint8_t> bytes(v.size() * sizeof(int32_t));
-  for (size_t i = 0; i < v.size(); ++i) {
-    auto x = int32_t(v[i]);
-    std::memcpy(bytes.data() + i * sizeof(int32_t), &x, sizeof x);
-  }
-  return bytes;
-}
-
 std::vector<uint8_t> doubleBytes(const std::vector<double>& v) {
   std::vector<uint8_t> bytes(v.size() * sizeof(double));
   if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
@@ -381,7 +371,7 @@ void emitIntConv(LowerContext& c) {
               q ? ", requantized with x_scale * w_scale / y_scale in float" : "");
   c.body.line("const int32_t* src = (const int32_t*){}; // [tap][output position] -> input "
               "position, -1 in the padding",
-              c.data(int32Bytes(table)));
+              c.data(int32Table(table)));
   c.body.line("const {}* __restrict x = {};", typeOf(n.input(0)), c.inputs[0]);
   c.body.line("const {}* __restrict w = {};", typeOf(n.input(wi)), c.inputs[wi]);
   bool hasXz = xzi < n.inputs().size() && n.input(xzi);
@@ -469,7 +459,7 @@ void emitCol2Im(LowerContext& c) {
       fmt::join(a.pads, ", "), fmt::join(a.dilations, ", "), NC, KL);
   c.body.line("const int32_t* target = (const int32_t*){}; // [kernel offset][block] -> image "
               "position, -1 in the padding",
-              c.data(int32Bytes(ops::col2imTargets(a))));
+              c.data(int32Table(ops::col2imTargets(a))));
   c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
   c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
   c.body.line("std::memset(y, 0, {});", NC * img * elemBytes(n.input(0)));

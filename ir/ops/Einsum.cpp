@@ -167,6 +167,28 @@ std::vector<int64_t> einsumLabelSizes(const EinsumAttrs& a, const std::vector<Sh
   return size;
 }
 
+EinsumLoops einsumLoops(const EinsumAttrs& a, const std::vector<Shape>& shapes) {
+  std::vector<int64_t> size = einsumLabelSizes(a, shapes);
+  EinsumLoops p;
+  p.labels = a.outputLabels;
+  for (int64_t l = 0; l < int64_t(size.size()); ++l)
+    if (size[size_t(l)] >= 0 && std::find(p.labels.begin(), p.labels.end(), l) == p.labels.end())
+      p.labels.push_back(l);
+  for (int64_t l : p.labels)
+    p.extent.push_back(size[size_t(l)]);
+  p.stride.assign(shapes.size(), std::vector<int64_t>(p.labels.size(), 0));
+  size_t k = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    std::vector<int64_t> st = stridesOf(shapes[i]);
+    for (size_t d = 0; d < shapes[i].size(); ++d, ++k) {
+      if (shapes[i][d] == 1) continue;
+      auto at = std::find(p.labels.begin(), p.labels.end(), a.inputLabels[k]);
+      p.stride[i][size_t(at - p.labels.begin())] += st[d];
+    }
+  }
+  return p;
+}
+
 } // namespace ops
 
 namespace {
@@ -201,33 +223,13 @@ template <typename T> void einsumKernel(const EvalContext& ctx) {
   std::vector<Shape> shapes;
   for (size_t i = 0; i < nIn; ++i)
     shapes.push_back(ctx.in(i).shape());
-  std::vector<int64_t> size = einsumLabelSizes(a, shapes);
-
-  // Loop dims: output labels, then every other used label (summed).
-  std::vector<int64_t> loop = a.outputLabels;
-  for (int64_t l = 0; l < int64_t(size.size()); ++l)
-    if (size[size_t(l)] >= 0 && std::find(loop.begin(), loop.end(), l) == loop.end())
-      loop.push_back(l);
-  size_t nLoop = loop.size();
-  Shape loopShape;
-  for (int64_t l : loop)
-    loopShape.push_back(size[size_t(l)]);
+  EinsumLoops plan = einsumLoops(a, shapes);
+  size_t nLoop = plan.labels.size();
+  const Shape& loopShape = plan.extent;
+  const auto& stride = plan.stride;
   int64_t total = numElements(loopShape);
   int64_t outCount = ctx.out(0).numElements();
   if (total == 0 || outCount == 0) return; // output is zero-initialised
-
-  // stride[i][d]: how far input i's offset moves per step of loop dim d. A label repeated in
-  // one input adds up its strides (a diagonal); a broadcast dim of size 1 contributes 0.
-  std::vector<std::vector<int64_t>> stride(nIn, std::vector<int64_t>(nLoop, 0));
-  size_t k = 0;
-  for (size_t i = 0; i < nIn; ++i) {
-    std::vector<int64_t> st = stridesOf(shapes[i]);
-    for (size_t d = 0; d < shapes[i].size(); ++d, ++k) {
-      if (shapes[i][d] == 1) continue;
-      size_t pos = size_t(std::find(loop.begin(), loop.end(), a.inputLabels[k]) - loop.begin());
-      stride[i][pos] += st[d];
-    }
-  }
 
   std::vector<const T*> in(nIn);
   for (size_t i = 0; i < nIn; ++i)

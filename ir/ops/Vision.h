@@ -166,6 +166,15 @@ namespace ops {
 /// broadcast across inputs, a label repeated within one input needs equal dims.
 std::vector<int64_t> einsumLabelSizes(const EinsumAttrs& a, const std::vector<Shape>& shapes);
 
+/// How an Einsum iterates: the loop labels (the output's, then every other used label, summed),
+/// each loop's extent, and per input the offset step of each loop (a label repeated in one
+/// input adds up its strides: a diagonal; a broadcast dim of size 1 contributes 0).
+struct EinsumLoops {
+  std::vector<int64_t> labels, extent;
+  std::vector<std::vector<int64_t>> stride; // [input][loop]
+};
+EinsumLoops einsumLoops(const EinsumAttrs& a, const std::vector<Shape>& shapes);
+
 } // namespace ops
 
 } // namespace triad::ir
