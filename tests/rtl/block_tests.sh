@@ -59,8 +59,8 @@ run_case() {
     n=${p%%=*}
     v=${p#*=}
     case $v in
-      *:*) gflags+=("-G$n=${v%%:*}'d${v#*:}") ; dflags+=" -D$n=${v#*:}" ;;
-      *) gflags+=("-G$n=$v") ; dflags+=" -D$n=$v" ;;
+      *:*) gflags+=("-G$n=${v%%:*}'d${v#*:}") ; dflags+=" -DP_$n=${v#*:}" ;;
+      *) gflags+=("-G$n=$v") ; dflags+=" -DP_$n=$v" ;;
     esac
   done
   local srcs
@@ -135,7 +135,7 @@ pool() { add case triad_pool "$1" N="$2" K="$3" MODE="$4" IN_W="$5" IN_FRAC="$6"
   RECIP_FRAC="$8" RECIP="$7:$9" OUT_W="${10}" OUT_FRAC="${11}" ROUNDING="${12}" SATURATE="${13}"; }
 pool max_k4 3 4 0 8 4 8 7 0 8 4 0 1
 pool max_k9_narrow_rnd 2 9 0 12 6 8 7 0 6 2 1 1
-pool max_k4_wrap_up 3 4 0 8 4 8 7 0 10 6 0 0
+pool max_k4_wrap_up 3 4 0 8 4 8 7 0 8 6 0 0
 pool avg_k4_q8_trunc 3 4 1 8 4 8 8 64 8 4 0 1
 pool avg_k4_q7_rnd 3 4 1 8 4 8 7 32 8 4 1 1
 pool avg_k9_conv_sat 2 9 1 8 3 10 12 455 6 3 2 1

@@ -5,57 +5,74 @@
 #include "Vtriad_window.h"
 #include "tb_common.h"
 
-#ifndef C
-#define C 1
+#ifndef P_C
+#define P_C 1
 #endif
-#ifndef W
-#define W 16
+static constexpr int C = P_C;
+#ifndef P_W
+#define P_W 16
 #endif
-#ifndef IN_H
-#define IN_H 8
+static constexpr int W = P_W;
+#ifndef P_IN_H
+#define P_IN_H 8
 #endif
-#ifndef IN_W
-#define IN_W 8
+static constexpr int IN_H = P_IN_H;
+#ifndef P_IN_W
+#define P_IN_W 8
 #endif
-#ifndef KH
-#define KH 3
+static constexpr int IN_W = P_IN_W;
+#ifndef P_KH
+#define P_KH 3
 #endif
-#ifndef KW
-#define KW 3
+static constexpr int KH = P_KH;
+#ifndef P_KW
+#define P_KW 3
 #endif
-#ifndef SH
-#define SH 1
+static constexpr int KW = P_KW;
+#ifndef P_SH
+#define P_SH 1
 #endif
-#ifndef SW
-#define SW 1
+static constexpr int SH = P_SH;
+#ifndef P_SW
+#define P_SW 1
 #endif
-#ifndef DH
-#define DH 1
+static constexpr int SW = P_SW;
+#ifndef P_DH
+#define P_DH 1
 #endif
-#ifndef DW
-#define DW 1
+static constexpr int DH = P_DH;
+#ifndef P_DW
+#define P_DW 1
 #endif
-#ifndef PAD_T
-#define PAD_T 0
+static constexpr int DW = P_DW;
+#ifndef P_PAD_T
+#define P_PAD_T 0
 #endif
-#ifndef PAD_L
-#define PAD_L 0
+static constexpr int PAD_T = P_PAD_T;
+#ifndef P_PAD_L
+#define P_PAD_L 0
 #endif
-#ifndef PAD_B
-#define PAD_B 0
+static constexpr int PAD_L = P_PAD_L;
+#ifndef P_PAD_B
+#define P_PAD_B 0
 #endif
-#ifndef PAD_R
-#define PAD_R 0
+static constexpr int PAD_B = P_PAD_B;
+#ifndef P_PAD_R
+#define P_PAD_R 0
 #endif
-#ifndef PAD  // the pad value's raw bits (as the Verilog parameter)
-#define PAD 0
+static constexpr int PAD_R = P_PAD_R;
+#ifndef P_PAD  // the pad value's raw bits (as the Verilog parameter)
+#define P_PAD 0
 #endif
-#ifndef FRAMES
-#define FRAMES 4
+static constexpr i64 PAD = P_PAD;
+#ifndef P_FRAMES
+#define P_FRAMES 4
 #endif
-#ifndef SEED
-#define SEED 1
+static constexpr int FRAMES = P_FRAMES;
+#ifndef P_SEED
+#define P_SEED 1
 #endif
+static constexpr int SEED = P_SEED;
 
 static const i64 PADV = (i64)PAD >= ((i64)1 << (W - 1)) ? (i64)PAD - ((i64)1 << W) : (i64)PAD;
 static const int HP = IN_H + PAD_T + PAD_B, WP = IN_W + PAD_L + PAD_R;
