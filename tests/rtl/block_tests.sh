@@ -72,7 +72,7 @@ run_case() {
     echo "== build"
     # shellcheck disable=SC2086
     if ! verilator --cc --exe --build -j 1 -Wno-fatal --top-module "$block" "${gflags[@]}" \
-      -CFLAGS "-O1 -I$TB$dflags" -MAKEFLAGS "OPT_FAST=-O1 OPT_SLOW=-O0" \
+      -CFLAGS "-O0 -I$TB$dflags" -MAKEFLAGS "$MFLAGS" \
       --Mdir "$dir/obj" -o tb $srcs "$TB/${block}_tb.cpp" >"$dir/build.log" 2>&1; then
       tail -30 "$dir/build.log"
       exit 1
@@ -167,6 +167,19 @@ add case triad_upsample s1x1_w1 C=2 W=8 IN_H=2 IN_W=1 SH=1 SW=1
 add case triad_upsample s2x2_1x1 C=1 W=8 IN_H=1 IN_W=1 SH=2 SW=2
 
 start=$(date +%s)
+
+# The Verilator run-time (verilated.cpp, verilated_threads.cpp) is compiled once and linked into
+# every testbench (the per-case makefiles are told to build no global objects).
+VROOT=$(verilator --getenv VERILATOR_ROOT)
+mkdir -p "$BUILD/common"
+for f in verilated verilated_threads; do
+  g++ -I"$VROOT/include" -I"$VROOT/include/vltstd" -DVM_COVERAGE=0 -DVM_SC=0 -DVM_TRACE=0 \
+    -DVM_TRACE_FST=0 -DVM_TRACE_VCD=0 -faligned-new -O0 -c -o "$BUILD/common/$f.o" \
+    "$VROOT/include/$f.cpp" >"$BUILD/common/$f.log" 2>&1 &
+done
+wait
+MFLAGS="OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0 VM_GLOBAL_FAST= VM_GLOBAL_SLOW="
+MFLAGS+=" LOADLIBES=$BUILD/common/verilated.o\\ $BUILD/common/verilated_threads.o"
 names=()
 i=0
 for c in "${CASES[@]}"; do
