@@ -142,6 +142,8 @@ pool avg_k9_conv_sat 2 9 1 8 3 10 12 455 6 3 2 1
 pool avg_k9_conv_wrap 2 9 1 8 3 10 12 455 6 3 2 0
 pool avg_k1 4 1 1 8 4 6 4 16 8 4 1 1
 pool avg_k3_negrecip 2 3 1 6 2 8 6 235 8 5 2 1
+pool avg_k4_conv_sat 3 4 1 8 4 8 8 64 6 3 2 1
+pool max_k4_conv 2 4 0 8 4 8 7 0 6 2 2 1
 
 # triad_global_pool: N FRAME MODE IN_W IN_FRAC RECIP_W RECIP_FRAC RECIP OUT_W OUT_FRAC ROUNDING SATURATE
 gp() { add case triad_global_pool "$1" N="$2" FRAME="$3" MODE="$4" IN_W="$5" IN_FRAC="$6" RECIP_W="$7" \
@@ -151,6 +153,7 @@ gp max_f1 2 1 0 8 4 8 7 0 6 2 1 1
 gp avg_f16_rnd 3 16 1 8 4 8 8 16 8 4 1 1
 gp avg_f12_conv_sat 2 12 1 8 3 12 14 1365 6 3 2 1
 gp avg_f5_trunc_wrap 4 5 1 10 5 9 10 205 7 5 0 0
+gp avg_f16_conv 2 16 1 8 4 8 8 16 10 5 2 0
 
 # triad_concat: NA A_W A_FRAC NB B_W B_FRAC OUT_W OUT_FRAC ROUNDING SATURATE
 cc() { add case triad_concat "$1" NA="$2" A_W="$3" A_FRAC="$4" NB="$5" B_W="$6" B_FRAC="$7" OUT_W="$8" \
