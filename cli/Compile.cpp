@@ -47,7 +47,7 @@ int runCompile(CompileOptions o, bool batchGiven) {
     x = readF32(o.input);
     if (!batchGiven && x->rank() > 0) o.model.batch = x->shape()[0];
   }
-  frontend::ImportResult r = o.model.load();
+  frontend::ImportResult r = o.model.load(/*optimizeAnyway=*/true);
   const ir::Graph& g = r.graph;
   fpga::ValueRanges ranges;
   if (x) ranges = fpga::observeRanges(g, std::span<const ir::Tensor>(&*x, 1));
@@ -74,21 +74,37 @@ int runCompile(CompileOptions o, bool batchGiven) {
   fs::path out(o.outdir);
   fs::create_directories(out / "rtl");
   fs::create_directories(out / "tb");
-  frontend::writeFileAtomic(out / "rtl" / (d.top + ".v"), d.verilog);
-  for (const auto& [name, text] : fpga::rtlLibrary())
+  // Only the blocks the design uses (a lint or synthesis of rtl/*.v sees one top), and files.f.
+  for (const auto& e : fs::directory_iterator(out / "rtl"))
+    if (e.path().extension() == ".v") fs::remove(e.path());
+  for (const auto& [name, text] : d.files())
     frontend::writeFileAtomic(out / "rtl" / name, text);
+  frontend::writeFileAtomic(out / "rtl" / "files.f", d.fileList());
   frontend::writeFileAtomic(out / "tb" / "tb.cpp", d.testbench);
 
   nlohmann::json j;
   j["top"] = d.top;
   j["model"] = fs::path(o.model.model).filename().string();
   j["until"] = emu.layers()[d.lastLayer].name;
+  j["last_layer"] = emu.layers().back().name;
   j["input"] = formatJson(d.inFormat);
   j["input"]["elements"] = d.inElems;
+  j["input"]["transfers"] = d.inGeom.transfers();
+  j["input"]["geometry"] = {d.inGeom.h, d.inGeom.w, d.inGeom.c};
   j["input"]["rounding"] = std::string(fpga::toString(emu.inputQuant().rounding));
   j["input"]["overflow"] = std::string(fpga::toString(emu.inputQuant().overflow));
   j["output"] = formatJson(d.outFormat);
   j["output"]["elements"] = d.outElems;
+  j["output"]["transfers"] = d.outGeom.transfers();
+  j["output"]["geometry"] = {d.outGeom.h, d.outGeom.w, d.outGeom.c};
+  j["output"]["chw"] = d.outGeom.chw;
+  j["fifos"] = nlohmann::json::array();
+  for (const fpga::RtlFifo& f : d.fifos)
+    j["fifos"].push_back({{"name", f.name},
+                          {"layer", f.layer},
+                          {"depth", f.depth},
+                          {"width", f.width},
+                          {"why", f.why}});
   j["layers"] = nlohmann::json::array();
   int64_t mults = 0;
   for (const fpga::RtlStage& s : d.stages) {
@@ -97,15 +113,25 @@ int runCompile(CompileOptions o, bool batchGiven) {
                         {"op", s.op},
                         {"inputs", s.nIn},
                         {"outputs", s.nOut},
+                        {"in_geometry", {s.inGeom.h, s.inGeom.w, s.inGeom.c}},
+                        {"out_geometry", {s.outGeom.h, s.outGeom.w, s.outGeom.c}},
+                        {"memory_bits", s.memoryBits},
                         {"in", fpga::formatToString(s.in)},
                         {"out", fpga::formatToString(s.out)},
                         {"latency_cycles", s.latency},
                         {"multipliers", s.multipliers}};
-    if (s.op.starts_with("Gemm") || s.op.starts_with("MatMul")) l["reuse"] = s.reuse;
+    if (s.op == "Gemm" || s.op == "MatMul" || s.op == "Conv") l["reuse"] = s.reuse;
     mults += s.multipliers;
     j["layers"].push_back(l);
   }
   j["multipliers"] = mults;
+  // What triad sim needs to recompute expected outputs for other inputs.
+  j["compile"] = {{"model", fs::absolute(o.model.model).string()},
+                  {"dims", o.model.dims},
+                  {"config", o.config.empty() ? "" : fs::absolute(o.config).string()},
+                  {"default_precision", o.defaultPrecision},
+                  {"precision", o.precision},
+                  {"calibration", o.input.empty() ? "" : fs::absolute(o.input).string()}};
   j["latency_cycles"] = d.latency;
   j["blocks"] = d.blocks;
   if (x) {
@@ -115,9 +141,12 @@ int runCompile(CompileOptions o, bool batchGiven) {
     for (double v : x->toDoubleVector())
       inRaw.push_back(
           fpga::quantize(v, d.inFormat, emu.inputQuant().rounding, emu.inputQuant().overflow));
-    frontend::writeNpy(out / "inputs_raw.npy", rawTensor(inRaw, n, d.inElems));
+    // Both in stream order (channels-last pixels), one row per sample.
+    frontend::writeNpy(out / "inputs_raw.npy",
+                       rawTensor(fpga::toStreamOrder(inRaw, d.inGeom), n, d.inGeom.elements()));
     frontend::writeNpy(out / "expected_raw.npy",
-                       rawTensor(res.layerRaw[d.lastLayer], n, d.outElems));
+                       rawTensor(fpga::toStreamOrder(res.layerRaw[d.lastLayer], d.outGeom), n,
+                                 d.outGeom.elements()));
     j["samples"] = n;
   }
   frontend::writeFileAtomic(out / "summary.json", j.dump(2) + "\n");
@@ -131,32 +160,74 @@ struct SimOptions {
   uint64_t seed = 1;
 };
 
+// The emulator's raw outputs (stream order) for inputs `x`, from the options `triad compile`
+// stored in summary.json (the model, its config and precision flags, the calibration input).
+std::vector<int64_t> recomputeExpected(const nlohmann::json& c, const ir::Tensor& x,
+                                       const fpga::StreamGeom& outGeom) {
+  ModelOptions m;
+  m.model = c["model"].get<std::string>();
+  m.dims = c["dims"].get<std::vector<std::string>>();
+  fpga::QuantConfig cfg = fpga::QuantConfig::fromCommandLine(
+      c["config"].get<std::string>(), c["default_precision"].get<std::string>(),
+      c["precision"].get<std::vector<std::string>>());
+  fpga::ValueRanges ranges;
+  if (std::string cal = c["calibration"].get<std::string>(); !cal.empty()) {
+    ir::Tensor xc = readF32(cal);
+    m.batch = xc.rank() > 0 ? xc.shape()[0] : 1;
+    frontend::ImportResult rc = m.load(true);
+    ranges = fpga::observeRanges(rc.graph, std::span<const ir::Tensor>(&xc, 1));
+  }
+  m.batch = x.rank() > 0 ? x.shape()[0] : 1;
+  frontend::ImportResult r = m.load(true);
+  fpga::Emulator emu(r.graph, cfg, ranges);
+  fpga::EmulatorResult res = emu.run(std::span<const ir::Tensor>(&x, 1), false);
+  // The design's output is the last layer's (compile --until may have cut it).
+  const auto& layers = emu.layers();
+  return fpga::toStreamOrder(res.layerRaw[layers.size() - 1], outGeom);
+}
+
 int runSim(const SimOptions& o) {
   fs::path dir(o.outdir);
   nlohmann::json s = nlohmann::json::parse(frontend::readFile(dir / "summary.json"));
-  if (!s.contains("samples"))
-    fail(ErrorKind::Usage, "{} was compiled without --input: no expected outputs", o.outdir);
   fpga::FixedFormat inF = fpga::parseFormat(s["input"]["format"].get<std::string>());
   fpga::FixedFormat outF = fpga::parseFormat(s["output"]["format"].get<std::string>());
-  int64_t inElems = s["input"]["elements"], outElems = s["output"]["elements"];
+  auto geom = [](const nlohmann::json& j) {
+    fpga::StreamGeom g{j["geometry"][0], j["geometry"][1], j["geometry"][2]};
+    g.chw = j.value("chw", false);
+    return g;
+  };
+  fpga::StreamGeom inGeom = geom(s["input"]), outGeom = geom(s["output"]);
   auto rnd = fpga::parseRounding(s["input"]["rounding"].get<std::string>());
   auto ovf = fpga::parseOverflow(s["input"]["overflow"].get<std::string>());
   ir::Tensor x = readF32(o.input);
   std::vector<int64_t> inRaw;
   for (double v : x.toDoubleVector())
     inRaw.push_back(fpga::quantize(v, inF, rnd, ovf));
-  ir::Tensor stored = frontend::readNpy(dir / "inputs_raw.npy");
-  std::vector<int64_t> storedRaw(stored.values<int64_t>().begin(), stored.values<int64_t>().end());
-  if (storedRaw != inRaw)
-    fail(ErrorKind::Usage,
-         "--input '{}' is not the input {} was compiled with (the expected outputs come from "
-         "`triad compile --input`): compile again with this input",
-         o.input, o.outdir);
-  ir::Tensor exp = frontend::readNpy(dir / "expected_raw.npy");
-  std::vector<int64_t> expected(exp.values<int64_t>().begin(), exp.values<int64_t>().end());
-  int64_t n = int64_t(inRaw.size()) / inElems;
-  sim::SimReport r = sim::simulate(dir, s["top"].get<std::string>(), inRaw, expected, n, outElems,
-                                   o.seed, o.trace);
+  inRaw = fpga::toStreamOrder(inRaw, inGeom);
+  std::vector<int64_t> expected;
+  bool same = false;
+  if (s.contains("samples")) {
+    ir::Tensor stored = frontend::readNpy(dir / "inputs_raw.npy");
+    same = std::equal(inRaw.begin(), inRaw.end(), stored.values<int64_t>().begin(),
+                      stored.values<int64_t>().end());
+  }
+  if (same) {
+    ir::Tensor exp = frontend::readNpy(dir / "expected_raw.npy");
+    expected.assign(exp.values<int64_t>().begin(), exp.values<int64_t>().end());
+  } else {
+    if (s["until"].get<std::string>() != s["last_layer"].get<std::string>())
+      fail(ErrorKind::Usage,
+           "{} ends at '{}' (--until): compile it with --input '{}' for the expected outputs",
+           o.outdir, s["until"].get<std::string>(), o.input);
+    expected = recomputeExpected(s["compile"], x, outGeom);
+  }
+  int64_t inPer = inGeom.elements(), outPer = outGeom.elements();
+  if (inRaw.size() % size_t(inPer) != 0)
+    fail(ErrorKind::Usage, "--input '{}' has {} values, not a whole number of samples of {}",
+         o.input, inRaw.size(), inPer);
+  int64_t n = int64_t(inRaw.size()) / inPer;
+  sim::SimReport r =
+      sim::simulate(dir, s["top"].get<std::string>(), inRaw, expected, n, outPer, o.seed, o.trace);
   fmt::print("{}: {} samples, latency {} cycles, II {}, {} cycles ({} with random gaps and "
              "back-pressure), {} mismatches, {} missing, {:.4g} inferences/s at 200 MHz{}\n",
              s["top"].get<std::string>(), n, r.latencyCycles, r.ii, r.totalCycles, r.randomCycles,
@@ -167,6 +238,7 @@ int runSim(const SimOptions& o) {
                         {"ii", r.ii},
                         {"mismatches", r.mismatches},
                         {"missing", r.missing},
+                        {"deadlock", r.timeout},
                         {"total_cycles", r.totalCycles},
                         {"random_pass_cycles", r.randomCycles},
                         {"clock_hz_assumed", sim::kClockHz},
@@ -178,9 +250,10 @@ int runSim(const SimOptions& o) {
     frontend::writeFileAtomic(o.json, j.dump(2) + "\n");
   }
   if (!o.output.empty()) {
-    ir::Tensor y(ir::DType::F32, {n, outElems});
-    for (size_t i = 0; i < r.outputs.size(); ++i)
-      y.data<float>()[i] = float(fpga::dequantize(r.outputs[i], outF));
+    ir::Tensor y(ir::DType::F32, {n, outPer});
+    std::vector<int64_t> logical = fpga::fromStreamOrder(r.outputs, outGeom);
+    for (size_t i = 0; i < logical.size(); ++i)
+      y.data<float>()[i] = float(fpga::dequantize(logical[i], outF));
     frontend::writeTensorFile(o.output, y, "output");
   }
   return r.mismatches == 0 && r.missing == 0 ? 0 : exitCodeFor(ErrorKind::Runtime);

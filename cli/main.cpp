@@ -1,6 +1,7 @@
 // triad: compile ONNX models for CPU, GPU and FPGA from one graph IR.
 #include "cli/Commands.h"
 #include "cpu/CpuTarget.h"
+#include "fpga/FpgaTarget.h"
 #include "gpu/GpuTarget.h"
 #include "ir/Diagnostics.h"
 
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   targets.add(ir::makeInterpreterTarget());
   targets.add(cpu::makeCpuTarget()); // threads: --threads, TRIAD_THREADS, physical cores
   targets.add(gpu::makeGpuTarget()); // OpenCL; the device is chosen at compile time
+  targets.add(fpga::makeFpgaTarget()); // the bit-accurate emulator at fixed<16,6>
 
   std::map<CLI::App*, cli::Action> actions;
   auto add = [&](cli::Action (*f)(CLI::App&, const ir::TargetRegistry&)) {

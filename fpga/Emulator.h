@@ -1,14 +1,17 @@
 // The bit-accurate emulator of a quantized graph: the golden model of the FPGA target's RTL.
 //
-// It lowers an MLP-style graph into layers (Gemm/MatMul with folded BatchNormalization, Relu,
-// LeakyRelu, Clip, Add, Sigmoid, Tanh, Softmax and pass-through reshapes), quantizes constants
-// with the QuantConfig and runs every layer on raw fixed-point integers with the arithmetic of
-// fpga/FixedPoint.h. The exact contract (what the RTL must reproduce) is in docs/fpga.md.
+// It plans every node through the FPGA layer table (fpga/layers/Layer.h: Dense, Conv, pooling,
+// activations, lookup tables, Softmax, Add, Concat, BatchNormalization, pass-through reshapes),
+// quantizes constants with the QuantConfig and runs every layer on raw fixed-point integers with
+// the arithmetic of fpga/FixedPoint.h. The exact contract (what the RTL must reproduce) is in
+// docs/fpga.md. BatchNormalization after a Conv or Gemm is folded by the shared pass pipeline
+// (ir/passes fold-batchnorm), which callers run first.
 #pragma once
 
 #include "fpga/QuantConfig.h"
 #include "ir/Graph.h"
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,10 +19,12 @@
 
 namespace triad::fpga {
 
+class Layer;
+
 /// One emulated layer as planned (formats resolved).
 struct LayerInfo {
   std::string name;                // ONNX node name (the first node of a fused group)
-  std::string op;                  // "Gemm", "Gemm+BatchNormalization", "Relu", ...
+  std::string op;                  // the ONNX op: "Gemm", "Conv", "Relu", ...
   std::vector<std::string> folded; // names of nodes folded into this layer
   LayerQuant quant;
   FixedFormat inFormat, outFormat;
@@ -83,6 +88,8 @@ public:
 
   const std::vector<LayerInfo>& layers() const;
   const Quant& inputQuant() const;
+  /// The planned layers (the table's objects: execution, RTL, cost), in layers() order.
+  const std::vector<std::unique_ptr<Layer>>& planned() const;
 
 private:
   struct Impl;

@@ -1,5 +1,6 @@
 #include "fpga/VerilogEmitter.h"
 
+#include "fpga/Hdl.h"
 #include "ir/Diagnostics.h"
 
 #include <fmt/format.h>
@@ -13,139 +14,38 @@ namespace triad::fpga {
 
 namespace {
 
-const std::set<std::string>& keywords() {
-  static const std::set<std::string> k = {
-      "always",     "and",       "assign",      "begin",       "buf",         "case",
-      "casex",      "casez",     "cell",        "config",      "deassign",    "default",
-      "defparam",   "design",    "disable",     "edge",        "else",        "end",
-      "endcase",    "endconfig", "endfunction", "endgenerate", "endmodule",   "endprimitive",
-      "endspecify", "endtable",  "endtask",     "event",       "for",         "force",
-      "forever",    "fork",      "function",    "generate",    "genvar",      "if",
-      "ifnone",     "initial",   "inout",       "input",       "instance",    "integer",
-      "join",       "large",     "library",     "localparam",  "macromodule", "medium",
-      "module",     "nand",      "negedge",     "nor",         "not",         "or",
-      "output",     "parameter", "posedge",     "primitive",   "real",        "reg",
-      "release",    "repeat",    "signed",      "small",       "specify",     "specparam",
-      "strong0",    "strong1",   "supply0",     "supply1",     "table",       "task",
-      "time",       "tran",      "tri",         "triand",      "trior",       "use",
-      "wait",       "wand",      "weak0",       "weak1",       "while",       "wire",
-      "wor",        "xnor",      "xor",         "logic",       "bit",         "byte",
-      "int",        "interface", "class",       "do",          "final",       "unique",
-      "priority"};
-  return k;
-}
+std::string testbench(const VerilogDesign& d);
 
-// Rounding / overflow codes of triad_cast.
-int roundingCode(Rounding r) {
-  return r == Rounding::Truncate ? 0 : r == Rounding::RoundHalfUp ? 1 : 2;
-}
-int saturateCode(Overflow o) {
-  return o == Overflow::Saturate ? 1 : 0;
-}
-
-std::string hexLiteral(int64_t v, int width) {
-  uint64_t u = static_cast<uint64_t>(v);
-  if (width < 64) u &= (uint64_t(1) << width) - 1;
-  return fmt::format("{}'h{:0{}x}", width, u, (width + 3) / 4);
-}
-
-void requireSigned(const FixedFormat& f, const std::string& layer, const char* what) {
-  if (!f.isSigned)
-    fail(ErrorKind::Unsupported,
-         "layer '{}': the {} format {} is unsigned; the RTL blocks take signed formats", layer,
-         what, formatToString(f));
-}
-
-// A module instance: the one construct the layer and top modules are made of.
-struct Instance {
-  std::string module, name;
-  std::vector<std::pair<std::string, std::string>> params, ports;
-  std::string print() const {
-    std::string s = "  " + module;
-    if (!params.empty()) {
-      s += " #(\n";
-      for (size_t i = 0; i < params.size(); ++i)
-        s += fmt::format("      .{}({}){}\n", params[i].first, params[i].second,
-                         i + 1 < params.size() ? "," : "");
-      s += "  )";
-    }
-    s += " " + name + " (\n";
-    for (size_t i = 0; i < ports.size(); ++i)
-      s += fmt::format("      .{}({}){}\n", ports[i].first, ports[i].second,
-                       i + 1 < ports.size() ? "," : "");
-    return s + "  );\n";
-  }
+// A stream of the top module: one per value computed by a layer (pass-through layers alias).
+struct Stream {
+  StreamGeom geom;
+  FixedFormat format;
+  int64_t arrival = 0; // cycles after the design input's first transfer (longest path)
+  int64_t lead = 0;    // design-input transfers taken before its first transfer
+  int64_t bits() const { return geom.c * format.width; }
 };
 
-std::string streamPorts(int64_t inBits, int64_t outBits) {
-  return fmt::format("    input  wire clk,\n"
-                     "    input  wire rst_n,\n"
-                     "    input  wire [{}:0] in_tdata,\n"
-                     "    input  wire in_tvalid,\n"
-                     "    output wire in_tready,\n"
-                     "    output wire [{}:0] out_tdata,\n"
-                     "    output wire out_tvalid,\n"
-                     "    input  wire out_tready\n",
-                     inBits - 1, outBits - 1);
-}
-
-std::vector<std::pair<std::string, std::string>> streamConnections(const std::string& in,
-                                                                   const std::string& out) {
-  return {{"clk", "clk"},
-          {"rst_n", "rst_n"},
-          {"in_tdata", in + "_tdata"},
-          {"in_tvalid", in + "_tvalid"},
-          {"in_tready", in + "_tready"},
-          {"out_tdata", out + "_tdata"},
-          {"out_tvalid", out + "_tvalid"},
-          {"out_tready", out + "_tready"}};
-}
-
-std::string layerPorts(const std::vector<std::pair<std::string, int64_t>>& ins, int64_t outBits) {
-  std::string s = "    input  wire clk,\n    input  wire rst_n,\n";
-  for (const auto& [p, bits] : ins)
-    s += fmt::format("    input  wire [{}:0] {}_tdata,\n"
-                     "    input  wire {}_tvalid,\n"
-                     "    output wire {}_tready,\n",
-                     bits - 1, p, p, p);
-  return s + fmt::format("    output wire [{}:0] out_tdata,\n"
-                         "    output wire out_tvalid,\n"
-                         "    input  wire out_tready\n",
-                         outBits - 1);
-}
-
-// A lookup table as one constant: entry i at [i*width +: width], the last entry first.
-std::string tableLiteral(const std::vector<int64_t>& t, int width) {
-  std::string s = "{\n";
-  for (size_t k = 0; k < t.size(); ++k) {
-    size_t i = t.size() - 1 - k;
-    if (k % 8 == 0) s += "      ";
-    s += hexLiteral(t[i], width);
-    s += i == 0 ? "\n" : k % 8 == 7 ? ",\n" : ", ";
+// The library modules a block instantiates (triad_dense -> triad_cast, ...).
+std::set<std::string> withDependencies(std::set<std::string> blocks) {
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (const auto& [file, text] : rtlLibrary()) {
+      std::string mod = file.substr(0, file.size() - 2);
+      if (blocks.count(mod)) continue;
+      for (const std::string& b : std::set<std::string>(blocks)) {
+        auto it = std::find_if(rtlLibrary().begin(), rtlLibrary().end(),
+                               [&](const auto& f) { return f.first == b + ".v"; });
+        if (it != rtlLibrary().end() && it->second.find(mod + " #(") != std::string::npos) {
+          blocks.insert(mod);
+          grew = true;
+          break;
+        }
+      }
+    }
   }
-  return s + "  }";
+  return blocks;
 }
-
-int log2Exact(int64_t v) {
-  int k = 0;
-  while ((int64_t(1) << k) < v)
-    ++k;
-  TRIAD_ASSERT((int64_t(1) << k) == v, "{} is not a power of two", v);
-  return k;
-}
-
-bool isDense(const std::string& op) {
-  return op.starts_with("Gemm") || op.starts_with("MatMul");
-}
-
-// Cycles from a vector entering a block to its result leaving it (steady state, no stalls).
-int64_t stageLatency(const RtlStage& s) {
-  if (isDense(s.op)) return s.reuse + 1;
-  if (s.op == "Softmax") return 5;
-  return 1;
-}
-
-std::string testbench(const VerilogDesign& d);
 
 } // namespace
 
@@ -157,33 +57,80 @@ std::vector<int64_t> validReuseFactors(int64_t nIn) {
 }
 
 std::string verilogName(const std::string& s) {
-  std::string r;
-  for (char c : s) {
-    bool ok = std::isalnum(static_cast<unsigned char>(c)) != 0;
-    if (ok)
-      r += c;
-    else if (!r.empty() && r.back() != '_')
-      r += '_';
-  }
-  while (!r.empty() && r.back() == '_')
-    r.pop_back();
-  if (r.empty() || std::isdigit(static_cast<unsigned char>(r[0]))) r = "l_" + r;
-  if (keywords().count(r)) r += "_";
-  return r;
+  return hdl::legalName(s);
+}
+
+StreamGeom streamGeomOf(const ir::Shape& s) {
+  if (s.size() == 4) return {s[2], s[3], s[1], false};
+  if (s.size() == 3) return {1, s[1], s[2], false, true};
+  if (s.size() == 2) return {1, 1, s[1], false};
+  return {1, 1, s.empty() ? 1 : s[0], false};
+}
+
+namespace {
+
+// Whether a stream's transfers reorder the value's logical layout: NCHW pixels (and their
+// Flatten) travel channels-last; rows of [B, T, K] travel as they are.
+bool channelsLast(const StreamGeom& g) {
+  return g.transfers() > 1 && !g.seq;
+}
+
+} // namespace
+
+std::vector<int64_t> toStreamOrder(const std::vector<int64_t>& logical, const StreamGeom& g) {
+  if (!channelsLast(g)) return logical;
+  int64_t per = g.elements(), hw = g.transfers();
+  std::vector<int64_t> out(logical.size());
+  for (size_t s = 0; s + size_t(per) <= logical.size(); s += size_t(per))
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t t = 0; t < hw; ++t)
+        out[s + size_t(t * g.c + c)] = logical[s + size_t(c * hw + t)];
+  return out;
+}
+
+std::vector<int64_t> fromStreamOrder(const std::vector<int64_t>& stream, const StreamGeom& g) {
+  if (!channelsLast(g)) return stream;
+  int64_t per = g.elements(), hw = g.transfers();
+  std::vector<int64_t> out(stream.size());
+  for (size_t s = 0; s + size_t(per) <= stream.size(); s += size_t(per))
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t t = 0; t < hw; ++t)
+        out[s + size_t(c * hw + t)] = stream[s + size_t(t * g.c + c)];
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> VerilogDesign::files() const {
+  std::vector<std::pair<std::string, std::string>> f;
+  for (const auto& [file, text] : rtlLibrary())
+    if (std::find(blocks.begin(), blocks.end(), file.substr(0, file.size() - 2)) != blocks.end())
+      f.push_back({file, text});
+  f.push_back({top + ".v", verilog});
+  return f;
+}
+
+std::string VerilogDesign::fileList() const {
+  std::string s = fmt::format("// Sources of '{}' (top module: {}), in compile order.\n", top, top);
+  for (const auto& [file, text] : files())
+    s += file + "\n";
+  return s;
 }
 
 VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const VerilogOptions& o) {
   const auto& layers = emu.layers();
+  const auto& planned = emu.planned();
   if (g.inputs().size() != 1)
     fail(ErrorKind::Unsupported, "the Verilog emitter takes models with one input (this has {})",
          g.inputs().size());
-  if (!o.until.empty() && std::none_of(layers.begin(), layers.end(),
-                                       [&](const LayerInfo& l) { return l.name == o.until; })) {
+  auto layerNames = [&] {
     std::string names;
     for (const LayerInfo& l : layers)
       names += (names.empty() ? "" : ", ") + l.name;
-    fail(ErrorKind::Usage, "--until '{}' is not a layer of the model (layers: {})", o.until, names);
-  }
+    return names;
+  };
+  if (!o.until.empty() && std::none_of(layers.begin(), layers.end(),
+                                       [&](const LayerInfo& l) { return l.name == o.until; }))
+    fail(ErrorKind::Usage, "--until '{}' is not a layer of the model (layers: {})", o.until,
+         layerNames());
   for (const auto& [name, r] : o.layerReuse) {
     (void)r;
     if (std::none_of(layers.begin(), layers.end(),
@@ -191,141 +138,105 @@ VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const Verilog
       fail(ErrorKind::Usage, "a reuse factor is given for '{}', which is not a layer", name);
   }
   VerilogDesign d;
-  d.top = verilogName(o.name);
+  hdl::NameUniquer modules;
+  d.top = modules.unique(o.name);
   const ir::Value* in = g.inputs()[0];
-  const ir::Shape& inShape = in->type().shape;
-  d.inElems = inShape.empty() ? 1 : inShape.back();
+  d.inGeom = streamGeomOf(in->type().shape);
+  d.inElems = d.inGeom.c;
   d.inFormat = emu.inputQuant().format;
   requireSigned(d.inFormat, "(input)", "input");
 
-  // Streams: one per value computed by a block (pass-through layers alias their input).
-  struct Stream {
-    int64_t width = 0;
-    FixedFormat format;
-    int64_t arrival = 0; // cycles after the design input (longest path)
-  };
   std::map<int, Stream> streams;
-  std::map<int, int> alias;
+  std::map<int, int> alias;           // a pass-through layer's output -> its stream
+  std::map<int, StreamGeom> viewGeom; // ... and how the stream is read from there on
   auto streamOf = [&](int v) {
     auto it = alias.find(v);
     return it == alias.end() ? v : it->second;
   };
-  streams[in->id()] = {d.inElems, d.inFormat, 0};
+  auto geomOf = [&](int v) {
+    auto it = viewGeom.find(v);
+    return it == viewGeom.end() ? streams.at(streamOf(v)).geom : it->second;
+  };
+  streams[in->id()] = {d.inGeom, d.inFormat, 0, 0};
   std::vector<std::vector<int>> stageIns; // stream ids of each stage's operands
   std::vector<int> stageOut;              // stream id of each stage's result
-  std::set<std::string> used = {d.top};
+  std::vector<RtlLayer> rtls;
   bool reached = false;
   for (size_t li = 0; li < layers.size() && !reached; ++li) {
     const LayerInfo& L = layers[li];
     reached = L.name == o.until;
     d.lastLayer = li;
     std::vector<int> ins;
+    std::vector<RtlOperand> ops;
     for (int v : L.inputs) {
-      if (v < 0) continue; // Add's constant operand
+      if (v < 0) continue; // a constant operand
       int sv = streamOf(v);
       if (!streams.count(sv))
         fail(ErrorKind::Unsupported,
              "layer '{}' ({}) takes '{}', which the design does not compute", L.name, L.op,
              g.values()[size_t(v)]->name());
       ins.push_back(sv);
+      ops.push_back({geomOf(v), streams.at(sv).format});
     }
-    TRIAD_ASSERT(!ins.empty(), "layer '{}' has no data operand", L.name);
-    const Stream& a = streams.at(ins[0]);
-    const ir::Shape& outShape = g.values()[size_t(L.output)]->type().shape;
-    int64_t outWidth = outShape.empty() ? 1 : outShape.back();
-    if (L.passThrough) {
-      if (outWidth != a.width)
-        fail(ErrorKind::Unsupported, "layer '{}' ({}) changes the row width from {} to {}", L.name,
-             L.op, a.width, outWidth);
+    RtlSettings rs;
+    auto it = o.layerReuse.find(L.name);
+    rs.reuse = it != o.layerReuse.end() ? it->second : o.reuse;
+    rs.stageLevels = o.stageLevels;
+    rs.module = fmt::format("{}_{}", d.top, verilogName(L.name));
+    RtlLayer r;
+    try {
+      r = planned[li]->rtl(ops, rs);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Unsupported || li == 0) throw;
+      fail(ErrorKind::Unsupported, "{}; use --until '{}' to end the design before it", e.what(),
+           layers[li - 1].name);
+    }
+    if (r.passThrough) {
       alias[L.output] = ins[0];
+      viewGeom[L.output] = r.out;
       continue;
     }
+    r.module.name = modules.unique(rs.module);
+    const Stream& a = streams.at(ins[0]);
     RtlStage s;
     s.layer = L.name;
     s.op = L.op;
     s.layerIndex = li;
+    s.module = r.module.name;
     s.in = a.format;
-    s.out = L.outFormat;
-    std::string base = verilogName(L.name);
-    std::string mod = d.top + "_" + base;
-    for (int k = 2; used.count(mod); ++k)
-      mod = fmt::format("{}_{}_{}", d.top, base, k);
-    used.insert(mod);
-    s.module = mod;
-    const LayerQuant& q = L.quant;
-    if (isDense(L.op)) {
-      s.nIn = L.fanIn;
-      s.nOut = L.fanOut;
-      auto it = o.layerReuse.find(L.name);
-      s.reuse = it != o.layerReuse.end() ? it->second : o.reuse;
-      auto valid = validReuseFactors(s.nIn);
-      if (std::find(valid.begin(), valid.end(), s.reuse) == valid.end())
-        fail(ErrorKind::Usage,
-             "reuse factor {} is not valid for layer '{}' ({} inputs): it must "
-             "divide the input count; valid: {}",
-             s.reuse, L.name, s.nIn, fmt::join(valid, ", "));
-      s.multipliers = s.nIn * s.nOut / s.reuse;
-      requireSigned(q.weight().format, L.name, "weight");
-      requireSigned(q.bias().format, L.name, "bias");
-      requireSigned(q.acc().format, L.name, "accumulator");
-    } else if (L.op == "Relu" || L.op == "LeakyRelu" || L.op == "Clip" || L.op == "Sigmoid" ||
-               L.op == "Tanh" || L.op == "Softmax") {
-      s.nIn = s.nOut = a.width;
-      if (L.op == "LeakyRelu") {
-        requireSigned(q.weight().format, L.name, "slope (weight)");
-        s.multipliers = s.nIn;
-      }
-      if (L.op == "Softmax") {
-        requireSigned(q.exp.format, L.name, "exp table");
-        requireSigned(q.inv.format, L.name, "reciprocal table");
-        s.multipliers = s.nIn;
-      }
-    } else if (L.op == "Add") {
-      s.nIn = s.nOut = outWidth;
-      for (int sv : ins)
-        if (streams.at(sv).width != outWidth)
-          fail(ErrorKind::Unsupported,
-               "layer '{}' (Add): an operand of {} elements per row is broadcast to {}; the "
-               "Verilog emitter adds rows of equal width",
-               L.name, streams.at(sv).width, outWidth);
-      if (ins.size() == 2) {
-        s.in2 = streams.at(ins[1]).format;
-      } else {
-        requireSigned(q.bias().format, L.name, "constant (bias)");
-        int64_t ce = ir::numElements(L.constShape);
-        if (ce != 1 && !(ce == outWidth && L.constShape.back() == outWidth))
-          fail(ErrorKind::Unsupported,
-               "layer '{}' (Add): the constant of shape {} must be a scalar or one row of {} "
-               "elements",
-               L.name, ir::shapeToString(L.constShape), outWidth);
-        s.in2 = q.bias().format;
-      }
-    } else {
-      std::string prev = li > 0 ? layers[li - 1].name : "";
-      fail(ErrorKind::Unsupported,
-           "layer '{}' ({}) is not supported by the Verilog emitter (Dense, Relu, LeakyRelu, Clip, "
-           "Sigmoid, Tanh, Softmax and Add are){}",
-           L.name, L.op,
-           prev.empty() ? "" : fmt::format("; use --until '{}' to end the design before it", prev));
-    }
-    requireSigned(s.out, L.name, "result");
-    if (s.nIn != a.width)
-      fail(ErrorKind::Unsupported, "layer '{}' takes {} inputs per row, the stream has {}", L.name,
-           s.nIn, a.width);
-    s.latency = stageLatency(s);
-    int64_t arrival = 0;
-    for (int sv : ins)
+    s.out = r.outFormat;
+    s.in2 = ins.size() > 1 ? streams.at(ins[1]).format : L.quant.bias().format;
+    s.inGeom = a.geom;
+    s.outGeom = r.out;
+    s.nIn = a.geom.c;
+    s.nOut = r.out.c;
+    s.reuse = r.reuse > 0 ? r.reuse : 1;
+    s.multipliers = r.multipliers;
+    s.latency = r.latency;
+    s.lookahead = r.lookahead;
+    s.memoryBits = r.memoryBits;
+    s.cyclesPerFrame = r.cyclesPerFrame;
+    int64_t arrival = 0, lead = 0;
+    for (int sv : ins) {
       arrival = std::max(arrival, streams.at(sv).arrival);
-    streams[L.output] = {s.nOut, s.out, arrival + s.latency};
+      lead = std::max(lead, streams.at(sv).lead);
+    }
+    // A layer that buffers k transfers of a frame delays its first output by as many input
+    // transfers (one per cycle at full speed).
+    int64_t look = std::max<int64_t>(r.lookahead - 1, 0);
+    streams[L.output] = {r.out, r.outFormat, arrival + look + r.latency, lead + look};
     stageIns.push_back(ins);
     stageOut.push_back(L.output);
+    rtls.push_back(std::move(r));
     d.stages.push_back(std::move(s));
   }
   if (d.stages.empty()) fail(ErrorKind::Unsupported, "the design has no layer with RTL");
   const int outStream = streamOf(layers[d.lastLayer].output);
-  d.outElems = streams.at(outStream).width;
-  d.outFormat = streams.at(outStream).format;
-  d.latency = streams.at(outStream).arrival;
+  const Stream& outS = streams.at(outStream);
+  d.outGeom = geomOf(layers[d.lastLayer].output);
+  d.outElems = outS.geom.c;
+  d.outFormat = outS.format;
+  d.latency = outS.arrival;
 
   // Who reads each stream (stage index and operand; -1: the design output).
   std::map<int, std::vector<std::pair<int, size_t>>> readers;
@@ -344,12 +255,17 @@ VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const Verilog
            d.stages[i].layer, layers[d.lastLayer].name);
 
   // Stream names in the top module; a fork copies a stream read more than once.
+  hdl::NameUniquer wires;
+  for (const char* p : {"clk", "rst_n", "in_tdata", "in_tvalid", "in_tready", "out_tdata",
+                        "out_tvalid", "out_tready"})
+    wires.reserve(p);
   std::map<int, std::string> name;
   name[in->id()] = "in";
   for (size_t i = 0; i < d.stages.size(); ++i) {
     int sv = stageOut[i];
     bool onlyOut = readers[sv].size() == 1 && readers[sv][0].first == -1;
-    name[sv] = onlyOut ? "out" : fmt::format("s{}_{}", i + 1, verilogName(d.stages[i].layer));
+    name[sv] = onlyOut ? "out"
+                       : wires.unique(fmt::format("s{}_{}", i + 1, verilogName(d.stages[i].layer)));
   }
   // Connection (tdata, tvalid, tready) of reader r of stream sv.
   auto conn = [&](int sv, size_t r) -> std::array<std::string, 3> {
@@ -362,279 +278,104 @@ VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const Verilog
     const auto& rs = readers[sv];
     return size_t(std::find(rs.begin(), rs.end(), std::make_pair(stage, operand)) - rs.begin());
   };
-  // A join whose operands arrive at different times buffers the earlier one.
+  // A join whose operands arrive at different times buffers the earlier one: the late branch
+  // takes `lead` more input transfers and `arrival` more cycles before its first result; every
+  // such transfer and cycle may leave one vector waiting on the early side.
   std::vector<std::vector<int64_t>> fifoDepth(d.stages.size());
+  hdl::NameUniquer instances;
   for (size_t i = 0; i < d.stages.size(); ++i) {
     fifoDepth[i].assign(stageIns[i].size(), 0);
     if (stageIns[i].size() != 2) continue;
-    int64_t t0 = streams.at(stageIns[i][0]).arrival, t1 = streams.at(stageIns[i][1]).arrival;
-    if (t0 == t1) continue;
+    const Stream &s0 = streams.at(stageIns[i][0]), &s1 = streams.at(stageIns[i][1]);
+    int64_t gap = std::abs(s0.arrival - s1.arrival) + std::abs(s0.lead - s1.lead);
+    if (gap == 0) continue;
     int64_t depth = 2;
-    while (depth < std::abs(t0 - t1) + 2)
+    while (depth < gap + 2)
       depth *= 2;
-    fifoDepth[i][t0 < t1 ? 0 : 1] = depth;
+    bool firstEarly = s0.arrival + s0.lead < s1.arrival + s1.lead;
+    fifoDepth[i][firstEarly ? 0 : 1] = depth;
   }
 
-  // The Verilog file.
-  std::set<std::string> blocks = {"triad_cast"};
+  std::set<std::string> blocks;
+  for (const RtlLayer& r : rtls)
+    blocks.insert(r.blocks.begin(), r.blocks.end());
   for (const auto& [sv, rs] : readers)
     if (rs.size() > 1) blocks.insert("triad_fork");
   for (const auto& f : fifoDepth)
     if (std::any_of(f.begin(), f.end(), [](int64_t x) { return x > 0; }))
       blocks.insert("triad_fifo");
-  for (const RtlStage& s : d.stages)
-    blocks.insert(isDense(s.op)         ? "triad_dense"
-                  : s.op == "Relu"      ? "triad_relu"
-                  : s.op == "LeakyRelu" ? "triad_leaky_relu"
-                  : s.op == "Clip"      ? "triad_clip"
-                  : s.op == "Softmax"   ? "triad_softmax"
-                  : s.op == "Add"       ? "triad_add"
-                                        : "triad_lut");
+  blocks = withDependencies(blocks);
+
+  auto geomText = [](const StreamGeom& g) {
+    return g.transfers() > 1 ? fmt::format("{}x{} pixels of {}", g.h, g.w, g.c)
+                             : fmt::format("{}", g.c);
+  };
   std::string v;
   v += "// Generated by triad compile --target fpga: do not edit.\n";
   v += fmt::format("// Model '{}': input {} x {}, output {} x {}; latency {} cycles.\n", d.top,
-                   d.inElems, formatToString(d.inFormat), d.outElems, formatToString(d.outFormat),
-                   d.latency);
+                   geomText(d.inGeom), formatToString(d.inFormat), geomText(d.outGeom),
+                   formatToString(d.outFormat), d.latency);
   v += fmt::format(
-      "// Streams carry one vector per transfer, element i in tdata[i*W +: W] (signed raw\n"
-      "// fixed point, real value = raw * 2^-frac).\n// Blocks (fpga/rtl/): {}.\n",
+      "// Streams carry one vector (or one channels-last pixel) per transfer, element i in\n"
+      "// tdata[i*W +: W] (signed raw fixed point, real value = raw * 2^-frac).\n"
+      "// Blocks (fpga/rtl/): {}.\n",
       fmt::join(blocks, ", "));
   v += "// Layers:\n";
-  for (const RtlStage& s : d.stages)
-    v += fmt::format("//   {:<12} {:<24} {} -> {}  {} -> {}{}\n", s.layer, s.module, s.nIn, s.nOut,
-                     formatToString(s.in), formatToString(s.out),
-                     isDense(s.op) ? fmt::format("  reuse {}", s.reuse) : "  " + s.op);
+  for (size_t i = 0; i < d.stages.size(); ++i) {
+    const RtlStage& s = d.stages[i];
+    v += fmt::format("//   {:<12} {:<24} {} -> {}  {} -> {}  {}\n", s.layer, s.module,
+                     geomText(s.inGeom), geomText(s.outGeom), formatToString(s.in),
+                     formatToString(s.out), rtls[i].summary);
+  }
   v += "\n// One file holds every layer module and the top.\n/* verilator lint_off DECLFILENAME "
        "*/\n\n";
-  for (size_t si = 0; si < d.stages.size(); ++si) {
-    const RtlStage& s = d.stages[si];
-    const LayerInfo& L = layers[s.layerIndex];
-    const LayerQuant& q = L.quant;
-    int inW = s.in.width, outW = s.out.width;
-    v += fmt::format("// Layer '{}' ({}): {} x {} -> {} x {}\n", s.layer, s.op, s.nIn,
-                     formatToString(s.in), s.nOut, formatToString(s.out));
-    Instance inst;
-    inst.name = "u_" + verilogName(s.layer);
-    inst.ports = streamConnections("in", "out");
-    std::vector<std::pair<std::string, int64_t>> ports = {{"in", s.nIn * inW}};
-    std::string body;
-    auto resultModes = [&]() -> std::vector<std::pair<std::string, std::string>> {
-      return {{"OUT_W", std::to_string(outW)},
-              {"OUT_FRAC", std::to_string(s.out.fracBits())},
-              {"ROUNDING", std::to_string(roundingCode(q.result().rounding))},
-              {"SATURATE", std::to_string(saturateCode(q.result().overflow))}};
-    };
-    auto append = [](auto& dst, const auto& src) { dst.insert(dst.end(), src.begin(), src.end()); };
-    if (s.op == "Relu") {
-      inst.module = "triad_relu";
-      inst.params = {{"N", std::to_string(s.nIn)},
-                     {"IN_W", std::to_string(inW)},
-                     {"IN_FRAC", std::to_string(s.in.fracBits())}};
-      append(inst.params, resultModes());
-    } else if (s.op == "LeakyRelu") {
-      const FixedFormat& wf = q.weight().format;
-      v += fmt::format("//   slope {} ({}), result {} ({}, {})\n", dequantize(L.alpha, wf),
-                       formatToString(wf), formatToString(s.out), toString(q.result().rounding),
-                       toString(q.result().overflow));
-      inst.module = "triad_leaky_relu";
-      inst.params = {{"N", std::to_string(s.nIn)},
-                     {"IN_W", std::to_string(inW)},
-                     {"IN_FRAC", std::to_string(s.in.fracBits())},
-                     {"A_W", std::to_string(wf.width)},
-                     {"A_FRAC", std::to_string(wf.fracBits())},
-                     {"ALPHA", hexLiteral(L.alpha, wf.width)}};
-      append(inst.params, resultModes());
-    } else if (s.op == "Clip") {
-      v += fmt::format("//   bounds [{}, {}] ({}), result {} ({}, {})\n", dequantize(L.lo, s.in),
-                       dequantize(L.hi, s.in), formatToString(s.in), formatToString(s.out),
-                       toString(q.result().rounding), toString(q.result().overflow));
-      inst.module = "triad_clip";
-      inst.params = {{"N", std::to_string(s.nIn)},
-                     {"IN_W", std::to_string(inW)},
-                     {"IN_FRAC", std::to_string(s.in.fracBits())},
-                     {"LO", hexLiteral(L.lo, inW)},
-                     {"HI", hexLiteral(L.hi, inW)}};
-      append(inst.params, resultModes());
-    } else if (s.op == "Sigmoid" || s.op == "Tanh") {
-      int64_t size = int64_t(L.table.size());
-      v += fmt::format(
-          "//   table of {} entries over [-{}, {}) in {}: entry j = {}(-R + (j + 1/2) * step),\n"
-          "//   index = clamp(floor(x / 2^{}) + {}, 0, {}) on the raw input\n",
-          size, q.tableRange, q.tableRange, formatToString(s.out),
-          s.op == "Sigmoid" ? "sigmoid" : "tanh", L.tableShift, size / 2, size - 1);
-      body += "  // entry j at [j*" + std::to_string(outW) + " +: " + std::to_string(outW) +
-              "], the last entry first\n";
-      body += fmt::format("  localparam [{}:0] TABLE = {};\n\n", size * outW - 1,
-                          tableLiteral(L.table, outW));
-      inst.module = "triad_lut";
-      inst.params = {{"N", std::to_string(s.nIn)},
-                     {"IN_W", std::to_string(inW)},
-                     {"SHIFT", std::to_string(L.tableShift)},
-                     {"SIZE", std::to_string(size)},
-                     {"IDX_W", std::to_string(log2Exact(size))},
-                     {"OUT_W", std::to_string(outW)},
-                     {"TABLE", "TABLE"}};
-    } else if (s.op == "Softmax") {
-      int64_t size = int64_t(L.table.size());
-      const FixedFormat& ef = q.exp.format;
-      const FixedFormat& rf = q.inv.format;
-      v += fmt::format(
-          "//   exp table: {} entries over [-{}, 0) in {}, index = clamp(floor((x - max) / 2^{}) "
-          "+ {}, 0, {});\n"
-          "//   reciprocal table: {} entries over [0, {}) in {}, index = clamp(floor(sum / 2^{}), "
-          "0, {});\n"
-          "//   y = cast(exp * reciprocal) to {} ({}, {}); latency 5 cycles\n",
-          size, q.tableRange, formatToString(ef), L.tableShift, size, size - 1, size, q.invRange,
-          formatToString(rf), L.invShift, size - 1, formatToString(s.out),
-          toString(q.result().rounding), toString(q.result().overflow));
-      body += "  // entry j at [j*W +: W], the last entry first\n";
-      body += fmt::format("  localparam [{}:0] EXP_TABLE = {};\n", size * ef.width - 1,
-                          tableLiteral(L.table, ef.width));
-      body += fmt::format("  localparam [{}:0] INV_TABLE = {};\n\n", size * rf.width - 1,
-                          tableLiteral(L.invTable, rf.width));
-      inst.module = "triad_softmax";
-      inst.params = {{"N", std::to_string(s.nIn)},
-                     {"IN_W", std::to_string(inW)},
-                     {"SIZE", std::to_string(size)},
-                     {"IDX_W", std::to_string(log2Exact(size))},
-                     {"EXP_SHIFT", std::to_string(L.tableShift)},
-                     {"EXP_W", std::to_string(ef.width)},
-                     {"EXP_FRAC", std::to_string(ef.fracBits())},
-                     {"INV_SHIFT", std::to_string(L.invShift)},
-                     {"INV_W", std::to_string(rf.width)},
-                     {"INV_FRAC", std::to_string(rf.fracBits())}};
-      append(inst.params, resultModes());
-      inst.params.push_back({"EXP_TABLE", "EXP_TABLE"});
-      inst.params.push_back({"INV_TABLE", "INV_TABLE"});
-    } else if (s.op == "Add") {
-      bool join = stageIns[si].size() == 2;
-      v += fmt::format("//   {} + {}{} exact, result {} ({}, {})\n", formatToString(s.in),
-                       formatToString(s.in2), join ? "" : " (constant)", formatToString(s.out),
-                       toString(q.result().rounding), toString(q.result().overflow));
-      inst.module = "triad_add";
-      inst.params = {{"N", std::to_string(s.nIn)},
-                     {"A_W", std::to_string(inW)},
-                     {"A_FRAC", std::to_string(s.in.fracBits())},
-                     {"B_W", std::to_string(s.in2.width)},
-                     {"B_FRAC", std::to_string(s.in2.fracBits())}};
-      append(inst.params, resultModes());
-      if (join) {
-        ports = {{"a", s.nIn * inW}, {"b", s.nIn * s.in2.width}};
-        inst.ports = {{"clk", "clk"},
-                      {"rst_n", "rst_n"},
-                      {"a_tdata", "a_tdata"},
-                      {"a_tvalid", "a_tvalid"},
-                      {"a_tready", "a_tready"},
-                      {"b_tdata", "b_tdata"},
-                      {"b_tvalid", "b_tvalid"},
-                      {"b_tready", "b_tready"},
-                      {"out_tdata", "out_tdata"},
-                      {"out_tvalid", "out_tvalid"},
-                      {"out_tready", "out_tready"}};
-      } else {
-        int bw = s.in2.width;
-        body += fmt::format("  // the constant operand, element i at [i*{} +: {}]\n", bw, bw);
-        body += fmt::format("  localparam [{}:0] B = {{", s.nIn * bw - 1);
-        for (int64_t i = s.nIn; i-- > 0;)
-          body += hexLiteral(L.constRaw[L.constRaw.size() == 1 ? 0 : size_t(i)], bw) +
-                  (i > 0 ? ", " : "");
-        body += "};\n  /* verilator lint_off UNUSEDSIGNAL */\n  wire b_tready;  // always "
-                "valid: not needed\n  /* verilator lint_on UNUSEDSIGNAL */\n\n";
-        inst.ports = {{"clk", "clk"},
-                      {"rst_n", "rst_n"},
-                      {"a_tdata", "in_tdata"},
-                      {"a_tvalid", "in_tvalid"},
-                      {"a_tready", "in_tready"},
-                      {"b_tdata", "B"},
-                      {"b_tvalid", "1'b1"},
-                      {"b_tready", "b_tready"},
-                      {"out_tdata", "out_tdata"},
-                      {"out_tvalid", "out_tvalid"},
-                      {"out_tready", "out_tready"}};
-      }
-    } else {
-      const FixedFormat& wf = q.weight().format;
-      const FixedFormat& bf = q.bias().format;
-      const FixedFormat& af = q.acc().format;
-      v += fmt::format("//   weights {}, bias {}, accumulator {} ({}, {}), result {} ({}, {}),\n"
-                       "//   reuse {}: {} multipliers, a new input every {} cycle(s)\n",
-                       formatToString(wf), formatToString(bf), formatToString(af),
-                       toString(q.acc().rounding), toString(q.acc().overflow),
-                       formatToString(s.out), toString(q.result().rounding),
-                       toString(q.result().overflow), s.reuse, s.nIn * s.nOut / s.reuse, s.reuse);
-      body += fmt::format("  // w[o][i] at bit (o*{} + i)*{}; one row o per line, o = {} first\n",
-                          s.nIn, wf.width, s.nOut - 1);
-      body += fmt::format("  localparam [{}:0] WEIGHTS = {{\n", s.nOut * s.nIn * wf.width - 1);
-      for (int64_t oo = s.nOut; oo-- > 0;) {
-        body += "      ";
-        for (int64_t i = s.nIn; i-- > 0;)
-          body += hexLiteral(L.weights[size_t(oo * s.nIn + i)], wf.width) +
-                  (i > 0 || oo > 0 ? (i > 0 ? ", " : ",") : "");
-        body += "\n";
-      }
-      body += "  };\n";
-      body += fmt::format("  localparam [{}:0] BIASES = {{", s.nOut * bf.width - 1);
-      for (int64_t oo = s.nOut; oo-- > 0;)
-        body += hexLiteral(L.biases.empty() ? 0 : L.biases[size_t(oo)], bf.width) +
-                (oo > 0 ? ", " : "");
-      body += "};\n\n";
-      inst.module = "triad_dense";
-      inst.params = {{"N_IN", std::to_string(s.nIn)},
-                     {"N_OUT", std::to_string(s.nOut)},
-                     {"REUSE", std::to_string(s.reuse)},
-                     {"IN_W", std::to_string(inW)},
-                     {"IN_FRAC", std::to_string(s.in.fracBits())},
-                     {"W_W", std::to_string(wf.width)},
-                     {"W_FRAC", std::to_string(wf.fracBits())},
-                     {"B_W", std::to_string(bf.width)},
-                     {"B_FRAC", std::to_string(bf.fracBits())},
-                     {"ACC_W", std::to_string(af.width)},
-                     {"ACC_FRAC", std::to_string(af.fracBits())},
-                     {"OUT_W", std::to_string(outW)},
-                     {"OUT_FRAC", std::to_string(s.out.fracBits())},
-                     {"ACC_ROUNDING", std::to_string(roundingCode(q.acc().rounding))},
-                     {"ACC_SATURATE", std::to_string(saturateCode(q.acc().overflow))},
-                     {"RES_ROUNDING", std::to_string(roundingCode(q.result().rounding))},
-                     {"RES_SATURATE", std::to_string(saturateCode(q.result().overflow))},
-                     {"WEIGHTS", "WEIGHTS"},
-                     {"BIASES", "BIASES"}};
-    }
-    v += fmt::format("module {} (\n{});\n", s.module, layerPorts(ports, s.nOut * outW));
-    v += body + inst.print() + "endmodule\n\n";
-  }
+  for (const RtlLayer& r : rtls)
+    v += r.module.print() + "\n";
 
   // Top module.
-  v += fmt::format("// Top: '{}'.\n"
-                   "//   clk, rst_n      clock; synchronous active-low reset\n"
-                   "//   in_tdata [{}:0]  {} inputs x {}, element i at [i*{} +: {}]\n"
-                   "//   in_tvalid/in_tready    input handshake (a transfer when both are 1)\n"
-                   "//   out_tdata [{}:0] {} outputs x {}, element i at [i*{} +: {}]\n"
-                   "//   out_tvalid/out_tready  output handshake (back-pressure via out_tready)\n",
-                   d.top, d.inElems * d.inFormat.width - 1, d.inElems, formatToString(d.inFormat),
-                   d.inFormat.width, d.inFormat.width, d.outElems * d.outFormat.width - 1,
-                   d.outElems, formatToString(d.outFormat), d.outFormat.width, d.outFormat.width);
-  v += fmt::format("module {} (\n{});\n", d.top,
-                   streamPorts(d.inElems * d.inFormat.width, d.outElems * d.outFormat.width));
+  hdl::Module top;
+  top.name = d.top;
+  top.comment = fmt::format(
+      "Top: '{}'.\n"
+      "  clk, rst_n      clock; synchronous active-low reset\n"
+      "  in_tdata [{}:0]  {} inputs x {}, element i at [i*{} +: {}]{}\n"
+      "  in_tvalid/in_tready    input handshake (a transfer when both are 1)\n"
+      "  out_tdata [{}:0] {} outputs x {}, element i at [i*{} +: {}]{}\n"
+      "  out_tvalid/out_tready  output handshake (back-pressure via out_tready)",
+      d.top, d.inElems * d.inFormat.width - 1, d.inElems, formatToString(d.inFormat),
+      d.inFormat.width, d.inFormat.width,
+      d.inGeom.transfers() > 1
+          ? fmt::format("\n                   {} transfers per sample ({}x{} pixels, raster order)",
+                        d.inGeom.transfers(), d.inGeom.h, d.inGeom.w)
+          : "",
+      d.outElems * d.outFormat.width - 1, d.outElems, formatToString(d.outFormat),
+      d.outFormat.width, d.outFormat.width,
+      d.outGeom.transfers() > 1
+          ? fmt::format("\n                   {} transfers per sample", d.outGeom.transfers())
+          : "");
+  top.addPort("clk", hdl::Dir::In, 1);
+  top.addPort("rst_n", hdl::Dir::In, 1);
+  top.addStreamIn("in", d.inElems * d.inFormat.width);
+  top.addStreamOut("out", d.outElems * d.outFormat.width);
   auto fork = [&](int sv, int64_t bits) {
     size_t k = readers[sv].size();
     if (k < 2) return;
     const std::string& n = name[sv];
-    v += fmt::format("  // '{}' is read {} times\n", n, k);
-    v += fmt::format("  wire [{}:0] {}_f_tdata;\n  wire [{}:0] {}_f_tvalid;\n  wire [{}:0] "
-                     "{}_f_tready;\n",
-                     bits - 1, n, k - 1, n, k - 1, n);
-    Instance f{"triad_fork",
-               "u_fork_" + n,
-               {{"W", std::to_string(bits)}, {"N_OUT", std::to_string(k)}},
-               {{"clk", "clk"},
-                {"rst_n", "rst_n"},
-                {"in_tdata", n + "_tdata"},
-                {"in_tvalid", n + "_tvalid"},
-                {"in_tready", n + "_tready"},
-                {"out_tdata", n + "_f_tdata"},
-                {"out_tvalid", n + "_f_tvalid"},
-                {"out_tready", n + "_f_tready"}}};
-    v += f.print();
+    top.add(hdl::Wire{n + "_f_tdata", bits, fmt::format("'{}' is read {} times", n, k)});
+    top.add(hdl::Wire{n + "_f_tvalid", int64_t(k), {}});
+    top.add(hdl::Wire{n + "_f_tready", int64_t(k), {}});
+    top.add(hdl::Instance{"triad_fork",
+                          instances.unique("u_fork_" + n),
+                          {{"W", std::to_string(bits)}, {"N_OUT", std::to_string(k)}},
+                          {{"clk", "clk"},
+                           {"rst_n", "rst_n"},
+                           {"in_tdata", n + "_tdata"},
+                           {"in_tvalid", n + "_tvalid"},
+                           {"in_tready", n + "_tready"},
+                           {"out_tdata", n + "_f_tdata"},
+                           {"out_tvalid", n + "_f_tvalid"},
+                           {"out_tready", n + "_f_tready"}},
+                          {}});
   };
   fork(in->id(), d.inElems * d.inFormat.width);
   for (size_t i = 0; i < d.stages.size(); ++i) {
@@ -644,40 +385,45 @@ VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const Verilog
       int sv = stageIns[i][k];
       auto c = conn(sv, readerIndex(sv, int(i), k));
       if (fifoDepth[i][k] > 0) {
-        int64_t bits = streams.at(sv).width * streams.at(sv).format.width;
-        std::string q = fmt::format("{}_q{}", verilogName(s.layer), k);
-        v += fmt::format(
-            "  // operand {} of '{}' arrives {} cycles early: a FIFO of {}\n", k, s.layer,
-            std::abs(streams.at(stageIns[i][0]).arrival - streams.at(stageIns[i][1]).arrival),
+        int64_t bits = streams.at(sv).bits();
+        std::string q = wires.unique(fmt::format("{}_q{}", verilogName(s.layer), k));
+        const Stream &s0 = streams.at(stageIns[i][0]), &s1 = streams.at(stageIns[i][1]);
+        std::string why = fmt::format(
+            "operand {} of '{}' arrives early ({} cycles, {} input transfers): a FIFO of {}", k,
+            s.layer, std::abs(s0.arrival - s1.arrival), std::abs(s0.lead - s1.lead),
             fifoDepth[i][k]);
-        v += fmt::format("  wire [{}:0] {}_tdata;\n  wire {}_tvalid;\n  wire {}_tready;\n",
-                         bits - 1, q, q, q);
-        Instance f{"triad_fifo",
-                   "u_fifo_" + q,
-                   {{"W", std::to_string(bits)},
-                    {"DEPTH", std::to_string(fifoDepth[i][k])},
-                    {"A_W", std::to_string(log2Exact(fifoDepth[i][k]))}},
-                   {{"clk", "clk"},
-                    {"rst_n", "rst_n"},
-                    {"in_tdata", c[0]},
-                    {"in_tvalid", c[1]},
-                    {"in_tready", c[2]},
-                    {"out_tdata", q + "_tdata"},
-                    {"out_tvalid", q + "_tvalid"},
-                    {"out_tready", q + "_tready"}}};
-        v += f.print();
+        top.addStreamWires(q, bits, why);
+        std::string inst = instances.unique("u_fifo_" + q);
+        top.add(hdl::Instance{"triad_fifo",
+                              inst,
+                              {{"W", std::to_string(bits)},
+                               {"DEPTH", std::to_string(fifoDepth[i][k])},
+                               {"A_W", std::to_string(log2Exact(fifoDepth[i][k]))}},
+                              {{"clk", "clk"},
+                               {"rst_n", "rst_n"},
+                               {"in_tdata", c[0]},
+                               {"in_tvalid", c[1]},
+                               {"in_tready", c[2]},
+                               {"out_tdata", q + "_tdata"},
+                               {"out_tvalid", q + "_tvalid"},
+                               {"out_tready", q + "_tready"}},
+                              {}});
+        d.fifos.push_back({inst, s.layer, fifoDepth[i][k], bits, why});
         c = {q + "_tdata", q + "_tvalid", q + "_tready"};
       }
       opConn.push_back(c);
     }
     int sv = stageOut[i];
     const std::string& next = name[sv];
-    if (next != "out")
-      v += fmt::format("  wire [{}:0] {}_tdata;\n  wire {}_tvalid;\n  wire {}_tready;\n",
-                       s.nOut * s.out.width - 1, next, next, next);
-    Instance inst{s.module, "u_" + verilogName(s.layer), {}, {{"clk", "clk"}, {"rst_n", "rst_n"}}};
-    std::vector<std::string> prefixes =
-        opConn.size() == 2 ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"in"};
+    if (next != "out") top.addStreamWires(next, s.nOut * s.out.width);
+    hdl::Instance inst{s.module,
+                       instances.unique("u_" + verilogName(s.layer)),
+                       {},
+                       {{"clk", "clk"}, {"rst_n", "rst_n"}},
+                       {}};
+    const std::vector<std::string>& prefixes = rtls[i].operandPrefixes;
+    TRIAD_ASSERT(prefixes.size() == opConn.size(), "layer '{}': {} operands, {} ports", s.layer,
+                 opConn.size(), prefixes.size());
     for (size_t k = 0; k < opConn.size(); ++k) {
       inst.ports.push_back({prefixes[k] + "_tdata", opConn[k][0]});
       inst.ports.push_back({prefixes[k] + "_tvalid", opConn[k][1]});
@@ -686,16 +432,16 @@ VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const Verilog
     inst.ports.push_back({"out_tdata", next + "_tdata"});
     inst.ports.push_back({"out_tvalid", next + "_tvalid"});
     inst.ports.push_back({"out_tready", next + "_tready"});
-    v += inst.print();
+    top.add(std::move(inst));
     fork(sv, s.nOut * s.out.width);
   }
   if (name[outStream] != "out") {
     auto c = conn(outStream, readers[outStream].size() - 1);
-    v += fmt::format("  assign out_tdata = {};\n  assign out_tvalid = {};\n  assign {} = "
-                     "out_tready;\n",
-                     c[0], c[1], c[2]);
+    top.add(hdl::Assign{"out_tdata", c[0]});
+    top.add(hdl::Assign{"out_tvalid", c[1]});
+    top.add(hdl::Assign{c[2], "out_tready"});
   }
-  v += "endmodule\n";
+  v += top.print();
   d.verilog = std::move(v);
   d.blocks.assign(blocks.begin(), blocks.end());
   d.testbench = testbench(d);
@@ -729,11 +475,13 @@ std::string testbench(const VerilogDesign& d) {
       "// (TRACE: a waveform file; needs a build with --trace/--trace-fst and\n"
       "// -DTRIAD_TRACE_VCD or -DTRIAD_TRACE_FST, as triad sim --trace does)\n",
       d.top);
-  t += "// INPUTS.bin: N x " + std::to_string(d.inElems) +
-       " raw int64 (little endian). Runs two passes over the N inputs:\n"
-       "// 1. no input gaps, no back-pressure (latency, II); 2. random gaps and back-pressure.\n"
-       "// Writes both passes' outputs (2N x " +
-       std::to_string(d.outElems) + " raw int64) in arrival order; prints JSON.\n";
+  t += fmt::format(
+      "// INPUTS.bin: N samples of {} transfers x {} raw int64 (little endian, in stream order).\n"
+      "// Runs two passes over the N samples: 1. no input gaps, no back-pressure (latency, II);\n"
+      "// 2. random gaps and back-pressure. Writes both passes' outputs (2N samples of {} x {}\n"
+      "// raw int64) in arrival order; prints JSON. A pass that stops making progress for the\n"
+      "// cycle budget ends as a timeout (a deadlock), never a hang.\n",
+      d.inGeom.transfers(), d.inElems, d.outGeom.transfers(), d.outElems);
   t += fmt::format("#include \"V{}.h\"\n", d.top);
   t += R"(#include "verilated.h"
 
@@ -757,6 +505,8 @@ namespace {
 )";
   t += fmt::format("constexpr int kIn = {}, kInW = {}, kOut = {}, kOutW = {};\n", d.inElems,
                    d.inFormat.width, d.outElems, d.outFormat.width);
+  t += fmt::format("constexpr long kInT = {}, kOutT = {}; // transfers per sample\n",
+                   d.inGeom.transfers(), d.outGeom.transfers());
   t += fmt::format("constexpr int kInWords = {}, kOutWords = {};\n", words(inBits), words(outBits));
   t += fmt::format("using Top = V{};\n\n", d.top);
   t += "void setInput(Top& top, const int64_t* x) {\n"
@@ -796,8 +546,8 @@ void edge(Top& top, int clk) {
 }
 
 struct Pass {
-  uint64_t cycles = 0, firstAccept = 0, lastAccept = 0, firstOut = 0, lastOut = 0;
-  long received = 0;
+  uint64_t cycles = 0, firstAccept = 0, lastAccept = 0, firstOut = 0, firstDone = 0, lastOut = 0;
+  long received = 0; // output transfers
   bool timeout = false;
 };
 
@@ -816,14 +566,17 @@ Pass run(Top& top, const std::vector<int64_t>& x, long n, double gap, double sta
   top.rst_n = 1;
   long sent = 0;
   bool presenting = false;
-  const uint64_t limit = uint64_t(n + 10) * 1000;
+  // The budget: no output for this many cycles in a row is a deadlock.
+  const uint64_t budget = uint64_t(kInT + kOutT) * 1000 + 100000;
+  uint64_t lastProgress = 0;
+  const long nIn = n * kInT, nOut = n * kOutT;
   std::vector<int64_t> y(kOut);
-  for (uint64_t cycle = 0; p.received < n; ++cycle) {
-    if (cycle > limit) {
+  for (uint64_t cycle = 0; p.received < nOut; ++cycle) {
+    if (cycle - lastProgress > budget) {
       p.timeout = true;
       break;
     }
-    if (!presenting && sent < n && !(gap > 0 && u(rng) < gap)) {
+    if (!presenting && sent < nIn && !(gap > 0 && u(rng) < gap)) {
       setInput(top, &x[size_t(sent) * kIn]);
       presenting = true;
     }
@@ -835,11 +588,14 @@ Pass run(Top& top, const std::vector<int64_t>& x, long n, double gap, double sta
       getOutput(top, y.data());
       out.insert(out.end(), y.begin(), y.end());
       if (p.received == 0) p.firstOut = cycle;
+      if (p.received == kOutT - 1) p.firstDone = cycle;
       p.lastOut = cycle;
       ++p.received;
+      lastProgress = cycle;
     }
     edge(top, 1);
     if (inFire) {
+      lastProgress = cycle;
       if (sent == 0) p.firstAccept = cycle;
       p.lastAccept = cycle;
       ++sent;
@@ -852,11 +608,12 @@ Pass run(Top& top, const std::vector<int64_t>& x, long n, double gap, double sta
 
 void print(const char* name, const Pass& p, bool comma) {
   std::printf("\"%s\": {\"cycles\": %llu, \"first_accept\": %llu, \"last_accept\": %llu, "
-              "\"first_out\": %llu, \"last_out\": %llu, \"received\": %ld, \"timeout\": %s}%s\n",
+              "\"first_out\": %llu, \"first_done\": %llu, \"last_out\": %llu, "
+              "\"received\": %ld, \"timeout\": %s}%s\n",
               name, (unsigned long long)p.cycles, (unsigned long long)p.firstAccept,
               (unsigned long long)p.lastAccept, (unsigned long long)p.firstOut,
-              (unsigned long long)p.lastOut, p.received, p.timeout ? "true" : "false",
-              comma ? "," : "");
+              (unsigned long long)p.firstDone, (unsigned long long)p.lastOut,
+              p.received / kOutT, p.timeout ? "true" : "false", comma ? "," : "");
 }
 
 } // namespace
@@ -894,7 +651,7 @@ int realMain(int argc, char** argv) {
     return 2;
   }
   long n = std::atol(argv[2]);
-  std::vector<int64_t> x(size_t(n) * kIn);
+  std::vector<int64_t> x(size_t(n) * kInT * kIn);
   FILE* f = std::fopen(argv[1], "rb");
   if (!f || std::fread(x.data(), sizeof(int64_t), x.size(), f) != x.size()) {
     std::fprintf(stderr, "cannot read %ld inputs from %s\n", n, argv[1]);

@@ -1,14 +1,14 @@
-// The Verilog emitter of the FPGA target: turns the emulator's layer plan (formats and quantized
-// constants) into one module per layer instantiating the hand-written blocks of fpga/rtl/
-// (triad_dense, triad_relu, triad_leaky_relu, triad_clip, triad_lut, triad_softmax, triad_add,
-// triad_cast, ...), a top module joining them with valid/ready streams (forks where a result is
-// read twice, FIFOs on the early operand of a residual Add), and a Verilator C++ testbench.
-// Supported layers: Dense (Gemm/MatMul, BatchNormalization folded), Relu, LeakyRelu, Clip,
-// Sigmoid, Tanh, Softmax, Add (two streams or a constant row) and pass-through reshapes; anything
-// else is an Unsupported error unless the design is cut before it with `until` (docs/fpga.md).
+// The Verilog emitter of the FPGA target: a driver over the layer table (fpga/layers/Layer.h).
+// Each planned layer writes its own module (instantiating the hand-written blocks of fpga/rtl/);
+// the driver tracks every stream's geometry (vectors, or channels-last pixel frames), names
+// everything through one uniquer, joins the layers in a top module with valid/ready streams
+// (forks where a result is read twice, FIFOs sized by a static analysis on the early operand of
+// a join), and writes a Verilator C++ testbench. Anything without RTL is an Unsupported error
+// naming the layer unless the design is cut before it with `until` (docs/fpga.md).
 #pragma once
 
 #include "fpga/Emulator.h"
+#include "fpga/layers/Layer.h"
 
 #include <map>
 #include <string>
@@ -17,33 +17,51 @@
 namespace triad::fpga {
 
 struct VerilogOptions {
-  std::string name = "top";                  // top module name (sanitized)
-  int64_t reuse = 1;                         // default reuse factor of Dense layers
+  std::string name = "top";                  // top module name (made legal)
+  int64_t reuse = 1;                         // default reuse factor of Dense and Conv layers
   std::map<std::string, int64_t> layerReuse; // per layer (ONNX name)
   std::string until;                         // last layer of the design (empty: the whole graph)
+  int stageLevels = 0;                       // adder-tree levels per pipeline stage (0: none)
 };
 
 /// One layer of the generated design.
 struct RtlStage {
   std::string layer, module, op;
-  int64_t nIn = 0, nOut = 0, reuse = 1;
+  int64_t nIn = 0, nOut = 0, reuse = 1; // elements per transfer in and out
+  StreamGeom inGeom, outGeom;
   FixedFormat in, out;
-  FixedFormat in2;         // Add: the second operand (a stream or the constant)
-  int64_t multipliers = 0; // Dense: nIn*nOut/reuse; LeakyRelu and Softmax: one per element
-  int64_t latency = 0;     // cycles through the block (Dense R+1, Softmax 5, others 1)
-  size_t layerIndex = 0;   // index in Emulator::layers()
+  FixedFormat in2; // a second operand's format (Add, Concat)
+  int64_t multipliers = 0;
+  int64_t latency = 0;        // cycles through the block (no stalls)
+  int64_t lookahead = 0;      // input transfers taken before the first output
+  int64_t memoryBits = 0;     // line buffers and tables
+  int64_t cyclesPerFrame = 0; // cycles one sample takes at full speed (0: one per transfer)
+  size_t layerIndex = 0;      // index in Emulator::layers()
+};
+
+/// A FIFO the driver inserted on the early operand of a join.
+struct RtlFifo {
+  std::string name, layer; // instance name; the layer whose operand it buffers
+  int64_t depth = 0, width = 0;
+  std::string why;
 };
 
 struct VerilogDesign {
   std::string top;              // top module name
   std::vector<RtlStage> stages; // in stream order (pass-through layers omitted)
-  int64_t inElems = 0, outElems = 0;
+  std::vector<RtlFifo> fifos;
+  int64_t inElems = 0, outElems = 0; // elements per transfer
+  StreamGeom inGeom, outGeom;        // per sample: frames of transfers
   FixedFormat inFormat, outFormat;
   size_t lastLayer = 0; // index in Emulator::layers() of the layer whose output the design emits
   int64_t latency = 0;  // cycles from an input accepted to its output valid (no stalls)
   std::vector<std::string> blocks; // the fpga/rtl/ modules the design instantiates
   std::string verilog;             // the generated module file
   std::string testbench;           // the generated Verilator testbench (C++)
+  /// The rtl/ files of the design (its blocks, then the generated file; top module last).
+  std::vector<std::pair<std::string, std::string>> files() const;
+  /// files.f: one file name per line (what lint and synthesis scripts read), top module named.
+  std::string fileList() const;
 };
 
 /// Valid reuse factors of a Dense layer with `nIn` inputs: the divisors of nIn.
@@ -55,5 +73,14 @@ std::string verilogName(const std::string& s);
 VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const VerilogOptions& o);
 /// The hand-written RTL blocks (file name, text), embedded at build time from fpga/rtl/.
 const std::vector<std::pair<std::string, std::string>>& rtlLibrary();
+
+/// Raw values of one value (n samples, the IR's logical layout) in the order a stream of
+/// geometry `g` carries them: NCHW samples become channels-last transfers.
+std::vector<int64_t> toStreamOrder(const std::vector<int64_t>& logical, const StreamGeom& g);
+/// The inverse of toStreamOrder.
+std::vector<int64_t> fromStreamOrder(const std::vector<int64_t>& stream, const StreamGeom& g);
+/// The stream geometry of a value of this IR shape ([B,C,H,W]: H x W pixels of C; [B,T,K]: T
+/// transfers of K; [B,K]: one vector).
+StreamGeom streamGeomOf(const ir::Shape& s);
 
 } // namespace triad::fpga

@@ -23,7 +23,8 @@ struct Support {
 struct LayerTime {
   std::string layer;
   double milliseconds = 0;
-  std::string kind = "layer"; // "layer", or a target's own (e.g. "h2d", "d2h", "host")
+  std::string kind = "layer"; // "layer", or a target's own (e.g. "h2d", "d2h", "host", "cycles")
+  int64_t cycles = 0;         // FPGA: clock cycles per sample from the RTL's model (0: none)
 };
 
 class Executable {

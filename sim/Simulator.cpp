@@ -122,10 +122,13 @@ SimReport simulate(const fs::path& outdir, const std::string& top,
   }
   r.outputs.assign(got.begin(), got.begin() + long(std::min(got.size(), size_t(n) * vec)));
   const auto& a = j["steady"];
-  r.latencyCycles = a["first_out"].get<int64_t>() - a["first_accept"].get<int64_t>();
+  // Latency: the first sample's first input transfer to its last output transfer; II: cycles
+  // between completed samples in steady state.
+  r.latencyCycles = a["first_done"].get<int64_t>() - a["first_accept"].get<int64_t>();
   r.ii = n > 1
-             ? double(a["last_out"].get<int64_t>() - a["first_out"].get<int64_t>()) / double(n - 1)
+             ? double(a["last_out"].get<int64_t>() - a["first_done"].get<int64_t>()) / double(n - 1)
              : 0;
+  r.timeout = a["timeout"].get<bool>() || j["random"]["timeout"].get<bool>();
   r.totalCycles = a["cycles"].get<int64_t>();
   r.randomCycles = j["random"]["cycles"].get<int64_t>();
   r.inferencesPerSecond = r.ii > 0 ? kClockHz / r.ii : 0;

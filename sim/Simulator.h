@@ -20,6 +20,7 @@ struct SimReport {
   int64_t randomCycles = 0;  // the pass with random input gaps and output back-pressure
   int64_t mismatches = 0;    // outputs (vectors) differing from the emulator, both passes
   int64_t missing = 0;       // outputs that never arrived (deadlock or timeout)
+  bool timeout = false;      // a pass made no progress for the testbench's cycle budget
   double inferencesPerSecond = 0;
   bool cached = false; // the Verilated model came from the cache
   double buildSeconds = 0, runSeconds = 0;
@@ -38,8 +39,9 @@ bool haveVerilator();
 /// the testbench executable.
 std::filesystem::path buildModel(const std::filesystem::path& outdir, const std::string& top,
                                  bool* cached = nullptr, Trace trace = Trace::None);
-/// Streams `n` raw inputs (n x inElems) through the design and compares with `expected`
-/// (n x outElems). With `traceFile` (.vcd or .fst), writes the waveform of both passes there.
+/// Streams `n` samples of raw inputs (in stream order) through the design and compares with
+/// `expected` (n x outElems per sample, in stream order). With `traceFile` (.vcd or .fst), writes
+/// the waveform of both passes there.
 SimReport simulate(const std::filesystem::path& outdir, const std::string& top,
                    const std::vector<int64_t>& inputs, const std::vector<int64_t>& expected,
                    int64_t n, int64_t outElems, uint64_t seed,

@@ -4,8 +4,9 @@
 # steady pass and in the pass with random input gaps and back-pressure, II = R, the predicted
 # latency, a cached second build; digits_mlp (whole model, reuse 8) on its 360 test inputs: the
 # argmax of the RTL's softmax agrees with float's and the accuracy is within 0.5 points; and the
-# must-fail cases (an op without RTL, an invalid reuse factor). Exits 77 (skipped) without
-# verilator.
+# must-fail cases (an op without RTL, an invalid reuse factor); the CNNs digits_cnn and
+# resblock_cnn on their 360 test images, compiled without --input (triad sim computes the
+# expected outputs). Exits 77 (skipped) without verilator.
 # Usage: fpga_sim_test.sh TRIAD_BINARY SOURCE_DIR
 set -u
 TRIAD=$1
@@ -22,11 +23,21 @@ PY=$SRC/.venv/bin/python
 $PY -c "import numpy as np; np.save('$TMP/x.npy', np.load('$SRC/models/jet_test_x.npy')[:1000])" || exit 1
 MODEL=$SRC/models/jet_mlp.onnx
 
-"$TRIAD" compile "$SRC/models/digits_cnn.onnx" --target fpga -o "$TMP/bad" 2>"$TMP/err"
+# A model with an op without an FPGA layer (Exp): exit 5 naming the node.
+$PY - "$TMP/exp.onnx" <<'PYEOF' || exit 1
+import sys
+import onnx
+from onnx import helper, TensorProto
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+g = helper.make_graph([helper.make_node("Exp", ["x"], ["y"], name="/act/Exp")], "exp", [x], [y])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PYEOF
+"$TRIAD" compile "$TMP/exp.onnx" --target fpga -o "$TMP/bad" 2>"$TMP/err"
 rc=$?
-if [[ $rc -ne 5 ]] || ! grep -q "Conv" "$TMP/err"; then
-  echo "FAIL conv: exit $rc"; cat "$TMP/err"; fail=1
-else echo "ok   a model with Conv is unsupported (exit 5)"; fi
+if [[ $rc -ne 5 ]] || ! grep -q "'/act/Exp' (Exp)" "$TMP/err"; then
+  echo "FAIL exp: exit $rc"; cat "$TMP/err"; fail=1
+else echo "ok   a model with Exp is unsupported (exit 5, the node named)"; fi
 "$TRIAD" compile "$MODEL" --target fpga --reuse 3 -o "$TMP/bad" 2>"$TMP/err"
 rc=$?
 if [[ $rc -ne 2 ]] || ! grep -q "valid: 1, 2, 4, 8, 16" "$TMP/err"; then
@@ -73,6 +84,35 @@ print(f"digits_mlp RTL softmax: top-1 agreement with float {agree:.4f}, accuracy
 assert agree >= 0.99 and acc >= facc - 0.005, (agree, acc, facc)
 PYEOF
 then echo "ok   digits_mlp softmax argmax"; else echo "FAIL digits_mlp"; fail=1; fi
+# The CNNs (Conv, MaxPool, Flatten -> Dense; residual Add with a FIFO, BatchNormalization,
+# GlobalAveragePool): the whole test split through the RTL, bit-exact with the emulator in both
+# passes (random gaps and back-pressure), top-1 within 1 point of float; rtl/ holds only the
+# blocks the design uses and lints clean from files.f.
+$PY -c "import numpy as np; np.save('$TMP/cx.npy', np.load('$SRC/models/digits_test_x.npy'))" || exit 1
+for m in digits_cnn resblock_cnn; do
+  d=$TMP/$m
+  if "$TRIAD" compile "$SRC/models/$m.onnx" --target fpga -o "$d" &&
+     (cd "$d/rtl" && verilator --lint-only -Wall --top-module $m $(grep -v '^//' files.f)) &&
+     "$TRIAD" sim "$d" --input "$TMP/cx.npy" --json "$d/sim.json" --output "$d/y.npy" &&
+     "$TRIAD" run "$SRC/models/$m.onnx" --batch 360 -i "$TMP/cx.npy" -o "$d/yf.npy" &&
+     $PY - "$d" "$SRC/models/digits_test_y.npy" $m <<'PYEOF'
+import json, os, sys
+import numpy as np
+d, m = sys.argv[1], sys.argv[3]
+j = json.load(open(d + "/sim.json"))
+assert j["samples"] == 360 and j["mismatches"] == 0 and j["missing"] == 0, j
+assert j["ii"] == 64 if m == "digits_cnn" else j["ii"] == 100, j  # the (padded) 8x8 frame
+y, yf, lab = np.load(d + "/y.npy"), np.load(d + "/yf.npy"), np.load(sys.argv[2])
+acc, facc = float(np.mean(y.argmax(1) == lab)), float(np.mean(yf.argmax(1) == lab))
+print(f"{m} RTL: accuracy {acc:.4f} (float {facc:.4f}), latency {j['latency_cycles']} cycles, II {j['ii']}")
+assert acc >= facc - 0.01, (acc, facc)
+rtl = sorted(f for f in os.listdir(d + "/rtl") if f.endswith(".v"))
+assert "triad_lut.v" not in rtl and "triad_leaky_relu.v" not in rtl, rtl
+PYEOF
+  then echo "ok   $m RTL (compiled without --input: expected outputs computed by triad sim)"
+  else echo "FAIL $m"; fail=1; fi
+done
+# A design compiled without --input: triad sim computes the expected outputs.
 # Same design again: the Verilated build comes from the cache.
 if "$TRIAD" sim "$TMP/jet_r1" --input "$TMP/x.npy" | grep -q "cached build"; then
   echo "ok   cached build"

@@ -89,8 +89,7 @@ fs::path writeDesign(const fpga::VerilogDesign& d, const std::string& name) {
   fs::path dir = fs::path(TRIAD_BINARY_DIR) / "fpga_rtl_ops_test" / name;
   fs::create_directories(dir / "rtl");
   fs::create_directories(dir / "tb");
-  std::ofstream(dir / "rtl" / (d.top + ".v")) << d.verilog;
-  for (const auto& [file, text] : fpga::rtlLibrary())
+  for (const auto& [file, text] : d.files())
     std::ofstream(dir / "rtl" / file) << text;
   std::ofstream(dir / "tb" / "tb.cpp") << d.testbench;
   return dir;
@@ -117,7 +116,8 @@ TEST(FpgaRtlOps, EmitsEveryBlockWithForksAndAFifo) {
   EXPECT_EQ(d.outElems, 3);
   std::vector<std::string> blocks = {
       "triad_add",  "triad_cast",       "triad_clip", "triad_dense", "triad_fifo",
-      "triad_fork", "triad_leaky_relu", "triad_lut",  "triad_relu",  "triad_softmax"};
+      "triad_fork", "triad_leaky_relu", "triad_lut",  "triad_relu",  "triad_softmax",
+      "triad_table_index"};
   EXPECT_EQ(d.blocks, blocks);
   // Longest path at reuse 2 (Dense R + 1 = 3 cycles): fc0 3 + res0 1 + fc1 3 + LeakyRelu 1 +
   // fc2 3 + res1 1 + Tanh, Clip, bias Add, Sigmoid, Relu 5 + fc3 3 + Softmax 5 = 25.
@@ -127,7 +127,7 @@ TEST(FpgaRtlOps, EmitsEveryBlockWithForksAndAFifo) {
   EXPECT_NE(d.verilog.find("u_fork_in"), std::string::npos);
   EXPECT_NE(d.verilog.find("u_fork_s4_LeakyRelu"), std::string::npos);
   // res0's x operand arrives 3 cycles before fc0's result: a FIFO of 8 (>= 3 + 2, power of 2).
-  EXPECT_NE(d.verilog.find("operand 0 of '/res0/Add' arrives 3 cycles early: a FIFO of 8"),
+  EXPECT_NE(d.verilog.find("operand 0 of '/res0/Add' arrives early (3 cycles, 0 input transfers): a FIFO of 8"),
             std::string::npos);
   // Multipliers: dense 36/2 + 24/2 + 16/2 + 12/2, LeakyRelu 4, Softmax 3.
   int64_t mults = 0;

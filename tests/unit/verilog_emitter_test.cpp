@@ -76,8 +76,7 @@ fs::path writeDesign(const fpga::VerilogDesign& d, const std::string& name) {
   fs::path dir = fs::path(TRIAD_BINARY_DIR) / "verilog_emitter_test" / name;
   fs::create_directories(dir / "rtl");
   fs::create_directories(dir / "tb");
-  std::ofstream(dir / "rtl" / (d.top + ".v")) << d.verilog;
-  for (const auto& [file, text] : fpga::rtlLibrary())
+  for (const auto& [file, text] : d.files())
     std::ofstream(dir / "rtl" / file) << text;
   std::ofstream(dir / "tb" / "tb.cpp") << d.testbench;
   return dir;

@@ -1,0 +1,140 @@
+#include "fpga/FpgaTarget.h"
+
+#include "fpga/Emulator.h"
+#include "fpga/layers/Layer.h"
+#include "frontend/TensorIO.h"
+#include "ir/System.h"
+#include "sim/Simulator.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace triad::fpga {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path defaultWorkDir() {
+  if (const char* d = std::getenv("TRIAD_CACHE_DIR"); d && *d) return fs::path(d) / "fpga";
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return fs::path(h) / ".cache" / "triad" / "fpga";
+  return fs::temp_directory_path() / "triad-fpga";
+}
+
+// Cycles one sample spends in a stage at full speed (its share of the II).
+int64_t stageCycles(const RtlStage& s) {
+  return std::max({s.inGeom.transfers(), s.outGeom.transfers() * s.reuse, s.cyclesPerFrame});
+}
+
+class Executable final : public FpgaExecutable {
+public:
+  Executable(const ir::Graph& g, const FpgaTargetOptions& o) : o_(o), emu_(g, o.config) {
+    VerilogOptions vo;
+    vo.name = g.name.empty() ? "model" : g.name;
+    vo.reuse = o.reuse;
+    try {
+      design_ = emitVerilog(g, emu_, vo);
+      timing_.rtl = design_.lastLayer + 1 == emu_.layers().size();
+      if (!timing_.rtl) timing_.why = "the design does not reach the graph's output";
+    } catch (const Error& e) {
+      if (o.verilate) throw;
+      timing_.why = e.what();
+    }
+    timing_.clockMhz = o.clockMhz;
+    if (timing_.rtl) {
+      timing_.latencyCycles = design_.latency;
+      for (const RtlStage& s : design_.stages)
+        timing_.ii = std::max(timing_.ii, double(stageCycles(s)));
+    }
+    if (o.verilate) {
+      if (g.outputs().size() != 1)
+        fail(ErrorKind::Unsupported, "the Verilated design has one output; the graph has {}",
+             g.outputs().size());
+      uint64_t h = fnv1a(kFnvOffset, design_.verilog + design_.testbench);
+      dir_ = (o.workDir.empty() ? defaultWorkDir() : o.workDir) / fmt::format("{:016x}", h);
+      fs::create_directories(dir_ / "rtl");
+      fs::create_directories(dir_ / "tb");
+      for (const auto& [name, text] : design_.files())
+        frontend::writeFileAtomic(dir_ / "rtl" / name, text);
+      frontend::writeFileAtomic(dir_ / "tb" / "tb.cpp", design_.testbench);
+      sim::buildModel(dir_, design_.top);
+    }
+  }
+
+  std::vector<ir::Tensor> run(std::span<const ir::Tensor> inputs) override {
+    EmulatorResult r = emu_.run(inputs, false);
+    if (!o_.verilate) return std::move(r.values);
+    // The RTL on the same inputs, checked bit for bit against the emulator.
+    const Quant& q = emu_.inputQuant();
+    std::vector<int64_t> in;
+    for (double v : inputs[0].toDoubleVector())
+      in.push_back(quantize(v, design_.inFormat, q.rounding, q.overflow));
+    in = toStreamOrder(in, design_.inGeom);
+    std::vector<int64_t> expected = toStreamOrder(r.layerRaw[design_.lastLayer], design_.outGeom);
+    int64_t n = int64_t(in.size()) / design_.inGeom.elements();
+    sim::SimReport rep =
+        sim::simulate(dir_, design_.top, in, expected, n, design_.outGeom.elements(), 1);
+    if (rep.timeout || rep.missing > 0)
+      fail(ErrorKind::Runtime, "the RTL of '{}' stalled: {} of {} outputs never came (deadlock)",
+           design_.top, rep.missing, 2 * n);
+    if (rep.mismatches > 0)
+      fail(ErrorKind::Internal, "the RTL of '{}' differs from the emulator in {} outputs",
+           design_.top, rep.mismatches);
+    timing_.latencyCycles = rep.latencyCycles;
+    timing_.ii = rep.ii > 0 ? rep.ii : timing_.ii;
+    timing_.measured = true;
+    std::vector<int64_t> logical = fromStreamOrder(rep.outputs, design_.outGeom);
+    ir::Tensor y = r.values[0];
+    for (size_t i = 0; i < logical.size() && int64_t(i) < y.numElements(); ++i)
+      y.data<float>()[i] = float(dequantize(logical[i], design_.outFormat));
+    return {std::move(y)};
+  }
+
+  void setProfiling(bool on) override { profiling_ = on; }
+
+  std::vector<ir::LayerTime> profile() const override {
+    std::vector<ir::LayerTime> out;
+    if (!profiling_ || !timing_.rtl) return out;
+    for (const RtlStage& s : design_.stages)
+      out.push_back(
+          {s.layer, double(stageCycles(s)) / (o_.clockMhz * 1e3), "cycles", stageCycles(s)});
+    return out;
+  }
+
+  FpgaTiming timing() const override { return timing_; }
+
+private:
+  FpgaTargetOptions o_;
+  Emulator emu_;
+  VerilogDesign design_;
+  FpgaTiming timing_;
+  fs::path dir_;
+  bool profiling_ = false;
+};
+
+class Target final : public ir::Target {
+public:
+  explicit Target(FpgaTargetOptions o) : o_(std::move(o)) {}
+  std::string_view name() const override { return "fpga"; }
+  std::string_view description() const override {
+    return "FPGA: fixed-point dataflow (bit-accurate emulator; Verilog, Verilator, Yosys)";
+  }
+  ir::Support supports(const ir::Node& n) const override { return fpgaSupport(n); }
+  std::unique_ptr<ir::Executable> compile(const ir::Graph& g,
+                                          const ir::CompileSettings&) const override {
+    return std::make_unique<Executable>(g, o_);
+  }
+
+private:
+  FpgaTargetOptions o_;
+};
+
+} // namespace
+
+std::unique_ptr<ir::Target> makeFpgaTarget(FpgaTargetOptions o) {
+  return std::make_unique<Target>(std::move(o));
+}
+
+} // namespace triad::fpga

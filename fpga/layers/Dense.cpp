@@ -1,0 +1,294 @@
+// Dense: Gemm (transA = 0, constant B, optional constant bias C) and MatMul by a constant 2-D
+// matrix. Per row: y_n = cast(sum_k cast(x_k * w_nk) + cast(b_n)) (DenseCore). In RTL one
+// triad_dense per layer; a Dense after Flatten of a pixel stream first collects the frame's
+// transfers into one vector (triad_collect) and reads its weights in that order.
+#include "fpga/layers/DenseCore.h"
+#include "ir/ops/Linear.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace triad::fpga {
+
+namespace {
+
+using i128 = __int128;
+
+} // namespace
+
+void DenseCore::row(const int64_t* x, int64_t* y, LayerReport& rep) const {
+  const Quant& qw = q->weight();
+  const Quant& qa = q->acc();
+  const Quant& qb = q->bias();
+  const Quant& res = q->result();
+  FixedFormat pf = productFormat(in, qw.format);
+  const FixedFormat& af = qa.format;
+  // A product cast to the accumulator is exact when it keeps every fraction bit and fits.
+  bool exactCast =
+      af.fracBits() >= pf.fracBits() && af.width - af.fracBits() >= pf.width - pf.fracBits();
+  int sh = af.fracBits() - pf.fracBits();
+  for (int64_t n = 0; n < N; ++n) {
+    CastStatus st;
+    i128 exact = 0;
+    const int64_t* wr = &w[size_t(n * K)];
+    if (exactCast) {
+      for (int64_t k = 0; k < K; ++k)
+        exact += i128(x[k]) * wr[k] * (i128(1) << sh);
+    } else {
+      for (int64_t k = 0; k < K; ++k)
+        exact += cast(multiply(x[k], in, wr[k], qw.format), pf, af, qa.rounding, qa.overflow, &st);
+    }
+    if (!b.empty()) exact += cast(b[size_t(n)], qb.format, af, qa.rounding, qa.overflow, &st);
+    // The sum wraps modulo 2^accWidth whatever the order of additions.
+    int64_t acc = wrapBits(exact, af.width, af.isSigned);
+    if (acc != exact) st.wrapped = true;
+    y[n] = cast(acc, af, res.format, res.rounding, res.overflow, &st);
+    rep.saturated += st.saturated;
+    rep.wrapped += st.wrapped;
+  }
+}
+
+DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vector<double>& w,
+                        const std::vector<double>& bias, int64_t K, int64_t N, int inputValue,
+                        std::optional<double> outRange) {
+  RoleRanges rr;
+  rr[0] = maxAbsOf(w);
+  if (!bias.empty()) rr[1] = maxAbsOf(bias);
+  rr[2] = rr[3] = outRange;
+  info.quant = resolveLayer(ctx.config, info.name, rr);
+  DenseCore c;
+  c.K = K;
+  c.N = N;
+  c.in = ctx.format(inputValue);
+  c.w = quantizeAll(w, info.quant.weight(), &info.constSaturated);
+  c.b = quantizeAll(bias, info.quant.bias(), &info.constSaturated);
+  info.usesWeights = info.usesAcc = true;
+  productFormat(c.in, info.quant.weight().format); // asserts the width
+  if (info.quant.exactAccumulator)
+    info.quant.roles[size_t(Role::Accumulator)].format =
+        exactAccumulator(c.in, info.quant.weight().format, K);
+  info.fanIn = K;
+  info.fanOut = N;
+  info.weights = c.w;
+  info.biases = c.b;
+  return c;
+}
+
+int64_t denseLatency(int64_t reuse, int64_t kPerOutput, int stageLevels) {
+  (void)kPerOutput;
+  (void)stageLevels;
+  return reuse + 1;
+}
+
+int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& layer,
+                         const std::vector<int64_t>& perm, int64_t reuse, int stageLevels,
+                         const std::string& inPrefix, const std::string& outPrefix) {
+  int64_t nIn = perm.empty() ? c.K : int64_t(perm.size());
+  if (reuse < 1 || nIn % reuse != 0) {
+    std::vector<int64_t> valid;
+    for (int64_t i = 1; i <= nIn; ++i)
+      if (nIn % i == 0) valid.push_back(i);
+    fail(ErrorKind::Usage,
+         "reuse factor {} is not valid for layer '{}' ({} inputs): it must divide the input "
+         "count; valid: {}",
+         reuse, layer, nIn, fmt::join(valid, ", "));
+  }
+  const LayerQuant& q = *c.q;
+  const FixedFormat& wf = q.weight().format;
+  const FixedFormat& bf = q.bias().format;
+  const FixedFormat& af = q.acc().format;
+  requireSigned(wf, layer, "weight");
+  requireSigned(bf, layer, "bias");
+  requireSigned(af, layer, "accumulator");
+  std::string rows;
+  for (int64_t o = c.N; o-- > 0;) {
+    rows += "\n      ";
+    for (int64_t i = nIn; i-- > 0;) {
+      int64_t src = perm.empty() ? i : perm[size_t(i)];
+      int64_t v = src < 0 ? 0 : c.w[size_t(o * c.K + src)];
+      rows += hdl::hexLiteral(v, wf.width) + (i > 0 || o > 0 ? (i > 0 ? ", " : ",") : "");
+    }
+  }
+  m.add(hdl::LocalParam{"WEIGHTS", c.N * nIn * wf.width, "{" + rows + "\n  }",
+                        fmt::format("w[o][i] at bit (o*{} + i)*{}; one row o per line, o = {} "
+                                    "first{}",
+                                    nIn, wf.width, c.N - 1,
+                                    perm.empty() ? ""
+                                                 : "\ncolumns in the order the stream "
+                                                   "delivers them (zeros: not connected)")});
+  std::string b = "{";
+  for (int64_t o = c.N; o-- > 0;)
+    b += hdl::hexLiteral(c.b.empty() ? 0 : c.b[size_t(o)], bf.width) + (o > 0 ? ", " : "");
+  m.add(hdl::LocalParam{"BIASES", c.N * bf.width, b + "}", {}});
+  hdl::Instance inst;
+  inst.module = "triad_dense";
+  inst.name = "u_dense";
+  inst.params = {{"N_IN", std::to_string(nIn)},
+                 {"N_OUT", std::to_string(c.N)},
+                 {"REUSE", std::to_string(reuse)},
+                 {"IN_W", std::to_string(c.in.width)},
+                 {"IN_FRAC", std::to_string(c.in.fracBits())},
+                 {"W_W", std::to_string(wf.width)},
+                 {"W_FRAC", std::to_string(wf.fracBits())},
+                 {"B_W", std::to_string(bf.width)},
+                 {"B_FRAC", std::to_string(bf.fracBits())},
+                 {"ACC_W", std::to_string(af.width)},
+                 {"ACC_FRAC", std::to_string(af.fracBits())},
+                 {"OUT_W", std::to_string(q.result().format.width)},
+                 {"OUT_FRAC", std::to_string(q.result().format.fracBits())},
+                 {"ACC_ROUNDING", std::to_string(roundingCode(q.acc().rounding))},
+                 {"ACC_SATURATE", std::to_string(saturateCode(q.acc().overflow))},
+                 {"RES_ROUNDING", std::to_string(roundingCode(q.result().rounding))},
+                 {"RES_SATURATE", std::to_string(saturateCode(q.result().overflow))},
+                 {"WEIGHTS", "WEIGHTS"},
+                 {"BIASES", "BIASES"}};
+  if (stageLevels > 0) inst.params.push_back({"STAGE_LEVELS", std::to_string(stageLevels)});
+  inst.ports = hdl::streamConnections(inPrefix, outPrefix);
+  m.add(std::move(inst));
+  return c.N * nIn / reuse;
+}
+
+namespace {
+
+ir::Support supportsDense(const ir::Node& n) {
+  if (!n.input(1) || !n.input(1)->isConstant())
+    return {false, "the weight matrix B must be a constant"};
+  if (n.input(1)->type().rank() != 2) return {false, "the weight matrix must be 2-D"};
+  if (n.kind() == ir::OpKind::Gemm) {
+    if (n.attrs<ir::GemmAttrs>().transA) return {false, "transA=1 is not supported"};
+    if (n.input(2) && !n.input(2)->isConstant()) return {false, "the bias C must be a constant"};
+  } else if (n.input(0)->type().rank() < 1) {
+    return {false, "scalar input"};
+  }
+  return {};
+}
+
+class Dense final : public Layer {
+public:
+  DenseCore core;
+  int64_t M = 0; // rows
+
+  void exec(RawValues& val, LayerReport& rep) const override {
+    const std::vector<int64_t>& x = val[size_t(info.input)];
+    std::vector<int64_t> out(size_t(M * core.N));
+    for (int64_t m = 0; m < M; ++m)
+      core.row(&x[size_t(m * core.K)], &out[size_t(m * core.N)], rep);
+    val[size_t(info.output)] = std::move(out);
+  }
+
+  RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings& s) const override {
+    const RtlOperand& a = ops[0];
+    RtlLayer r;
+    const LayerQuant& q = info.quant;
+    const FixedFormat& outF = info.outFormat;
+    requireSigned(outF, info.name, "result");
+    // A Flatten of a pixel stream: collect the frame, weights in the stream's order.
+    std::vector<int64_t> perm;
+    if (a.geom.transfers() > 1 && !a.geom.seq && !a.geom.chw)
+      fail(ErrorKind::Unsupported,
+           "layer '{}' ({}) multiplies along the last axis of a pixel stream; the Verilog emitter "
+           "takes vectors, rows or a Flatten of pixels",
+           info.name, info.op);
+    bool collect = a.geom.transfers() > 1 && (a.geom.chw || a.geom.elements() == core.K);
+    int64_t perTransfer = collect ? a.geom.elements() : a.geom.c;
+    if (perTransfer != core.K)
+      fail(ErrorKind::Unsupported, "layer '{}' takes {} inputs per row, the stream has {}",
+           info.name, core.K, perTransfer);
+    if (collect && a.geom.chw) {
+      int64_t hw = a.geom.transfers();
+      for (int64_t t = 0; t < hw; ++t)
+        for (int64_t ch = 0; ch < a.geom.c; ++ch)
+          perm.push_back(ch * hw + t);
+    }
+    r.module = layerModule(s.module, {"in"}, {a.geom.c * a.format.width}, core.N * outF.width);
+    r.module.comment = fmt::format(
+        "Layer '{}' ({}): {} x {} -> {} x {}\n"
+        "  weights {}, bias {}, accumulator {} ({}, {}), result {} ({}, {}),\n"
+        "  reuse {}: {} multipliers, a new input every {} cycle(s){}",
+        info.name, info.op, core.K, formatToString(core.in), core.N, formatToString(outF),
+        formatToString(q.weight().format), formatToString(q.bias().format),
+        formatToString(q.acc().format), toString(q.acc().rounding), toString(q.acc().overflow),
+        formatToString(outF), toString(q.result().rounding), toString(q.result().overflow), s.reuse,
+        core.N * core.K / std::max<int64_t>(s.reuse, 1), s.reuse,
+        collect ? fmt::format("\n  input: {} transfers of {} collected into one vector",
+                              a.geom.transfers(), a.geom.c)
+                : "");
+    std::string src = "in";
+    if (collect) {
+      r.module.addStreamWires("col", core.K * a.format.width);
+      r.module.add(hdl::Instance{"triad_collect",
+                                 "u_collect",
+                                 {{"FRAME", std::to_string(a.geom.transfers())},
+                                  {"N", std::to_string(a.geom.c)},
+                                  {"W", std::to_string(a.format.width)}},
+                                 hdl::streamConnections("in", "col"),
+                                 {}});
+      r.blocks.insert("triad_collect");
+      src = "col";
+      r.latency += 1;
+    }
+    r.multipliers =
+        addDenseInstance(r.module, core, info.name, perm, s.reuse, s.stageLevels, src, "out");
+    r.blocks.insert("triad_dense");
+    r.reuse = s.reuse;
+    r.latency += denseLatency(s.reuse, core.K / s.reuse, s.stageLevels);
+    r.out = {1, 1, core.N, false};
+    if (!collect) r.out = {a.geom.h, a.geom.w, core.N, false};
+    r.outFormat = outF;
+    r.summary = fmt::format("reuse {}", s.reuse);
+    return r;
+  }
+};
+
+std::unique_ptr<Layer> planDense(const ir::Node& n, PlanContext& ctx) {
+  auto L = std::make_unique<Dense>();
+  int in = ctx.dataInput(n, 0);
+  const ir::Shape& aShape = n.input(0)->type().shape;
+  const ir::Tensor& B = ctx.constInput(n, 1, "the weight matrix B");
+  std::vector<double> bv = B.toDoubleVector();
+  bool transB = false;
+  double alpha = 1, beta = 1;
+  int64_t K = 0;
+  if (n.kind() == ir::OpKind::Gemm) {
+    const auto& a = n.attrs<ir::GemmAttrs>();
+    transB = a.transB;
+    alpha = a.alpha;
+    beta = a.beta;
+    K = aShape[1];
+    L->M = aShape[0];
+  } else {
+    K = aShape.back();
+    L->M = ir::numElements(aShape) / std::max<int64_t>(K, 1);
+  }
+  int64_t N = transB ? B.shape()[0] : B.shape()[1];
+  std::vector<double> w(size_t(N * K)), bias;
+  for (int64_t nn = 0; nn < N; ++nn)
+    for (int64_t k = 0; k < K; ++k)
+      w[size_t(nn * K + k)] = alpha * bv[size_t(transB ? nn * K + k : k * N + nn)];
+  if (n.kind() == ir::OpKind::Gemm && n.input(2)) {
+    const ir::Tensor& C = ctx.constInput(n, 2, "the bias C");
+    std::vector<double> cv = C.toDoubleVector();
+    bias.resize(size_t(N));
+    if (C.numElements() == 1)
+      std::fill(bias.begin(), bias.end(), beta * cv[0]);
+    else if (C.numElements() == N && C.shape().back() == N)
+      for (int64_t nn = 0; nn < N; ++nn)
+        bias[size_t(nn)] = beta * cv[size_t(nn)];
+    else
+      unsupportedNode(n, fmt::format("bias of shape {} (expected [{}] or [1,{}])",
+                                     ir::shapeToString(C.shape()), N, N));
+  }
+  L->info.name = n.name(); // the config is read by layer name
+  L->core = planDenseCore(L->info, ctx, w, bias, K, N, in, ctx.range(n.output(0)->id()));
+  L->core.q = &L->info.quant;
+  L->info.inputs = {in};
+  return L;
+}
+
+} // namespace
+
+extern const LayerKind kDenseLayer{
+    "Dense", {ir::OpKind::Gemm, ir::OpKind::MatMul}, supportsDense, planDense};
+
+} // namespace triad::fpga

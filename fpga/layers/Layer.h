@@ -1,0 +1,149 @@
+// The FPGA layer table: one entry per layer kind, read by the emulator (planning and bit-accurate
+// execution), the Verilog emitter (each layer's RTL module and its cost), `triad inspect` and
+// the FpgaTarget (per-node support with a reason).
+//
+// A LayerKind names the ONNX ops it covers, says whether a node's form is supported (static:
+// attributes and constant operands, with the reason when not) and plans a node into a Layer:
+// formats resolved from the QuantConfig, constants quantized. A Layer runs on raw fixed-point
+// integers (the arithmetic contract of docs/fpga.md) and writes its RTL module for the stream
+// geometry of its operands. Adding a layer kind = one file in fpga/layers/ with its entry in
+// layerTable() (fpga/layers/Table.cpp), its RTL block in fpga/rtl/ and its tests.
+#pragma once
+
+#include "fpga/Emulator.h"
+#include "fpga/Hdl.h"
+#include "ir/Target.h"
+
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace triad::fpga {
+
+/// Raw values of the emulator by value id (the IR's logical layout: NCHW, row-major).
+using RawValues = std::vector<std::vector<int64_t>>;
+
+[[noreturn]] void unsupportedNode(const ir::Node& n, const std::string& why);
+
+/// What a layer kind sees while planning one node.
+class PlanContext {
+public:
+  PlanContext(const ir::Graph& g, const QuantConfig& cfg, const ValueRanges& ranges,
+              std::vector<FixedFormat>& fmt, std::vector<bool>& known)
+      : graph(g), config(cfg), ranges_(ranges), fmt_(fmt), known_(known) {}
+  const ir::Graph& graph;
+  const QuantConfig& config;
+
+  /// Value id of data input i (produced by a planned layer or a graph input); Unsupported naming
+  /// the node otherwise.
+  int dataInput(const ir::Node& n, size_t i) const;
+  /// The constant input i (Unsupported naming `what` when it is missing or not constant).
+  const ir::Tensor& constInput(const ir::Node& n, size_t i, const char* what) const;
+  /// Calibration max |x| of a value (nullopt: not observed).
+  std::optional<double> range(int valueId) const;
+  const FixedFormat& format(int valueId) const { return fmt_[size_t(valueId)]; }
+
+private:
+  const ValueRanges& ranges_;
+  std::vector<FixedFormat>& fmt_;
+  std::vector<bool>& known_;
+};
+
+/// Geometry of a stream inside the FPGA part: a frame (one sample) is h*w transfers of c
+/// elements each (channels-last pixels in raster order; h = w = 1 for vectors). `chw` marks a
+/// vector that is the NCHW flattening of an h x w x c pixel stream (after Flatten): its logical
+/// element c*h*w + y*w + x travels as element c of transfer y*w + x.
+struct StreamGeom {
+  int64_t h = 1, w = 1, c = 0;
+  bool chw = false;
+  bool seq = false; // rows of [B, T, K] (w = T): transfers in the logical order
+  int64_t transfers() const { return h * w; }
+  int64_t elements() const { return h * w * c; }
+  bool operator==(const StreamGeom&) const = default;
+};
+
+/// One data operand of a layer's RTL.
+struct RtlOperand {
+  StreamGeom geom;
+  FixedFormat format;
+};
+
+/// Per-design settings a layer's RTL reads.
+struct RtlSettings {
+  int64_t reuse = 1;   // this layer's reuse factor (Dense-like layers)
+  std::string module;  // the (unique) module name to give the layer
+  int stageLevels = 0; // adder-tree levels per pipeline stage (0: combinational trees)
+};
+
+/// A layer's RTL: its module (clk, rst_n, in_* or a_*/b_* input streams, out_* stream), the
+/// geometry it produces and its cost model. `passThrough`: no module, the stream is renamed.
+struct RtlLayer {
+  bool passThrough = false;
+  hdl::Module module;
+  StreamGeom out;
+  FixedFormat outFormat;
+  std::vector<std::string> operandPrefixes = {"in"};
+  int64_t latency = 0;        // cycles from the last input transfer it needs to its output
+  int64_t lookahead = 0;      // input transfers it takes before its first output (line buffers)
+  int64_t cyclesPerFrame = 0; // at full speed, one frame (0: one per transfer)
+  int64_t multipliers = 0;
+  int64_t reuse = 0;            // Dense-like layers: the reuse factor used
+  int64_t memoryBits = 0;       // line buffers and tables
+  std::set<std::string> blocks; // fpga/rtl/ modules instantiated
+  std::string summary;          // one line for the design header
+};
+
+/// One planned layer.
+class Layer {
+public:
+  virtual ~Layer() = default;
+  LayerInfo info;
+  ir::Shape outShape;
+  /// Runs the layer on raw values (val[info.output] is written); counts per output element.
+  virtual void exec(RawValues& val, LayerReport& rep) const = 0;
+  /// The layer's RTL for operands of the given geometry. Throws Unsupported naming the layer
+  /// when a form has no RTL.
+  virtual RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings& s) const = 0;
+};
+
+struct LayerKind {
+  std::string_view name;
+  std::vector<ir::OpKind> ops;
+  /// Whether a node's form is supported (attributes, constant operands), with the reason.
+  ir::Support (*supports)(const ir::Node&);
+  std::unique_ptr<Layer> (*plan)(const ir::Node&, PlanContext&);
+};
+
+/// Every layer kind (fpga/layers/Table.cpp).
+const std::vector<const LayerKind*>& layerTable();
+/// The kind covering an op (nullptr: none).
+const LayerKind* findLayerKind(ir::OpKind op);
+/// Support of one node on the FPGA: its kind, then the kind's check of its form.
+ir::Support fpgaSupport(const ir::Node& n);
+
+// Shared by the layer files ---------------------------------------------------------------
+
+/// Rounding / overflow codes of triad_cast.
+int roundingCode(Rounding r);
+int saturateCode(Overflow o);
+/// Unsupported naming the layer when a format is unsigned (the RTL blocks take signed formats).
+void requireSigned(const FixedFormat& f, const std::string& layer, const char* what);
+/// OUT_W, OUT_FRAC, ROUNDING, SATURATE of a result quantization.
+std::vector<hdl::Param> resultParams(const FixedFormat& out, const Quant& q);
+/// A module with the standard ports (clk, rst_n, one in_ stream per prefix, out_).
+hdl::Module layerModule(const std::string& name, const std::vector<std::string>& prefixes,
+                        const std::vector<int64_t>& inBits, int64_t outBits);
+/// A constant table as one literal: entry i at [i*width +: width], the last entry first.
+std::string tableLiteral(const std::vector<int64_t>& t, int width);
+int log2Exact(int64_t v);
+/// floor(raw / 2^sh) for any sh (negative: a left shift), saturated to [INT64_MIN/2, INT64_MAX/2].
+int64_t shiftFloor(int64_t raw, int sh);
+double maxAbsOf(const std::vector<double>& v);
+/// Quantizes constants with a role's modes; counts clamped ones into `saturated`.
+std::vector<int64_t> quantizeAll(const std::vector<double>& v, const Quant& q, int64_t* saturated);
+/// Unsupported unless the operand is a vector stream (no spatial frame).
+void requireVector(const RtlOperand& op, const std::string& layer, const std::string& op_);
+
+} // namespace triad::fpga

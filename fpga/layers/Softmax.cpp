@@ -1,0 +1,159 @@
+// Softmax over the last axis, hls4ml's stable form (docs/fpga.md): d_j = x_j - max x (exact),
+// e_j = exp table[d_j] (exp_precision), S = sum e_j (exact), inv = reciprocal table[S]
+// (inv_precision), y_j = cast(e_j * inv). RTL: triad_softmax, latency 5 cycles.
+#include "fpga/layers/Layer.h"
+#include "ir/ops/Normalization.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace triad::fpga {
+
+namespace {
+
+int64_t tableIndex(int64_t raw, int shift, int64_t offset, int64_t size) {
+  return std::clamp<int64_t>(shiftFloor(raw, shift) + offset, 0, size - 1);
+}
+
+int log2Step(double v) {
+  int e = 0;
+  double m = std::frexp(v, &e);
+  TRIAD_ASSERT(m == 0.5, "{} is not a power of two", v);
+  return e - 1;
+}
+
+ir::Support supportsSoftmax(const ir::Node& n) {
+  const ir::Shape& sh = n.input(0)->type().shape;
+  if (sh.empty() ||
+      n.attrs<ir::SoftmaxAttrs>().axes != std::vector<int64_t>{int64_t(sh.size()) - 1})
+    return {false, "only a softmax over the last axis is supported"};
+  return {};
+}
+
+class Softmax final : public Layer {
+public:
+  int64_t rows = 0, cols = 0;
+
+  void exec(RawValues& val, LayerReport& rep) const override {
+    const std::vector<int64_t>& x = val[size_t(info.input)];
+    const LayerQuant& q = info.quant;
+    const Quant& res = q.result();
+    int64_t n = int64_t(info.table.size());
+    FixedFormat pf = productFormat(q.exp.format, q.inv.format);
+    std::vector<int64_t> e(static_cast<size_t>(cols)), out(x.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t* row = &x[size_t(r * cols)];
+      int64_t mx = *std::max_element(row, row + cols);
+      int64_t sum = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        e[size_t(c)] = info.table[size_t(tableIndex(row[c] - mx, info.tableShift, n, n))];
+        sum += e[size_t(c)];
+      }
+      int64_t inv = info.invTable[size_t(tableIndex(sum, info.invShift, 0, n))];
+      for (int64_t c = 0; c < cols; ++c) {
+        CastStatus st;
+        out[size_t(r * cols + c)] = cast(multiply(e[size_t(c)], q.exp.format, inv, q.inv.format),
+                                         pf, res.format, res.rounding, res.overflow, &st);
+        rep.saturated += st.saturated;
+        rep.wrapped += st.wrapped;
+      }
+    }
+    val[size_t(info.output)] = std::move(out);
+  }
+
+  RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings& s) const override {
+    const RtlOperand& a = ops[0];
+    const LayerQuant& q = info.quant;
+    const FixedFormat& outF = info.outFormat;
+    const FixedFormat& ef = q.exp.format;
+    const FixedFormat& rf = q.inv.format;
+    requireSigned(outF, info.name, "result");
+    requireSigned(ef, info.name, "exp table");
+    requireSigned(rf, info.name, "reciprocal table");
+    if (a.geom.c != cols)
+      fail(ErrorKind::Unsupported, "layer '{}' (Softmax) takes rows of {}, the stream has {}",
+           info.name, cols, a.geom.c);
+    int64_t n = cols, size = int64_t(info.table.size());
+    RtlLayer r;
+    r.module = layerModule(s.module, {"in"}, {n * a.format.width}, n * outF.width);
+    r.module.comment = fmt::format(
+        "Layer '{}' (Softmax): {} x {} -> {} x {}\n"
+        "  exp table: {} entries over [-{}, 0) in {}, index = clamp(floor((x - max) / 2^{}) + {}, "
+        "0, {});\n"
+        "  reciprocal table: {} entries over [0, {}) in {}, index = clamp(floor(sum / 2^{}), 0, "
+        "{});\n"
+        "  y = cast(exp * reciprocal) to {} ({}, {}); latency 5 cycles",
+        info.name, n, formatToString(a.format), n, formatToString(outF), size, q.tableRange,
+        formatToString(ef), info.tableShift, size, size - 1, size, q.invRange, formatToString(rf),
+        info.invShift, size - 1, formatToString(outF), toString(q.result().rounding),
+        toString(q.result().overflow));
+    r.module.add(hdl::LocalParam{"EXP_TABLE", size * ef.width, tableLiteral(info.table, ef.width),
+                                 "entry j at [j*W +: W], the last entry first"});
+    r.module.add(
+        hdl::LocalParam{"INV_TABLE", size * rf.width, tableLiteral(info.invTable, rf.width), {}});
+    hdl::Instance inst{"triad_softmax",
+                       "u_softmax",
+                       {{"N", std::to_string(n)},
+                        {"IN_W", std::to_string(a.format.width)},
+                        {"SIZE", std::to_string(size)},
+                        {"IDX_W", std::to_string(log2Exact(size))},
+                        {"EXP_SHIFT", std::to_string(info.tableShift)},
+                        {"EXP_W", std::to_string(ef.width)},
+                        {"EXP_FRAC", std::to_string(ef.fracBits())},
+                        {"INV_SHIFT", std::to_string(info.invShift)},
+                        {"INV_W", std::to_string(rf.width)},
+                        {"INV_FRAC", std::to_string(rf.fracBits())}},
+                       hdl::streamConnections("in", "out"),
+                       {}};
+    for (auto& p : resultParams(outF, q.result()))
+      inst.params.push_back(p);
+    inst.params.push_back({"EXP_TABLE", "EXP_TABLE"});
+    inst.params.push_back({"INV_TABLE", "INV_TABLE"});
+    r.module.add(std::move(inst));
+    r.blocks.insert("triad_softmax");
+    r.latency = 5;
+    r.multipliers = n;
+    r.memoryBits = size * (ef.width + rf.width);
+    r.out = a.geom;
+    r.outFormat = outF;
+    r.summary = "Softmax";
+    return r;
+  }
+};
+
+std::unique_ptr<Layer> planSoftmax(const ir::Node& n, PlanContext& ctx) {
+  auto L = std::make_unique<Softmax>();
+  int in = ctx.dataInput(n, 0);
+  L->info.inputs = {in};
+  const ir::Shape& sh = n.input(0)->type().shape;
+  L->cols = sh.back();
+  L->rows = ir::numElements(sh) / std::max<int64_t>(L->cols, 1);
+  RoleRanges rr;
+  rr[3] = 1.0;
+  L->info.quant = resolveLayer(ctx.config, n.name(), rr, 8);
+  LayerQuant& q = L->info.quant;
+  if (q.invRange == 0) q.invRange = std::ldexp(1.0, int(std::ceil(std::log2(double(L->cols)))));
+  // exp table: N entries over [-R, 0), step 2^s; index = floor(d / step) + N.
+  double step = q.tableRange / double(q.tableSize);
+  L->info.tableShift = ctx.format(in).fracBits() + log2Step(step);
+  for (int64_t i = 0; i < q.tableSize; ++i)
+    L->info.table.push_back(quantize(std::exp(-q.tableRange + (double(i) + 0.5) * step),
+                                     q.exp.format, q.exp.rounding, q.exp.overflow));
+  // reciprocal table: N entries over [0, invRange); index = floor(sum / istep).
+  double istep = q.invRange / double(q.tableSize);
+  L->info.invShift = q.exp.format.fracBits() + log2Step(istep);
+  for (int64_t i = 0; i < q.tableSize; ++i)
+    L->info.invTable.push_back(
+        quantize(1.0 / ((double(i) + 0.5) * istep), q.inv.format, q.inv.rounding, q.inv.overflow));
+  productFormat(q.exp.format, q.inv.format);
+  return L;
+}
+
+} // namespace
+
+extern const LayerKind kSoftmaxLayer{
+    "Softmax", {ir::OpKind::Softmax}, supportsSoftmax, planSoftmax};
+
+} // namespace triad::fpga
