@@ -27,7 +27,7 @@ ir::Tensor readInput(const std::string& path) {
 frontend::ImportResult loadWithBatch(const QuantizeOptions& o, const ir::Tensor& x) {
   ModelOptions m = o.model;
   if (!o.batchGiven && x.rank() > 0) m.batch = x.shape()[0];
-  frontend::ImportResult r = m.load();
+  frontend::ImportResult r = m.load(/*optimizeAnyway=*/true); // the FPGA path runs the passes
   const ir::Graph& g = r.graph;
   if (g.inputs().size() != 1)
     fail(ErrorKind::Unsupported, "{}: triad quantize takes models with one input (this has {})",

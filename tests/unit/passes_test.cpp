@@ -109,6 +109,41 @@ TEST(Passes, FoldBatchNormIntoGemmBothLayouts) {
   }
 }
 
+// Gemm with beta != 1 (and without a bias) and MatMul by a constant matrix: folded into one Gemm
+// (beta 1) that keeps the BatchNormalization's output name; the results do not change.
+TEST(Passes, FoldBatchNormIntoGemmWithAnyBetaAndMatMul) {
+  for (int form = 0; form < 3; ++form) {
+    auto build = [&](std::mt19937& r) {
+      Graph g;
+      Value* x = g.addInput("x", TensorType{DType::F32, {5, 8}, {}});
+      Value* B = g.addConstant("B", randomTensor({8, 6}, r));
+      Node* n;
+      if (form == 2) {
+        n = g.addNode(OpKind::MatMul, "mm", {x, B}, nullptr, {"h"},
+                      {TensorType{DType::F32, {5, 6}, {}}});
+      } else {
+        auto ga = std::make_shared<GemmAttrs>();
+        ga->beta = 0.25f;
+        std::vector<Value*> ins = {x, B};
+        if (form == 0) ins.push_back(g.addConstant("C", randomTensor({6}, r)));
+        n = g.addNode(OpKind::Gemm, "fc", ins, ga, {"h"}, {TensorType{DType::F32, {5, 6}, {}}});
+      }
+      g.addOutput(addBatchNorm(g, n->output(0), 6, r, "y")->output(0));
+      return g;
+    };
+    std::mt19937 r1(5), r2(5);
+    Graph before = build(r1), after = build(r2);
+    EXPECT_TRUE(createFoldBatchNormPass()->run(after)) << "form " << form;
+    EXPECT_TRUE(verify(after).empty()) << "form " << form;
+    ASSERT_EQ(after.nodes().size(), 1u) << "form " << form;
+    EXPECT_EQ(after.nodes()[0]->kind(), OpKind::Gemm);
+    EXPECT_EQ(after.nodes()[0]->attrs<GemmAttrs>().beta, 1.0f);
+    EXPECT_EQ(after.outputs()[0]->name(), "y");
+    std::mt19937 r3(2);
+    expectSameResults(before, after, {randomTensor({5, 8}, r3)});
+  }
+}
+
 TEST(Passes, FoldBatchNormLeavesSharedProducersAlone) {
   std::mt19937 rng(5);
   Graph g = convBn(rng, true);
