@@ -20,7 +20,7 @@ struct CompileOptions {
   ModelOptions model;
   std::string target = "fpga", config, input, outdir, until, defaultPrecision;
   std::vector<std::string> precision;
-  int64_t reuse = 1;
+  std::string reuse = "1";
 };
 
 ir::Tensor readF32(const std::string& path) {
@@ -55,7 +55,17 @@ int runCompile(CompileOptions o, bool batchGiven) {
 
   fpga::VerilogOptions vo;
   vo.name = fs::path(o.model.model).stem().string();
-  vo.reuse = o.reuse;
+  if (o.reuse == "auto") {
+    vo.autoReuse = true;
+  } else {
+    try {
+      size_t used = 0;
+      vo.reuse = std::stoll(o.reuse, &used);
+      if (used != o.reuse.size() || vo.reuse < 1) throw std::invalid_argument(o.reuse);
+    } catch (const std::exception&) {
+      fail(ErrorKind::Usage, "--reuse '{}': expected a positive whole number or 'auto'", o.reuse);
+    }
+  }
   vo.until = o.until;
   if (!o.config.empty()) { // optional per-layer "reuse" in a separate top-level key
     nlohmann::json cj = nlohmann::json::parse(frontend::readFile(o.config), nullptr, false);
@@ -272,7 +282,9 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
                   "Precision config (JSON, docs/fpga.md); may hold \"reuse\": {layer: R}")
       ->check(CLI::ExistingFile);
   addPrecisionOptions(*cmd, o->defaultPrecision, o->precision);
-  cmd->add_option("--reuse", o->reuse, "Reuse factor of Dense layers (divides the input count)");
+  cmd->add_option("--reuse", o->reuse,
+                  "Reuse factor of Dense and Conv layers (divides the input count), or 'auto': per "
+                  "layer, the largest that keeps the design's II");
   cmd->add_option("--until", o->until, "Last layer of the design (default: the whole model)");
   cmd->add_option("-i,--input", o->input,
                   "Inputs (.npy/.pb): calibration for \"auto\" and the expected outputs");

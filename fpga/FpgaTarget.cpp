@@ -23,9 +23,8 @@ fs::path defaultWorkDir() {
   return fs::temp_directory_path() / "triad-fpga";
 }
 
-// Cycles one sample spends in a stage at full speed (its share of the II).
 int64_t stageCycles(const RtlStage& s) {
-  return std::max({s.inGeom.transfers(), s.outGeom.transfers() * s.reuse, s.cyclesPerFrame});
+  return stageCyclesPerSample(s);
 }
 
 class Executable final : public FpgaExecutable {

@@ -115,7 +115,52 @@ std::string VerilogDesign::fileList() const {
   return s;
 }
 
+namespace {
+
+VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogOptions& o);
+
+// Cycles a stage spends on one sample at full speed with reuse r: windows (or vectors) out,
+// r cycles each, plus the steps that emit nothing (a window walker's other padded positions).
+int64_t stageCycles(const RtlStage& s, int64_t r) {
+  int64_t outs = s.outGeom.transfers();
+  int64_t walk = std::max(s.cyclesPerFrame, s.inGeom.transfers());
+  return std::max(walk - outs + outs * r, s.inGeom.transfers());
+}
+
+} // namespace
+
+int64_t stageCyclesPerSample(const RtlStage& s) {
+  return stageCycles(s, s.reuse);
+}
+
 VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const VerilogOptions& o) {
+  if (!o.autoReuse) return emitDesign(g, emu, o);
+  VerilogOptions one = o;
+  one.autoReuse = false;
+  one.reuse = 1;
+  VerilogDesign d = emitDesign(g, emu, one);
+  int64_t ii = 0;
+  for (const RtlStage& s : d.stages)
+    ii = std::max(ii, stageCycles(s, s.reuse));
+  VerilogOptions tuned = one;
+  for (const RtlStage& s : d.stages) {
+    if (s.reuse < 1 || o.layerReuse.count(s.layer) || s.multipliers == 0 ||
+        !(s.op == "Gemm" || s.op == "MatMul" || s.op == "Conv"))
+      continue;
+    int64_t nIn = s.multipliers / std::max<int64_t>(s.nOut, 1); // at reuse 1
+    int64_t best = 1;
+    for (int64_t r : validReuseFactors(nIn))
+      if (stageCycles(s, r) <= ii) best = r;
+    tuned.layerReuse[s.layer] = best;
+  }
+  for (const auto& [layer, r] : o.layerReuse)
+    tuned.layerReuse[layer] = r;
+  return emitDesign(g, emu, tuned);
+}
+
+namespace {
+
+VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogOptions& o) {
   const auto& layers = emu.layers();
   const auto& planned = emu.planned();
   if (g.inputs().size() != 1)
@@ -447,8 +492,6 @@ VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const Verilog
   d.testbench = testbench(d);
   return d;
 }
-
-namespace {
 
 std::string testbench(const VerilogDesign& d) {
   int64_t inBits = d.inElems * d.inFormat.width, outBits = d.outElems * d.outFormat.width;

@@ -19,6 +19,10 @@ namespace triad::fpga {
 struct VerilogOptions {
   std::string name = "top";                  // top module name (made legal)
   int64_t reuse = 1;                         // default reuse factor of Dense and Conv layers
+  /// Reuse per layer chosen to match the design's bottleneck: every Dense/Conv layer not named
+  /// in layerReuse gets the largest valid factor that keeps its cycles per sample within the
+  /// slowest stage's (its II at reuse 1), so the II is unchanged and multipliers drop.
+  bool autoReuse = false;
   std::map<std::string, int64_t> layerReuse; // per layer (ONNX name)
   std::string until;                         // last layer of the design (empty: the whole graph)
   int stageLevels = 0;                       // adder-tree levels per pipeline stage (0: none)
@@ -71,6 +75,8 @@ std::string verilogName(const std::string& s);
 /// Builds the design. Throws triad::Error: Unsupported naming the layer, Usage for a bad reuse
 /// factor (listing the valid ones) or an unknown `until` layer.
 VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const VerilogOptions& o);
+/// Cycles one sample spends in a stage at full speed (its share of the design's II).
+int64_t stageCyclesPerSample(const RtlStage& s);
 /// The hand-written RTL blocks (file name, text), embedded at build time from fpga/rtl/.
 const std::vector<std::pair<std::string, std::string>>& rtlLibrary();
 
