@@ -12,12 +12,14 @@
 // Adder tree: per output and column, the KPR = N_IN/REUSE cast products (the leaves, level 0)
 // are summed by a balanced tree of D = ceil(log2 KPR) levels (level l has ceil(KPR/2^l) nodes;
 // node j of level l = node 2j + node 2j+1 of level l-1, or node 2j alone when it has no
-// partner). Nodes are range-sized: when the product cast cannot round off a nonzero amount nor
-// overflow (ACC_FRAC >= IN_FRAC + W_FRAC and P_W + ACC_FRAC - P_FRAC <= ACC_W, P_W = IN_W + W_W,
-// P_FRAC = IN_FRAC + W_FRAC) a leaf is P_W + ACC_FRAC - P_FRAC bits; when the cast rounds
-// (ACC_FRAC < P_FRAC, dropping S bits) but its result cannot overflow, max(2, P_W - S + 1) bits;
-// otherwise ACC_W bits. A node of level l is min(leaf width + l, ACC_W) bits: exact while it is
-// narrower than ACC_W, and modulo 2^ACC_W at ACC_W, which is all the sum needs.
+// partner). Nodes are range-sized (P_W = IN_W + W_W, P_FRAC = IN_FRAC + W_FRAC; a product lies
+// in [-2^(P_W-2), 2^(P_W-2)]): a leaf, the product cast to the accumulator, is
+//   LEAF_W = P_W + ACC_FRAC - P_FRAC bits when ACC_FRAC >= P_FRAC (exact cast),
+//            max(2, P_W - S) bits when the cast drops S = P_FRAC - ACC_FRAC bits (rounded),
+//   capped at ACC_W; below ACC_W the cast can never overflow, so its result is the leaf
+//   sign-extended and ACC_SATURATE does not matter; at ACC_W the leaf is the cast as it is
+//   (rounding, saturating or wrapping). A node of level l is min(LEAF_W + l, ACC_W) bits: exact
+//   while narrower than ACC_W, modulo 2^ACC_W at ACC_W, which is all the sum needs.
 //
 // Pipelining, STAGE_LEVELS = k:
 //   k = 0: as before: the column's products, tree, accumulate and output cast in one cycle.
@@ -82,7 +84,7 @@ module triad_dense #(
   // Leaf width: the bits a cast product can need (see the header).
   localparam integer SHL = (ACC_FRAC > P_FRAC) ? ACC_FRAC - P_FRAC : 0;
   localparam integer SHR = (ACC_FRAC < P_FRAC) ? P_FRAC - ACC_FRAC : 0;
-  localparam integer RANGE_W = (SHR == 0) ? P_W + SHL : ((P_W - SHR + 1 > 2) ? P_W - SHR + 1 : 2);
+  localparam integer RANGE_W = (SHR == 0) ? P_W + SHL : ((P_W - SHR > 2) ? P_W - SHR : 2);
   localparam integer LEAF_W = (RANGE_W < ACC_W) ? RANGE_W : ACC_W;
 
   // Tree level l: ceil(KPR / 2^l) nodes of min(LEAF_W + l, ACC_W) bits, packed level after level.
