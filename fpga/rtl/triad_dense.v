@@ -21,21 +21,23 @@
 //   (rounding, saturating or wrapping). A node of level l is min(LEAF_W + l, ACC_W) bits: exact
 //   while narrower than ACC_W, modulo 2^ACC_W at ACC_W, which is all the sum needs.
 //
-// Pipelining, STAGE_LEVELS = k:
+// Pipelining, STAGE_LEVELS = k (the accumulate, acc or bias + tree output, counts as adder
+// level D + 1):
 //   k = 0: as before: the column's products, tree, accumulate and output cast in one cycle.
 //   k > 0: registers (with the column's valid/first/last flags) after the product casts
-//          (level 0) and after every tree level l with l % k == 0 and 0 < l < D. So the first
-//          stage is the multiplies + casts, every middle stage k adder levels, and the last
-//          stage the remaining 1..k adder levels (0 when D = 0) + the accumulate (bias at the
-//          first column) + the output cast into the output register. P = number of registered
-//          levels = 1 + floor((D-1)/k) (= ceil(D/k)) for D >= 1, and 1 for D = 0 (KPR = 1).
+//          (level 0) and after every tree level l with l % k == 0, 0 < l <= D. So the first
+//          stage is the multiplies + casts (and no adder), every middle stage k adder levels,
+//          and the last stage the remaining 1..k adder levels of D + 1 (the last of them the
+//          accumulate) + the output cast into the output register. P = number of registered
+//          levels = 1 + floor(D/k); e.g. D = 4: k = 1: mult | 1 | 2 | 3 | 4 | acc + cast,
+//          k = 2: mult | 1-2 | 3-4 | acc + cast, k = 3: mult | 1-3 | 4 + acc + cast.
 // Stages: x_reg (the accepted input, held for REUSE cycles while cnt walks the columns) ->
 // P pipeline registers -> acc / out_tdata. All of them advance together on one enable, which
 // drops only when the last stage holds a vector's last column and out_tdata still holds an
 // unaccepted result: then nothing moves and in_tready is 0 (unless x_reg is empty).
 // Timing: II = REUSE; latency (input accepted -> output valid, no back-pressure):
-//   LATENCY = REUSE + 1 + (k == 0 ? 0 : 1 + (D == 0 ? 0 : floor((D - 1) / k))),
-//   D = ceil(log2(N_IN / REUSE)); e.g. N_IN 16, REUSE 1: k 0/1/2/3 -> 2/6/4/4 cycles.
+//   LATENCY = REUSE + 1 + (k == 0 ? 0 : 1 + floor(D / k)),   D = ceil(log2(N_IN / REUSE));
+//   e.g. N_IN 16, REUSE 1 (D = 4): k = 0/1/2/3/4 -> 2/7/5/4/4 cycles.
 // The columns of one vector reach the accumulator on REUSE consecutive cycles, P cycles after
 // they were selected, so the accumulation across columns needs no change and II stays REUSE.
 module triad_dense #(
@@ -76,10 +78,10 @@ module triad_dense #(
   localparam integer P_FRAC = IN_FRAC + W_FRAC;
   localparam [31:0] LAST = REUSE - 1;
   localparam integer K_DIV = (STAGE_LEVELS > 0) ? STAGE_LEVELS : 1;
-  localparam integer P = (STAGE_LEVELS > 0) ? 1 + ((D > 0) ? (D - 1) / K_DIV : 0) : 0;
+  localparam integer P = (STAGE_LEVELS > 0) ? 1 + D / K_DIV : 0;
   /* verilator lint_off UNUSEDPARAM */
   // For the emitter and testbenches: cycles from an accepted input to its output.
-  localparam integer LATENCY = REUSE + 1 + ((STAGE_LEVELS > 0) ? 1 + ((D > 0) ? (D - 1) / K_DIV : 0) : 0);
+  localparam integer LATENCY = REUSE + 1 + ((STAGE_LEVELS > 0) ? 1 + D / K_DIV : 0);
   /* verilator lint_on UNUSEDPARAM */
   // Leaf width: the bits a cast product can need (see the header).
   localparam integer SHL = (ACC_FRAC > P_FRAC) ? ACC_FRAC - P_FRAC : 0;
@@ -206,7 +208,7 @@ module triad_dense #(
               assign v = ae;
             end
           end
-          if (STAGE_LEVELS > 0 && l % K_DIV == 0 && (l < D || l == 0)) begin : g_reg
+          if (STAGE_LEVELS > 0 && l % K_DIV == 0) begin : g_reg
             reg [W-1:0] r;
             always @(posedge clk) if (en) r <= v;
             assign tree[POS+:W] = r;

@@ -106,7 +106,7 @@ Params draw(const Cfg& c) {
 int expectedLatency(const Cfg& c) {
   int kpr = c["N_IN"] / c["REUSE"], d = 0, k = c["STAGE_LEVELS"];
   while ((1 << d) < kpr) ++d;
-  return c["REUSE"] + 1 + (k == 0 ? 0 : 1 + (d == 0 ? 0 : (d - 1) / k));
+  return c["REUSE"] + 1 + (k == 0 ? 0 : 1 + d / k);
 }
 
 std::vector<long> reference(const Cfg& c, const Params& p, const std::vector<long>& x) {
