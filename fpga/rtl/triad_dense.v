@@ -1,13 +1,45 @@
 // triad_dense: a streaming fully connected layer, y = cast(sum_i cast(x_i * w_oi) + cast(b_o)).
 // The input vector arrives as one word (element i in in_tdata[i*IN_W +: IN_W]) and the output
 // vector leaves the same way. With reuse factor REUSE (which divides N_IN) there are
-// N_OUT * N_IN / REUSE multipliers: in the c-th of REUSE cycles, output o's multipliers take the
-// inputs c, c + REUSE, c + 2*REUSE, ... A new input is accepted every REUSE cycles (REUSE = 1:
-// one per cycle); the result is registered one cycle after the last partial sum.
+// N_OUT * N_IN / REUSE multipliers: in the c-th of REUSE cycles (column c), output o's
+// multipliers take the inputs c, c + REUSE, c + 2*REUSE, ... A new input is accepted every REUSE
+// cycles (REUSE = 1: one per cycle), so II = REUSE.
 // Arithmetic (docs/fpga.md): each product is exact (IN_W + W_W bits), is cast to the
 // accumulator format with ACC_ROUNDING/ACC_SATURATE; the bias is cast the same way; the sum
 // wraps modulo 2^ACC_W; the result is cast to OUT_W/OUT_FRAC with RES_ROUNDING/RES_SATURATE.
 // WEIGHTS holds w[o][i] at bit (o*N_IN + i)*W_W, BIASES b[o] at bit o*B_W (all signed raw).
+//
+// Adder tree: per output and column, the KPR = N_IN/REUSE cast products (the leaves, level 0)
+// are summed by a balanced tree of D = ceil(log2 KPR) levels (level l has ceil(KPR/2^l) nodes;
+// node j of level l = node 2j + node 2j+1 of level l-1, or node 2j alone when it has no
+// partner). Nodes are range-sized (P_W = IN_W + W_W, P_FRAC = IN_FRAC + W_FRAC; a product lies
+// in [-2^(P_W-2), 2^(P_W-2)]): a leaf, the product cast to the accumulator, is
+//   LEAF_W = P_W + ACC_FRAC - P_FRAC bits when ACC_FRAC >= P_FRAC (exact cast),
+//            max(2, P_W - S) bits when the cast drops S = P_FRAC - ACC_FRAC bits (rounded),
+//   capped at ACC_W; below ACC_W the cast can never overflow, so its result is the leaf
+//   sign-extended and ACC_SATURATE does not matter; at ACC_W the leaf is the cast as it is
+//   (rounding, saturating or wrapping). A node of level l is min(LEAF_W + l, ACC_W) bits: exact
+//   while narrower than ACC_W, modulo 2^ACC_W at ACC_W, which is all the sum needs.
+//
+// Pipelining, STAGE_LEVELS = k (the accumulate, acc or bias + tree output, counts as adder
+// level D + 1):
+//   k = 0: as before: the column's products, tree, accumulate and output cast in one cycle.
+//   k > 0: registers (with the column's valid/first/last flags) after the product casts
+//          (level 0) and after every tree level l with l % k == 0, 0 < l <= D. So the first
+//          stage is the multiplies + casts (and no adder), every middle stage k adder levels,
+//          and the last stage the remaining 1..k adder levels of D + 1 (the last of them the
+//          accumulate) + the output cast into the output register. P = number of registered
+//          levels = 1 + floor(D/k); e.g. D = 4: k = 1: mult | 1 | 2 | 3 | 4 | acc + cast,
+//          k = 2: mult | 1-2 | 3-4 | acc + cast, k = 3: mult | 1-3 | 4 + acc + cast.
+// Stages: x_reg (the accepted input, held for REUSE cycles while cnt walks the columns) ->
+// P pipeline registers -> acc / out_tdata. All of them advance together on one enable, which
+// drops only when the last stage holds a vector's last column and out_tdata still holds an
+// unaccepted result: then nothing moves and in_tready is 0 (unless x_reg is empty).
+// Timing: II = REUSE; latency (input accepted -> output valid, no back-pressure):
+//   LATENCY = REUSE + 1 + (k == 0 ? 0 : 1 + floor(D / k)),   D = ceil(log2(N_IN / REUSE));
+//   e.g. N_IN 16, REUSE 1 (D = 4): k = 0/1/2/3/4 -> 2/7/5/4/4 cycles.
+// The columns of one vector reach the accumulator on REUSE consecutive cycles, P cycles after
+// they were selected, so the accumulation across columns needs no change and II stays REUSE.
 module triad_dense #(
     parameter integer N_IN = 4,
     parameter integer N_OUT = 4,
@@ -26,6 +58,7 @@ module triad_dense #(
     parameter integer ACC_SATURATE = 0,
     parameter integer RES_ROUNDING = 0,
     parameter integer RES_SATURATE = 1,
+    parameter integer STAGE_LEVELS = 0,
     parameter [N_OUT*N_IN*W_W-1:0] WEIGHTS = 0,
     parameter [N_OUT*B_W-1:0] BIASES = 0
 ) (
@@ -38,11 +71,41 @@ module triad_dense #(
     output reg                    out_tvalid,
     input  wire                   out_tready
 );
-  localparam integer KPR = N_IN / REUSE;  // multipliers per output
+  localparam integer KPR = N_IN / REUSE;  // multipliers per output (tree leaves)
+  localparam integer D = $clog2(KPR);  // tree levels
   localparam integer CNT_W = (REUSE > 1) ? $clog2(REUSE) : 1;
   localparam integer P_W = IN_W + W_W;
   localparam integer P_FRAC = IN_FRAC + W_FRAC;
   localparam [31:0] LAST = REUSE - 1;
+  localparam integer K_DIV = (STAGE_LEVELS > 0) ? STAGE_LEVELS : 1;
+  localparam integer P = (STAGE_LEVELS > 0) ? 1 + D / K_DIV : 0;
+  /* verilator lint_off UNUSEDPARAM */
+  // For the emitter and testbenches: cycles from an accepted input to its output.
+  localparam integer LATENCY = REUSE + 1 + ((STAGE_LEVELS > 0) ? 1 + D / K_DIV : 0);
+  /* verilator lint_on UNUSEDPARAM */
+  // Leaf width: the bits a cast product can need (see the header).
+  localparam integer SHL = (ACC_FRAC > P_FRAC) ? ACC_FRAC - P_FRAC : 0;
+  localparam integer SHR = (ACC_FRAC < P_FRAC) ? P_FRAC - ACC_FRAC : 0;
+  localparam integer RANGE_W = (SHR == 0) ? P_W + SHL : ((P_W - SHR > 2) ? P_W - SHR : 2);
+  localparam integer LEAF_W = (RANGE_W < ACC_W) ? RANGE_W : ACC_W;
+
+  // Tree level l: ceil(KPR / 2^l) nodes of min(LEAF_W + l, ACC_W) bits, packed level after level.
+  function integer lvl_n(input integer l);
+    lvl_n = (KPR + (1 << l) - 1) >> l;
+  endfunction
+  function integer lvl_w(input integer l);
+    lvl_w = (LEAF_W + l < ACC_W) ? LEAF_W + l : ACC_W;
+  endfunction
+  function integer lvl_off(input integer l);
+    integer m;
+    begin
+      lvl_off = 0;
+      for (m = 0; m < l; m = m + 1) lvl_off = lvl_off + lvl_n(m) * lvl_w(m);
+    end
+  endfunction
+  localparam integer TREE_BITS = lvl_off(D + 1);
+  localparam integer TOP_W = lvl_w(D);
+  localparam integer TOP_POS = lvl_off(D);
 
   reg [N_IN*IN_W-1:0] x_reg;
   reg x_valid;
@@ -50,9 +113,10 @@ module triad_dense #(
   reg [N_OUT*ACC_W-1:0] acc;
 
   wire last = (cnt == LAST[CNT_W-1:0]);
-  wire stall = last & out_tvalid & ~out_tready;
-  wire advance = x_valid & ~stall;
-  assign in_tready = ~x_valid | (last & ~stall);
+  // The last stage's column: valid, first (start from the bias), last (write the output).
+  wire s_valid, s_first, s_last;
+  wire en = ~(s_valid & s_last & out_tvalid & ~out_tready);
+  assign in_tready = ~x_valid | (last & en);
 
   wire [N_OUT*N_IN*W_W-1:0] w_rom = WEIGHTS;
   wire [N_OUT*ACC_W-1:0] b_acc;  // biases in the accumulator format
@@ -65,7 +129,7 @@ module triad_dense #(
   wire [N_IN*IN_W-1:0] x_col;
   wire [N_OUT*N_IN*W_W-1:0] w_col;
   /* verilator lint_on UNUSEDSIGNAL */
-  genvar o, k;
+  genvar o, l, j;
   generate
     if (REUSE == 1) begin : g_r1
       assign x_col = x_reg;
@@ -74,35 +138,87 @@ module triad_dense #(
       assign x_col = x_reg >> (cnt * IN_W);
       assign w_col = w_rom >> (cnt * W_W);
     end
+
+    // The column's flags through the P pipeline registers (bit 0 first).
+    if (P == 0) begin : g_flags0
+      assign s_valid = x_valid;
+      assign s_first = (cnt == {CNT_W{1'b0}});
+      assign s_last = last;
+    end else begin : g_flags
+      reg [P-1:0] v_pipe, f_pipe, l_pipe;
+      wire [P:0] v_in = {v_pipe, x_valid};
+      wire [P:0] f_in = {f_pipe, cnt == {CNT_W{1'b0}}};
+      wire [P:0] l_in = {l_pipe, last};
+      always @(posedge clk) begin
+        if (!rst_n) v_pipe <= {P{1'b0}};
+        else if (en) v_pipe <= v_in[P-1:0];
+      end
+      always @(posedge clk) begin
+        if (en) begin
+          f_pipe <= f_in[P-1:0];
+          l_pipe <= l_in[P-1:0];
+        end
+      end
+      assign s_valid = v_in[P];
+      assign s_first = f_in[P];
+      assign s_last = l_in[P];
+    end
+
     for (o = 0; o < N_OUT; o = o + 1) begin : g_out
-      wire [KPR*ACC_W-1:0] cp;  // cast products
-      for (k = 0; k < KPR; k = k + 1) begin : g_mul
-        wire signed [IN_W-1:0] xv = x_col[k*REUSE*IN_W+:IN_W];
-        wire signed [W_W-1:0] wv = w_col[(o*N_IN+k*REUSE)*W_W+:W_W];
-        wire signed [P_W-1:0] p = xv * wv;  // exact
-        triad_cast #(
-            .IN_W(P_W),
-            .IN_FRAC(P_FRAC),
-            .OUT_W(ACC_W),
-            .OUT_FRAC(ACC_FRAC),
-            .ROUNDING(ACC_ROUNDING),
-            .SATURATE(ACC_SATURATE)
-        ) u_cast_p (
-            .in_data (p),
-            .out_data(cp[k*ACC_W+:ACC_W])
-        );
-      end
-      // Sum modulo 2^ACC_W by a balanced adder tree (depth ceil(log2 KPR); the wrap makes the
-      // order irrelevant): a heap of 2*KPR-1 nodes, leaves KPR-1.., node i = 2i+1 + 2i+2.
+      // Every node of the tree, level after level (a node's bits: lvl_off(l) + j*lvl_w(l)).
       /* verilator lint_off UNOPTFLAT */
-      wire [(2*KPR-1)*ACC_W-1:0] tree  /*verilator split_var*/;
+      wire [TREE_BITS-1:0] tree  /*verilator split_var*/;
       /* verilator lint_on UNOPTFLAT */
-      genvar t;
-      assign tree[(KPR-1)*ACC_W+:KPR*ACC_W] = cp;
-      for (t = 0; t < KPR - 1; t = t + 1) begin : g_sum
-        assign tree[t*ACC_W+:ACC_W] = tree[(2*t+1)*ACC_W+:ACC_W] + tree[(2*t+2)*ACC_W+:ACC_W];
+      for (l = 0; l <= D; l = l + 1) begin : g_lvl
+        for (j = 0; j < lvl_n(l); j = j + 1) begin : g_node
+          localparam integer W = lvl_w(l);
+          localparam integer POS = lvl_off(l) + j * W;
+          wire [W-1:0] v;
+          if (l == 0) begin : g_leaf
+            wire signed [IN_W-1:0] xv = x_col[j*REUSE*IN_W+:IN_W];
+            wire signed [W_W-1:0] wv = w_col[(o*N_IN+j*REUSE)*W_W+:W_W];
+            wire signed [P_W-1:0] p = xv * wv;  // exact
+            // The cast's result fits in W signed bits: its upper bits are copies of the sign.
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire [ACC_W-1:0] cp;
+            /* verilator lint_on UNUSEDSIGNAL */
+            triad_cast #(
+                .IN_W(P_W),
+                .IN_FRAC(P_FRAC),
+                .OUT_W(ACC_W),
+                .OUT_FRAC(ACC_FRAC),
+                .ROUNDING(ACC_ROUNDING),
+                .SATURATE(ACC_SATURATE)
+            ) u_cast_p (
+                .in_data (p),
+                .out_data(cp)
+            );
+            assign v = cp[W-1:0];
+          end else begin : g_sum
+            // Children are 0 or 1 bit narrower: sign-extend them to W bits (modulo 2^ACC_W).
+            localparam integer CW = lvl_w(l - 1);
+            localparam integer CA = lvl_off(l - 1) + 2 * j * CW;
+            wire [CW-1:0] a = tree[CA+:CW];
+            wire [W-1:0] ae = {{(W - CW + 1) {a[CW-1]}}, a[CW-2:0]};
+            if (2 * j + 1 < lvl_n(l - 1)) begin : g_add
+              wire [CW-1:0] b = tree[CA+CW+:CW];
+              wire [W-1:0] be = {{(W - CW + 1) {b[CW-1]}}, b[CW-2:0]};
+              assign v = ae + be;
+            end else begin : g_pass
+              assign v = ae;
+            end
+          end
+          if (STAGE_LEVELS > 0 && l % K_DIV == 0) begin : g_reg
+            reg [W-1:0] r;
+            always @(posedge clk) if (en) r <= v;
+            assign tree[POS+:W] = r;
+          end else begin : g_comb
+            assign tree[POS+:W] = v;
+          end
+        end
       end
-      wire [ACC_W-1:0] s = tree[0+:ACC_W];
+      wire [TOP_W-1:0] top = tree[TOP_POS+:TOP_W];
+      wire [ACC_W-1:0] s = {{(ACC_W - TOP_W + 1) {top[TOP_W-1]}}, top[TOP_W-2:0]};
       triad_cast #(
           .IN_W(B_W),
           .IN_FRAC(B_FRAC),
@@ -114,7 +230,7 @@ module triad_dense #(
           .in_data (BIASES[o*B_W+:B_W]),
           .out_data(b_acc[o*ACC_W+:ACC_W])
       );
-      wire [ACC_W-1:0] base = (cnt == {CNT_W{1'b0}}) ? b_acc[o*ACC_W+:ACC_W] : acc[o*ACC_W+:ACC_W];
+      wire [ACC_W-1:0] base = s_first ? b_acc[o*ACC_W+:ACC_W] : acc[o*ACC_W+:ACC_W];
       assign acc_next[o*ACC_W+:ACC_W] = base + s;
       triad_cast #(
           .IN_W(ACC_W),
@@ -137,21 +253,15 @@ module triad_dense #(
       out_tvalid <= 1'b0;
     end else begin
       if (out_tvalid & out_tready) out_tvalid <= 1'b0;
-      if (advance) begin
-        if (last) begin
-          cnt <= {CNT_W{1'b0}};
-          out_tvalid <= 1'b1;
-        end else begin
-          cnt <= cnt + 1'b1;
-        end
-      end
+      if (en & s_valid & s_last) out_tvalid <= 1'b1;
+      if (en & x_valid) cnt <= last ? {CNT_W{1'b0}} : cnt + 1'b1;
       if (in_tready) x_valid <= in_tvalid;
     end
   end
 
   always @(posedge clk) begin
     if (in_tready & in_tvalid) x_reg <= in_tdata;
-    if (advance) acc <= acc_next;
-    if (advance & last) out_tdata <= y;
+    if (en & s_valid) acc <= acc_next;
+    if (en & s_valid & s_last) out_tdata <= y;
   end
 endmodule
