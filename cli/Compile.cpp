@@ -8,6 +8,7 @@
 #include "sim/Simulator.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 namespace triad::cli {
@@ -19,8 +20,9 @@ namespace {
 struct CompileOptions {
   ModelOptions model;
   std::string target = "fpga", config, input, outdir, until, defaultPrecision;
-  std::vector<std::string> precision;
+  std::vector<std::string> precision, fifoDepth;
   std::string reuse = "1";
+  double clockMhz = 200;
 };
 
 ir::Tensor readF32(const std::string& path) {
@@ -55,6 +57,20 @@ int runCompile(CompileOptions o, bool batchGiven) {
 
   fpga::VerilogOptions vo;
   vo.name = fs::path(o.model.model).stem().string();
+  if (!(o.clockMhz > 0 && o.clockMhz <= 1000))
+    fail(ErrorKind::Usage, "--clock-mhz {}: expected a clock in (0, 1000] MHz", o.clockMhz);
+  vo.clockMhz = o.clockMhz;
+  for (const std::string& f : o.fifoDepth) {
+    auto eq = f.rfind('=');
+    try {
+      if (eq == std::string::npos || eq == 0) throw std::invalid_argument(f);
+      size_t used = 0;
+      vo.fifoDepth[f.substr(0, eq)] = std::stoll(f.substr(eq + 1), &used);
+      if (used != f.size() - eq - 1) throw std::invalid_argument(f);
+    } catch (const std::exception&) {
+      fail(ErrorKind::Usage, "--fifo-depth '{}': expected LAYER=DEPTH", f);
+    }
+  }
   if (o.reuse == "auto") {
     vo.autoReuse = true;
   } else {
@@ -114,6 +130,7 @@ int runCompile(CompileOptions o, bool batchGiven) {
                           {"layer", f.layer},
                           {"depth", f.depth},
                           {"width", f.width},
+                          {"manual", f.manual},
                           {"why", f.why}});
   j["layers"] = nlohmann::json::array();
   int64_t mults = 0;
@@ -135,6 +152,8 @@ int runCompile(CompileOptions o, bool batchGiven) {
     j["layers"].push_back(l);
   }
   j["multipliers"] = mults;
+  j["clock_mhz"] = o.clockMhz;
+  j["stage_levels"] = d.stageLevels;
   // What triad sim needs to recompute expected outputs for other inputs.
   j["compile"] = {{"model", fs::absolute(o.model.model).string()},
                   {"dims", o.model.dims},
@@ -236,12 +255,44 @@ int runSim(const SimOptions& o) {
     fail(ErrorKind::Usage, "--input '{}' has {} values, not a whole number of samples of {}",
          o.input, inRaw.size(), inPer);
   int64_t n = int64_t(inRaw.size()) / inPer;
-  sim::SimReport r =
-      sim::simulate(dir, s["top"].get<std::string>(), inRaw, expected, n, outPer, o.seed, o.trace);
-  fmt::print("{}: {} samples, latency {} cycles, II {}, {} cycles ({} with random gaps and "
-             "back-pressure), {} mismatches, {} missing, {:.4g} inferences/s at 200 MHz{}\n",
-             s["top"].get<std::string>(), n, r.latencyCycles, r.ii, r.totalCycles, r.randomCycles,
-             r.mismatches, r.missing, r.inferencesPerSecond, r.cached ? " (cached build)" : "");
+  sim::SimReport r = sim::simulate(dir, s["top"].get<std::string>(), inRaw, expected, n, outPer,
+                                   o.seed, o.trace, inGeom.transfers());
+  double clockMhz = s.value("clock_mhz", sim::kClockHz / 1e6);
+  r.inferencesPerSecond = r.ii > 0 ? clockMhz * 1e6 / r.ii : 0;
+  if (!r.timeout)
+    fmt::print("{}: {} samples, latency {} cycles, II {}, {} cycles ({} with random gaps and "
+               "back-pressure), {} mismatches, {} missing, {:.4g} inferences/s at {} MHz{}\n",
+               s["top"].get<std::string>(), n, r.latencyCycles, r.ii, r.totalCycles, r.randomCycles,
+               r.mismatches, r.missing, r.inferencesPerSecond, clockMhz,
+               r.cached ? " (cached build)" : "");
+  // FIFOs: the static depth beside the occupancy the simulation reached.
+  std::map<std::string, nlohmann::json> fifoInfo;
+  for (const auto& f : s.value("fifos", nlohmann::json::array()))
+    fifoInfo[f["name"].get<std::string>()] = f;
+  for (const auto& [name, f] : fifoInfo) {
+    int64_t depth = f["depth"], peak = r.fifoPeak.count(name) ? r.fifoPeak.at(name) : 0;
+    int64_t need = 2;
+    while (need < peak + 1)
+      need *= 2;
+    fmt::print("  FIFO {} before '{}': depth {}, peak occupancy {}{}\n", name,
+               f["layer"].get<std::string>(), depth, peak,
+               r.timeout || need >= depth ? ""
+                                          : fmt::format(" (--fifo-depth '{}={}' would do)",
+                                                        f["layer"].get<std::string>(), need));
+  }
+  if (r.timeout) {
+    std::string where;
+    for (const auto& [name, held] : r.fifoAtStall)
+      if (fifoInfo.count(name) && held >= fifoInfo[name]["depth"].get<int64_t>())
+        where += fmt::format("; FIFO {} before '{}' is full ({} of {})", name,
+                             fifoInfo[name]["layer"].get<std::string>(), held,
+                             fifoInfo[name]["depth"].get<int64_t>());
+    fail(ErrorKind::Runtime,
+         "deadlock: the design stopped making progress ({} of {} outputs never came){}; blocked "
+         "streams: {}",
+         r.missing, 2 * n, where,
+         r.stalled.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.stalled, ", ")));
+  }
   if (!o.json.empty()) {
     nlohmann::json j = {{"samples", n},
                         {"latency_cycles", r.latencyCycles},
@@ -249,9 +300,10 @@ int runSim(const SimOptions& o) {
                         {"mismatches", r.mismatches},
                         {"missing", r.missing},
                         {"deadlock", r.timeout},
+                        {"fifo_peak", r.fifoPeak},
                         {"total_cycles", r.totalCycles},
                         {"random_pass_cycles", r.randomCycles},
-                        {"clock_hz_assumed", sim::kClockHz},
+                        {"clock_hz_assumed", clockMhz * 1e6},
                         {"inferences_per_second", r.inferencesPerSecond},
                         {"seed", o.seed},
                         {"cached_build", r.cached},
@@ -285,6 +337,15 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
   cmd->add_option("--reuse", o->reuse,
                   "Reuse factor of Dense and Conv layers (divides the input count), or 'auto': per "
                   "layer, the largest that keeps the design's II");
+  cmd->add_option("--clock-mhz", o->clockMhz,
+                  "Target clock: adder trees are registered every k levels so that each stage "
+                  "fits it (delay model in docs/fpga.md)")
+      ->capture_default_str();
+  cmd->add_option("--fifo-depth", o->fifoDepth,
+                  "LAYER=DEPTH: the FIFO in front of a joining layer by hand (a power of two), "
+                  "instead of the static analysis (repeatable)")
+      ->take_all()
+      ->allow_extra_args(false);
   cmd->add_option("--until", o->until, "Last layer of the design (default: the whole model)");
   cmd->add_option("-i,--input", o->input,
                   "Inputs (.npy/.pb): calibration for \"auto\" and the expected outputs");

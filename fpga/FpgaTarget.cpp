@@ -33,6 +33,7 @@ public:
     VerilogOptions vo;
     vo.name = g.name.empty() ? "model" : g.name;
     vo.reuse = o.reuse;
+    vo.clockMhz = o.clockMhz;
     try {
       design_ = emitVerilog(g, emu_, vo);
       timing_.rtl = design_.lastLayer + 1 == emu_.layers().size();
@@ -58,7 +59,9 @@ public:
       for (const auto& [name, text] : design_.files())
         frontend::writeFileAtomic(dir_ / "rtl" / name, text);
       frontend::writeFileAtomic(dir_ / "tb" / "tb.cpp", design_.testbench);
-      sim::buildModel(dir_, design_.top);
+      int64_t batch = g.inputs()[0]->type().shape[0];
+      sim::buildModel(dir_, design_.top, nullptr, sim::Trace::None,
+                      sim::chooseOptLevel(batch * design_.inGeom.transfers() * 5 / 2));
     }
   }
 
@@ -74,7 +77,8 @@ public:
     std::vector<int64_t> expected = toStreamOrder(r.layerRaw[design_.lastLayer], design_.outGeom);
     int64_t n = int64_t(in.size()) / design_.inGeom.elements();
     sim::SimReport rep =
-        sim::simulate(dir_, design_.top, in, expected, n, design_.outGeom.elements(), 1);
+        sim::simulate(dir_, design_.top, in, expected, n, design_.outGeom.elements(), 1, {},
+                      design_.inGeom.transfers());
     if (rep.timeout || rep.missing > 0)
       fail(ErrorKind::Runtime, "the RTL of '{}' stalled: {} of {} outputs never came (deadlock)",
            design_.top, rep.missing, 2 * n);

@@ -132,10 +132,11 @@ void Module::addRaw(std::string text) {
   texts_.push_back(std::move(text));
 }
 
-void Module::addStreamWires(const std::string& prefix, int64_t bits, const std::string& comment) {
+void Module::addStreamWires(const std::string& prefix, int64_t bits, const std::string& comment,
+                            bool observed) {
   add(Wire{prefix + "_tdata", bits, comment});
-  add(Wire{prefix + "_tvalid", 1, {}});
-  add(Wire{prefix + "_tready", 1, {}});
+  add(Wire{prefix + "_tvalid", 1, {}, observed});
+  add(Wire{prefix + "_tready", 1, {}, observed});
 }
 
 std::string Module::print() const {
@@ -159,7 +160,8 @@ std::string Module::print() const {
     case Item::Kind::Wire: {
       const Wire& w = wires_[it.index];
       s += commentLines(w.comment, "  ");
-      s += fmt::format("  wire {}{};\n", range(w.width), w.name);
+      s += fmt::format("  wire {}{}{};\n", range(w.width), w.name,
+                       w.observed ? " /* verilator public_flat_rd */" : "");
       break;
     }
     case Item::Kind::Instance: {

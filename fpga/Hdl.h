@@ -56,6 +56,7 @@ struct Wire {
   std::string name;
   int64_t width = 1;
   std::string comment;
+  bool observed = false; // readable by a Verilator testbench (public_flat_rd)
 };
 
 struct Instance {
@@ -95,7 +96,8 @@ public:
   /// Text printed verbatim (lint pragmas).
   void addRaw(std::string text);
   /// Wires PREFIX_tdata [bits], PREFIX_tvalid, PREFIX_tready.
-  void addStreamWires(const std::string& prefix, int64_t bits, const std::string& comment = {});
+  void addStreamWires(const std::string& prefix, int64_t bits, const std::string& comment = {},
+                      bool observed = false);
 
   std::string print() const;
 

@@ -133,7 +133,19 @@ int64_t stageCyclesPerSample(const RtlStage& s) {
   return stageCycles(s, s.reuse);
 }
 
-VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const VerilogOptions& o) {
+// An adder level on a 7-series part (-1 speed grade): a LUT (about 0.12 ns) feeding a carry
+// chain of up to ~40 bits (about 0.35 ns through 10 CARRY4s) and the net between levels (about
+// 0.45 ns): 0.9 ns. A stage also pays clock-to-out, setup and clock uncertainty: 1.0 ns.
+constexpr double kAdderLevelNs = 0.9, kStageOverheadNs = 1.0;
+
+int adderLevelsPerStage(double clockMhz) {
+  double budget = 1000.0 / clockMhz - kStageOverheadNs;
+  return std::max(1, int(budget / kAdderLevelNs));
+}
+
+VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const VerilogOptions& opts) {
+  VerilogOptions o = opts;
+  if (o.clockMhz > 0 && o.stageLevels == 0) o.stageLevels = adderLevelsPerStage(o.clockMhz);
   if (!o.autoReuse) return emitDesign(g, emu, o);
   VerilogOptions one = o;
   one.autoReuse = false;
@@ -183,6 +195,8 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
       fail(ErrorKind::Usage, "a reuse factor is given for '{}', which is not a layer", name);
   }
   VerilogDesign d;
+  d.stageLevels = o.stageLevels;
+  d.clockMhz = o.clockMhz;
   hdl::NameUniquer modules;
   d.top = modules.unique(o.name);
   const ir::Value* in = g.inputs()[0];
@@ -340,6 +354,20 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     bool firstEarly = s0.arrival + s0.lead < s1.arrival + s1.lead;
     fifoDepth[i][firstEarly ? 0 : 1] = depth;
   }
+  for (const auto& [layer, depth] : o.fifoDepth) {
+    auto it = std::find_if(d.stages.begin(), d.stages.end(),
+                           [&](const RtlStage& s) { return s.layer == layer; });
+    if (it == d.stages.end() || stageIns[size_t(it - d.stages.begin())].size() != 2)
+      fail(ErrorKind::Usage, "--fifo-depth '{}': not a layer joining two streams of the design",
+           layer);
+    if (depth < 2 || (depth & (depth - 1)) != 0)
+      fail(ErrorKind::Usage, "--fifo-depth '{}={}': the depth must be a power of two >= 2", layer,
+           depth);
+    auto& f = fifoDepth[size_t(it - d.stages.begin())];
+    if (f[0] == 0 && f[1] == 0) f[0] = depth;
+    for (int64_t& x : f)
+      if (x > 0) x = depth;
+  }
 
   std::set<std::string> blocks;
   for (const RtlLayer& r : rtls)
@@ -437,7 +465,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
             "operand {} of '{}' arrives early ({} cycles, {} input transfers): a FIFO of {}", k,
             s.layer, std::abs(s0.arrival - s1.arrival), std::abs(s0.lead - s1.lead),
             fifoDepth[i][k]);
-        top.addStreamWires(q, bits, why);
+        top.addStreamWires(q, bits, why, true);
         std::string inst = instances.unique("u_fifo_" + q);
         top.add(hdl::Instance{"triad_fifo",
                               inst,
@@ -453,14 +481,21 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
                                {"out_tvalid", q + "_tvalid"},
                                {"out_tready", q + "_tready"}},
                               {}});
-        d.fifos.push_back({inst, s.layer, fifoDepth[i][k], bits, why});
+        d.fifos.push_back({inst, s.layer, fifoDepth[i][k], bits, log2Exact(fifoDepth[i][k]),
+                           o.fifoDepth.count(s.layer) > 0, why});
         c = {q + "_tdata", q + "_tvalid", q + "_tready"};
       }
       opConn.push_back(c);
     }
     int sv = stageOut[i];
     const std::string& next = name[sv];
-    if (next != "out") top.addStreamWires(next, s.nOut * s.out.width);
+    if (next != "out") top.addStreamWires(next, s.nOut * s.out.width, {}, true);
+    if (next != "out") {
+      const auto& rs = readers[sv];
+      std::string reader =
+          rs.size() == 1 && rs[0].first >= 0 ? d.stages[size_t(rs[0].first)].layer : "(several)";
+      d.streams.push_back({next, s.layer, reader});
+    }
     hdl::Instance inst{s.module,
                        instances.unique("u_" + verilogName(s.layer)),
                        {},
@@ -525,7 +560,7 @@ std::string testbench(const VerilogDesign& d) {
       "// raw int64) in arrival order; prints JSON. A pass that stops making progress for the\n"
       "// cycle budget ends as a timeout (a deadlock), never a hang.\n",
       d.inGeom.transfers(), d.inElems, d.outGeom.transfers(), d.outElems);
-  t += fmt::format("#include \"V{}.h\"\n", d.top);
+  t += fmt::format("#include \"V{}.h\"\n#include \"V{}___024root.h\"\n", d.top, d.top);
   t += R"(#include "verilated.h"
 
 #include <cstdint>
@@ -533,6 +568,7 @@ std::string testbench(const VerilogDesign& d) {
 #include <cstdlib>
 #include <pthread.h>
 #include <random>
+#include <string>
 #include <vector>
 #if defined(TRIAD_TRACE_FST)
 #include "verilated_fst_c.h"
@@ -552,6 +588,27 @@ namespace {
                    d.inGeom.transfers(), d.outGeom.transfers());
   t += fmt::format("constexpr int kInWords = {}, kOutWords = {};\n", words(inBits), words(outBits));
   t += fmt::format("using Top = V{};\n\n", d.top);
+  // FIFO occupancy and stream handshakes, read through Verilator's public signals.
+  t += fmt::format("constexpr int kFifos = {};\n", d.fifos.size());
+  t += "// Vectors in FIFO i now (write minus read pointer, modulo twice the depth).\n"
+       "uint64_t fifoCount([[maybe_unused]] Top& top, [[maybe_unused]] int i) {\n";
+  for (size_t i = 0; i < d.fifos.size(); ++i)
+    t += fmt::format("  if (i == {0}) return uint64_t(top.rootp->{1}__DOT__{2}__DOT__wr - "
+                     "top.rootp->{1}__DOT__{2}__DOT__rd) & {3}u;\n",
+                     i, d.top, d.fifos[i].name, (2 * d.fifos[i].depth) - 1);
+  t += "  return 0;\n}\n";
+  t += "const char* const kFifoNames[] = {";
+  for (const RtlFifo& f : d.fifos)
+    t += fmt::format("\"{}\", ", f.name);
+  t += "\"\"};\n";
+  t += "// Streams whose producer offers data that the reader does not take (at a stall), as a\n"
+       "// JSON list of \"producer -> reader\".\n"
+       "std::string stalledStreams([[maybe_unused]] Top& top) {\n  std::string s;\n";
+  for (const RtlStream& s : d.streams)
+    t += fmt::format("  if (top.rootp->{0}__DOT__{1}_tvalid && !top.rootp->{0}__DOT__{1}_tready)\n"
+                     "    s += std::string(s.empty() ? \"\" : \", \") + \"\\\"{2} -> {3}\\\"\";\n",
+                     d.top, s.wire, s.producer, s.reader);
+  t += "  return s;\n}\n\n";
   t += "void setInput(Top& top, const int64_t* x) {\n"
        "  uint32_t w[kInWords] = {};\n"
        "  for (int e = 0; e < kIn; ++e)\n"
@@ -592,6 +649,9 @@ struct Pass {
   uint64_t cycles = 0, firstAccept = 0, lastAccept = 0, firstOut = 0, firstDone = 0, lastOut = 0;
   long received = 0; // output transfers
   bool timeout = false;
+  std::vector<uint64_t> fifoPeak = std::vector<uint64_t>(kFifos, 0);
+  std::vector<uint64_t> fifoAtStall = std::vector<uint64_t>(kFifos, 0);
+  std::string stalled;
 };
 
 Pass run(Top& top, const std::vector<int64_t>& x, long n, double gap, double stall, uint64_t seed,
@@ -609,14 +669,18 @@ Pass run(Top& top, const std::vector<int64_t>& x, long n, double gap, double sta
   top.rst_n = 1;
   long sent = 0;
   bool presenting = false;
-  // The budget: no output for this many cycles in a row is a deadlock.
-  const uint64_t budget = uint64_t(kInT + kOutT) * 1000 + 100000;
+  // The budget: no transfer in or out for this many cycles in a row is a deadlock (a design
+  // waits at most a frame's worth of reuse cycles between transfers).
+  const uint64_t budget = uint64_t(kInT + kOutT) * 64 + 20000;
   uint64_t lastProgress = 0;
   const long nIn = n * kInT, nOut = n * kOutT;
   std::vector<int64_t> y(kOut);
   for (uint64_t cycle = 0; p.received < nOut; ++cycle) {
     if (cycle - lastProgress > budget) {
       p.timeout = true;
+      for (int i = 0; i < kFifos; ++i)
+        p.fifoAtStall[size_t(i)] = fifoCount(top, i);
+      p.stalled = stalledStreams(top);
       break;
     }
     if (!presenting && sent < nIn && !(gap > 0 && u(rng) < gap)) {
@@ -644,6 +708,8 @@ Pass run(Top& top, const std::vector<int64_t>& x, long n, double gap, double sta
       ++sent;
       presenting = false;
     }
+    for (int i = 0; i < kFifos; ++i)
+      p.fifoPeak[size_t(i)] = std::max(p.fifoPeak[size_t(i)], fifoCount(top, i));
     p.cycles = cycle + 1;
   }
   return p;
@@ -652,11 +718,19 @@ Pass run(Top& top, const std::vector<int64_t>& x, long n, double gap, double sta
 void print(const char* name, const Pass& p, bool comma) {
   std::printf("\"%s\": {\"cycles\": %llu, \"first_accept\": %llu, \"last_accept\": %llu, "
               "\"first_out\": %llu, \"first_done\": %llu, \"last_out\": %llu, "
-              "\"received\": %ld, \"timeout\": %s}%s\n",
+              "\"received\": %ld, \"timeout\": %s, \"fifo_peak\": {",
               name, (unsigned long long)p.cycles, (unsigned long long)p.firstAccept,
               (unsigned long long)p.lastAccept, (unsigned long long)p.firstOut,
               (unsigned long long)p.firstDone, (unsigned long long)p.lastOut,
-              p.received / kOutT, p.timeout ? "true" : "false", comma ? "," : "");
+              p.received / kOutT, p.timeout ? "true" : "false");
+  for (int i = 0; i < kFifos; ++i)
+    std::printf("%s\"%s\": %llu", i ? ", " : "", kFifoNames[i],
+                (unsigned long long)p.fifoPeak[size_t(i)]);
+  std::printf("}, \"fifo_at_stall\": {");
+  for (int i = 0; i < kFifos; ++i)
+    std::printf("%s\"%s\": %llu", i ? ", " : "", kFifoNames[i],
+                (unsigned long long)p.fifoAtStall[size_t(i)]);
+  std::printf("}, \"stalled\": [%s]}%s\n", p.stalled.c_str(), comma ? "," : "");
 }
 
 } // namespace
@@ -716,7 +790,9 @@ int realMain(int argc, char** argv) {
   }
   std::vector<int64_t> out;
   Pass a = run(top, x, n, 0, 0, seed, out);
-  Pass b = run(top, x, n, 0.3, 0.3, seed + 1, out);
+  // After a deadlock the second pass would only repeat it.
+  Pass b = a.timeout ? Pass{} : run(top, x, n, 0.3, 0.3, seed + 1, out);
+  if (a.timeout) b.timeout = true;
   top.final();
 #ifdef TRIAD_TRACE
   if (gTrace) {

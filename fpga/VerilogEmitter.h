@@ -17,8 +17,8 @@
 namespace triad::fpga {
 
 struct VerilogOptions {
-  std::string name = "top";                  // top module name (made legal)
-  int64_t reuse = 1;                         // default reuse factor of Dense and Conv layers
+  std::string name = "top"; // top module name (made legal)
+  int64_t reuse = 1;        // default reuse factor of Dense and Conv layers
   /// Reuse per layer chosen to match the design's bottleneck: every Dense/Conv layer not named
   /// in layerReuse gets the largest valid factor that keeps its cycles per sample within the
   /// slowest stage's (its II at reuse 1), so the II is unchanged and multipliers drop.
@@ -26,6 +26,10 @@ struct VerilogOptions {
   std::map<std::string, int64_t> layerReuse; // per layer (ONNX name)
   std::string until;                         // last layer of the design (empty: the whole graph)
   int stageLevels = 0;                       // adder-tree levels per pipeline stage (0: none)
+  double clockMhz = 0; // > 0: stageLevels from the delay model at this clock (adderLevelsPerStage)
+  /// FIFO depths by hand, by the joining layer's name (a power of two >= 2), instead of the
+  /// static analysis: to tighten them after a simulation, or to provoke a deadlock in a test.
+  std::map<std::string, int64_t> fifoDepth;
 };
 
 /// One layer of the generated design.
@@ -47,18 +51,29 @@ struct RtlStage {
 struct RtlFifo {
   std::string name, layer; // instance name; the layer whose operand it buffers
   int64_t depth = 0, width = 0;
+  int addrBits = 0;
+  bool manual = false; // the depth was given by hand (VerilogOptions::fifoDepth)
   std::string why;
+};
+
+/// A stream between two layers of the top module (for stall reports).
+struct RtlStream {
+  std::string wire;             // PREFIX of PREFIX_tvalid / PREFIX_tready
+  std::string producer, reader; // layer names ("(input)" for the design input)
 };
 
 struct VerilogDesign {
   std::string top;              // top module name
   std::vector<RtlStage> stages; // in stream order (pass-through layers omitted)
   std::vector<RtlFifo> fifos;
+  std::vector<RtlStream> streams;
   int64_t inElems = 0, outElems = 0; // elements per transfer
   StreamGeom inGeom, outGeom;        // per sample: frames of transfers
   FixedFormat inFormat, outFormat;
   size_t lastLayer = 0; // index in Emulator::layers() of the layer whose output the design emits
   int64_t latency = 0;  // cycles from an input accepted to its output valid (no stalls)
+  int stageLevels = 0;  // adder-tree levels per pipeline stage of the Dense/Conv cores (0: none)
+  double clockMhz = 0;  // the clock they were chosen for (0: none given)
   std::vector<std::string> blocks; // the fpga/rtl/ modules the design instantiates
   std::string verilog;             // the generated module file
   std::string testbench;           // the generated Verilator testbench (C++)
@@ -67,6 +82,10 @@ struct VerilogDesign {
   /// files.f: one file name per line (what lint and synthesis scripts read), top module named.
   std::string fileList() const;
 };
+
+/// The delay model of pipelined arithmetic on xc7 (docs/fpga.md): how many adder-tree levels
+/// fit one clock period at `clockMhz` (at least 1).
+int adderLevelsPerStage(double clockMhz);
 
 /// Valid reuse factors of a Dense layer with `nIn` inputs: the divisors of nIn.
 std::vector<int64_t> validReuseFactors(int64_t nIn);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace triad::sim {
@@ -38,7 +39,14 @@ bool haveVerilator() {
   return rc == 0;
 }
 
-fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cached, Trace trace) {
+int chooseOptLevel(int64_t cycles) {
+  if (const char* e = std::getenv("TRIAD_VERILATOR_OPT"); e && *e >= '0' && *e <= '3' && !e[1])
+    return *e - '0';
+  return cycles > 300000 ? 1 : 0;
+}
+
+fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cached, Trace trace,
+                    int optLevel) {
   // Absolute: Verilator's make runs inside the object folder, so relative paths would break.
   const fs::path outdir = fs::absolute(outdirArg);
   std::vector<fs::path> sources;
@@ -52,7 +60,8 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
   const char* traceFlags = trace == Trace::Vcd   ? " --trace -CFLAGS -DTRIAD_TRACE_VCD"
                            : trace == Trace::Fst ? " --trace-fst -CFLAGS -DTRIAD_TRACE_FST"
                                                  : "";
-  uint64_t h = fnv1a(kFnvOffset, version + top + traceFlags);
+  std::string opt = fmt::format("-O{}", optLevel);
+  uint64_t h = fnv1a(kFnvOffset, version + top + traceFlags + opt);
   for (const fs::path& p : sources)
     h = fnv1a(fnv1a(h, p.filename().string()), frontend::readFile(p));
   h = fnv1a(h, frontend::readFile(tb));
@@ -63,8 +72,8 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
   fs::create_directories(dir);
   std::string cmd = fmt::format("verilator --cc --exe --build -j 2 -Wno-fatal --top-module {} "
                                 "-Mdir {} -o tb --output-split 20000 -LDFLAGS -pthread "
-                                "-MAKEFLAGS 'OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0'",
-                                top, pathQuote(dir));
+                                "-MAKEFLAGS 'OPT_FAST={} OPT_SLOW=-O0 OPT_GLOBAL={}'",
+                                top, pathQuote(dir), opt, opt);
   cmd += traceFlags;
   for (const fs::path& p : sources) {
     cmd.push_back(' ');
@@ -82,12 +91,15 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
 
 SimReport simulate(const fs::path& outdir, const std::string& top,
                    const std::vector<int64_t>& inputs, const std::vector<int64_t>& expected,
-                   int64_t n, int64_t outElems, uint64_t seed, const fs::path& traceFile) {
+                   int64_t n, int64_t outElems, uint64_t seed, const fs::path& traceFile,
+                   int64_t transfersPerSample) {
   SimReport r;
   Trace trace = traceKind(traceFile);
   r.samples = n;
   auto t0 = std::chrono::steady_clock::now();
-  fs::path exe = buildModel(outdir, top, &r.cached, trace);
+  // Both passes: about 2.5 cycles per input transfer.
+  fs::path exe =
+      buildModel(outdir, top, &r.cached, trace, chooseOptLevel(n * transfersPerSample * 5 / 2));
   auto t1 = std::chrono::steady_clock::now();
   fs::path in = outdir / "sim_inputs.bin", out = outdir / "sim_outputs.bin";
   {
@@ -129,6 +141,17 @@ SimReport simulate(const fs::path& outdir, const std::string& top,
              ? double(a["last_out"].get<int64_t>() - a["first_done"].get<int64_t>()) / double(n - 1)
              : 0;
   r.timeout = a["timeout"].get<bool>() || j["random"]["timeout"].get<bool>();
+  for (const char* pass : {"steady", "random"}) {
+    const auto& p = j[pass];
+    for (auto& [name, v] : p["fifo_peak"].items())
+      r.fifoPeak[name] = std::max(r.fifoPeak[name], v.get<int64_t>());
+    if (p["timeout"].get<bool>() && r.stalled.empty()) {
+      for (auto& [name, v] : p["fifo_at_stall"].items())
+        r.fifoAtStall[name] = v.get<int64_t>();
+      for (const auto& s : p["stalled"])
+        r.stalled.push_back(s.get<std::string>());
+    }
+  }
   r.totalCycles = a["cycles"].get<int64_t>();
   r.randomCycles = j["random"]["cycles"].get<int64_t>();
   r.inferencesPerSecond = r.ii > 0 ? kClockHz / r.ii : 0;

@@ -76,9 +76,12 @@ DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vect
 }
 
 int64_t denseLatency(int64_t reuse, int64_t kPerOutput, int stageLevels) {
-  (void)kPerOutput;
-  (void)stageLevels;
-  return reuse + 1;
+  // triad_dense's LATENCY: R + 1, and with pipelining a register after the products plus one
+  // after every k adder levels, the accumulate counting as level D + 1.
+  int64_t depth = 0;
+  while ((int64_t(1) << depth) < kPerOutput)
+    ++depth;
+  return reuse + 1 + (stageLevels == 0 ? 0 : 1 + depth / stageLevels);
 }
 
 int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& layer,

@@ -164,8 +164,8 @@ module tiny_mlp (
     input  wire out_tready
 );
   wire [63:0] s1_fc1_Gemm_tdata;
-  wire s1_fc1_Gemm_tvalid;
-  wire s1_fc1_Gemm_tready;
+  wire s1_fc1_Gemm_tvalid /* verilator public_flat_rd */;
+  wire s1_fc1_Gemm_tready /* verilator public_flat_rd */;
   tiny_mlp_fc1_Gemm u_fc1_Gemm (
       .clk(clk),
       .rst_n(rst_n),
@@ -177,8 +177,8 @@ module tiny_mlp (
       .out_tready(s1_fc1_Gemm_tready)
   );
   wire [63:0] s2_Relu_tdata;
-  wire s2_Relu_tvalid;
-  wire s2_Relu_tready;
+  wire s2_Relu_tvalid /* verilator public_flat_rd */;
+  wire s2_Relu_tready /* verilator public_flat_rd */;
   tiny_mlp_Relu u_Relu (
       .clk(clk),
       .rst_n(rst_n),

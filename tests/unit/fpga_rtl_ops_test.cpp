@@ -169,8 +169,12 @@ TEST(FpgaRtlOps, SimulationMatchesEmulator) {
   struct Case {
     const char* config;
     int64_t reuse;
+    int stageLevels = 0;
   } cases[] = {
       {R"({})", 1},
+      // Pipelined adder trees (a register every level, and every 2 levels at reuse 2).
+      {R"({})", 1, 1},
+      {R"({})", 2, 2},
       // fixed<10,6> results (4 fraction bits): the 1024-entry Tanh table over [-4, 4) steps by
       // 2^-7, so its index is the raw input shifted left by 3; convergent + wrap results, a
       // rounding and saturating accumulator, narrow exp/reciprocal tables.
@@ -183,7 +187,7 @@ TEST(FpgaRtlOps, SimulationMatchesEmulator) {
                                              "rounding": "round_half_up"}},
                      "/Sigmoid": {"table_size": 16, "result": "fixed<8,1>"},
                      "/Clip": {"result": "fixed<9,3>"}}})",
-       2},
+       2, 0},
   };
   const int64_t n = 400;
   std::mt19937 rng(3);
@@ -194,7 +198,9 @@ TEST(FpgaRtlOps, SimulationMatchesEmulator) {
   Graph g = allOps(n);
   for (size_t c = 0; c < std::size(cases); ++c) {
     fpga::Emulator emu(g, fpga::QuantConfig::fromJson(cases[c].config, "t.json"));
-    fpga::VerilogDesign d = fpga::emitVerilog(g, emu, opts(cases[c].reuse));
+    fpga::VerilogOptions o = opts(cases[c].reuse);
+    o.stageLevels = cases[c].stageLevels;
+    fpga::VerilogDesign d = fpga::emitVerilog(g, emu, o);
     fs::path dir = writeDesign(d, "sim_c" + std::to_string(c));
     fpga::EmulatorResult res = emu.run(std::span<const Tensor>(&x, 1), false);
     std::vector<int64_t> in;
