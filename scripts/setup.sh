@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything Triad needs on a Debian 12 machine, idempotently:
 #   - system packages (compiler, CMake, ONNX/protobuf, fmt, CLI11, nlohmann-json, GoogleTest,
-#     Python, Verilator and Yosys for the FPGA flow, PoCL for OpenCL, OpenBLAS as a benchmark
-#     peer), installed with apt-get when missing (needs root, as on CI);
+#     Python, Verilator, Yosys and nextpnr-ice40 + IceStorm for the FPGA flow, PoCL for OpenCL,
+#     OpenBLAS as a benchmark peer), installed with apt-get when missing (needs root, as on CI);
 #   - the project's Python environment .venv/ with pinned packages (requirements.txt), rebuilt
 #     only when requirements.txt changes.
 # With --zoo it also installs Debian's CPU-only PyTorch, torchvision and scikit-learn, which the
@@ -15,7 +15,7 @@ APT_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
   python3 python3-venv python3-pip
-  verilator yosys ccache
+  verilator yosys nextpnr-ice40 fpga-icestorm ccache
   libbenchmark-dev libopenblas-dev libsqlite3-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
 )

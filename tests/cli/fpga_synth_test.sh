@@ -3,8 +3,13 @@
 # the JSON has every layer module and the top's glue, non-zero LUT and FF counts, one DSP48E1 per
 # multiplier (the weights are neither 0 nor powers of two, so none reduces to a shift), the
 # Softmax's three tables (two exp, one reciprocal) in block RAM, and a logic depth; ice40 maps the
-# dense layers' 16x16 products to one SB_MAC16 each. Also: a missing yosys is an i/o error (exit 3) naming
-# scripts/setup.sh. Exits 77 (skipped) without yosys.
+# dense layers' 16x16 products to one SB_MAC16 each. On xc7 every layer has an estimated Fmax that
+# is the delay model applied to the cells on its longest path (as many as the logic depth), and the
+# design's is the slowest layer's. With nextpnr-ice40 on PATH, --family ice40 --pnr places and
+# routes the model without its Softmax (it fits an iCE40 UP5K) and reports a positive Fmax and
+# logic cell count; without it that part prints SKIP. Also: a missing yosys is an i/o error (exit
+# 3) naming scripts/setup.sh, as is a missing nextpnr-ice40 with --pnr. Exits 77 (skipped) without
+# yosys.
 # Usage: fpga_synth_test.sh TRIAD_BINARY SOURCE_DIR
 set -u
 TRIAD=$1
@@ -48,6 +53,13 @@ rc=$?
 if [[ $rc -ne 3 ]] || ! grep -q "scripts/setup.sh" "$TMP/err"; then
   echo "FAIL missing yosys: exit $rc"; cat "$TMP/err"; fail=1
 else echo "ok   missing yosys -> exit 3"; fi
+# --pnr without nextpnr-ice40 (yosys found through a PATH holding only it): exit 3, setup.sh.
+mkdir -p "$TMP/bin" && ln -s "$(command -v yosys)" "$TMP/bin/yosys"
+PATH=$TMP/bin "$TRIAD" synth "$TMP/d" --family ice40 --pnr 2>"$TMP/err"
+rc=$?
+if [[ $rc -ne 3 ]] || ! grep -q "nextpnr-ice40.*scripts/setup.sh" "$TMP/err"; then
+  echo "FAIL missing nextpnr: exit $rc"; cat "$TMP/err"; fail=1
+else echo "ok   missing nextpnr-ice40 -> exit 3"; fi
 
 for fam in xc7 ice40; do
   if ! "$TRIAD" synth "$TMP/d" --family $fam --json "$TMP/$fam.json"; then
@@ -78,10 +90,46 @@ if fam == "xc7":
     assert sm["bram18"] + 2 * sm["bram36"] == 3, sm  # two exp tables and the reciprocal table
     assert sm["logic_depth"] is not None and sm["logic_depth"] > 0, sm
     assert t["logic_depth"] >= sm["logic_depth"], t
+    # Fmax: the delay model on the path's cells, which are as many as the logic depth.
+    dm = j["delay_model"]
+    fixed = dm["clock_to_q_ns"] + dm["setup_ns"] + dm["net_ns"]
+    cost = {"lut": dm["net_ns"] + dm["lut_ns"], "carry_entry": dm["carry_entry_ns"],
+            "carry": dm["carry_ns"], "muxf": dm["muxf_ns"], "dsp": dm["net_ns"] + dm["dsp_ns"],
+            "dsp_cascade": dm["dsp_cascade_ns"]}
+    for l in s["layers"]:
+        m = mods[l["module"]]
+        assert m["fmax_mhz"] is not None and m["fmax_mhz"] > 0, m
+        assert sum(m["path"].values()) == m["logic_depth"], m
+        period = fixed + sum(n * cost[k] for k, n in m["path"].items())
+        fmax = min(1000 / period, dm["clock_cap_mhz"])
+        assert abs(m["period_ns"] - period) < 1e-9 and abs(m["fmax_mhz"] - fmax) < 1e-6, m
+        lo, hi = min(cost.values()), max(cost.values())
+        assert fixed + lo * m["logic_depth"] <= period <= fixed + hi * m["logic_depth"], m
+    assert j["fmax_mhz"] == min(mods[l["module"]]["fmax_mhz"] for l in s["layers"]), j["fmax_mhz"]
+    assert j["total"]["fmax_mhz"] == j["fmax_mhz"] and j["logic_depth"] == t["logic_depth"], j
 else:
     assert sm["bram"] >= 3, sm
-print(fam, "LUT", t["lut"], "FF", t["ff"], "DSP", t["dsp"], "depth", t["logic_depth"])
+print(fam, "LUT", t["lut"], "FF", t["ff"], "DSP", t["dsp"], "depth", t["logic_depth"],
+      "Fmax~", j.get("fmax_mhz"))
 PYEOF
   then echo "FAIL $fam: $(head -c 3000 "$TMP/$fam.json")"; fail=1; else echo "ok   $fam"; fi
 done
+
+# Place and route on an iCE40 UP5K: the model up to fc2 (18 multipliers in logic, the UP5K has 8
+# DSPs; with the Softmax it needs 101 % of the logic cells).
+if ! command -v nextpnr-ice40 >/dev/null; then
+  echo "SKIP pnr: nextpnr-ice40 is not on PATH (scripts/setup.sh installs it)"
+elif ! "$TRIAD" compile "$TMP/tiny.onnx" --target fpga --until /fc2/Gemm -o "$TMP/p" >/dev/null; then
+  echo "FAIL compile --until /fc2/Gemm"; fail=1
+elif ! "$TRIAD" synth "$TMP/p" --family ice40 --pnr --device up5k --json "$TMP/pnr.json"; then
+  echo "FAIL synth --pnr"; fail=1
+elif ! $PY - "$TMP/pnr.json" <<'PYEOF'
+import json, sys
+p = json.load(open(sys.argv[1]))["pnr"]
+assert p["device"] == "up5k" and p["fmax_mhz"] > 0, p
+assert 0 < p["logic_cells"] <= p["logic_cells_available"] == 5280, p
+assert p["dsp"] == 0 and not p["dsp_mapped"] and p["ram"] == 0, p
+print("pnr up5k Fmax", round(p["fmax_mhz"], 2), "MHz, LC", p["logic_cells"])
+PYEOF
+then echo "FAIL pnr: $(head -c 3000 "$TMP/pnr.json")"; fail=1; else echo "ok   pnr up5k"; fi
 exit $fail
