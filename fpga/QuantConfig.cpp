@@ -178,8 +178,15 @@ QuantConfig QuantConfig::fromJson(const std::string& text, const std::string& la
       if (!v.is_object()) c.error(k, "expected an object keyed by ONNX node name");
       for (auto& [name, lv] : v.items())
         q.layers[name] = parseLayer(c, fmt::format("layers['{}']", name), lv);
+    } else if (k == "reuse") {
+      // Reuse factors per layer: read by the Verilog emitter's caller (triad compile).
+      if (!v.is_object()) c.error(k, "expected an object mapping layer names to integers");
+      for (auto& [name, r] : v.items())
+        if (!r.is_number_integer() || r.get<int64_t>() < 1)
+          c.error(fmt::format("reuse['{}']", name),
+                  fmt::format("expected a positive integer, got {}", r.dump()));
     } else {
-      c.error(k, "unknown key (expected default, input, layers, auto_margin)");
+      c.error(k, "unknown key (expected default, input, layers, auto_margin, reuse)");
     }
   }
   return q;

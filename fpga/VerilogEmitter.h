@@ -20,8 +20,8 @@ struct VerilogOptions {
   std::string name = "top"; // top module name (made legal)
   int64_t reuse = 1;        // default reuse factor of Dense and Conv layers
   /// Reuse per layer chosen to match the design's bottleneck: every Dense/Conv layer not named
-  /// in layerReuse gets the largest valid factor that keeps its cycles per sample within the
-  /// slowest stage's (its II at reuse 1), so the II is unchanged and multipliers drop.
+  /// in layerReuse gets the largest valid factor that keeps its cycles per sample within half
+  /// the slowest stage's (the II at reuse 1), so the II is kept and multipliers drop.
   bool autoReuse = false;
   std::map<std::string, int64_t> layerReuse; // per layer (ONNX name)
   std::string until;                         // last layer of the design (empty: the whole graph)
