@@ -269,7 +269,8 @@ def main():
     ap.add_argument("--db", help="SQLite history (default: OUT/../results.db)")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (triad and ORT); 0: all")
-    ap.add_argument("--reuse", type=int, default=4, help="FPGA reuse factor")
+    ap.add_argument("--reuse", default="auto",
+                    help="FPGA reuse factor of Dense and Conv layers, or auto (keeps the II)")
     ap.add_argument("--fpga-samples", type=int, default=200, help="inputs streamed through the RTL")
     ap.add_argument("--skip", default="", help="comma list of gpu, fpga, ort")
     ap.add_argument("--synth", action="store_true",

@@ -157,7 +157,7 @@ VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const Verilog
   // Half the II: a stage that takes its whole share stalls the stages before it while they
   // deliver a burst (the rows of a pooled frame come in bursts), which lengthens the II; with
   // half, the SVHN CNN keeps II 1024 (measured) where a full share gave 1251.
-  ii /= 2;
+  ii = std::max<int64_t>(ii / 2, 1);
   VerilogOptions tuned = one;
   for (const RtlStage& s : d.stages) {
     if (s.reuse < 1 || o.layerReuse.count(s.layer) || s.multipliers == 0 ||

@@ -22,6 +22,19 @@ void Window2d::gather(const int64_t* sample, int64_t oy, int64_t ox, int64_t pad
     }
 }
 
+void Window2d::requireStream(const RtlOperand& a, const LayerInfo& info) const {
+  requireSigned(a.format, info.name, "input");
+  if (!(a.geom == StreamGeom{H, W, C, false}))
+    fail(ErrorKind::Unsupported, "layer '{}' ({}) needs a {}x{}x{} pixel stream", info.name,
+         info.op, H, W, C);
+}
+
+void Window2d::addCosts(RtlLayer& r, int elemWidth) const {
+  r.lookahead = lookahead();
+  r.cyclesPerFrame = (H + padT + padB) * (W + padL + padR);
+  r.memoryBits = ((KH - 1) * DH * (W + padL + padR) + KW) * C * elemWidth;
+}
+
 int64_t Window2d::lookahead() const {
   // The first window needs input rows up to (KH-1)*DH - padT and, in that row, columns up to
   // (KW-1)*DW - padL.
@@ -97,20 +110,14 @@ public:
   int64_t batch = 0;
 
   void exec(RawValues& val, LayerReport& rep) const override {
-    const std::vector<int64_t>& x = val[size_t(info.input)];
     int64_t N = core.N, plane = win.OH * win.OW;
-    std::vector<int64_t> out(size_t(batch * N * plane)), w(size_t(win.size())),
-        y(static_cast<size_t>(N));
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t* sample = &x[size_t(b * win.C * win.H * win.W)];
-      for (int64_t oy = 0; oy < win.OH; ++oy)
-        for (int64_t ox = 0; ox < win.OW; ++ox) {
-          win.gather(sample, oy, ox, 0, w.data());
-          core.row(w.data(), y.data(), rep);
-          for (int64_t o = 0; o < N; ++o)
-            out[size_t((b * N + o) * plane + oy * win.OW + ox)] = y[size_t(o)];
-        }
-    }
+    std::vector<int64_t> out(size_t(batch * N * plane)), y(static_cast<size_t>(N));
+    win.forEach(val[size_t(info.input)], batch, 0,
+                [&](int64_t b, int64_t oy, int64_t ox, const int64_t* w) {
+                  core.row(w, y.data(), rep);
+                  for (int64_t o = 0; o < N; ++o)
+                    out[size_t((b * N + o) * plane + oy * win.OW + ox)] = y[size_t(o)];
+                });
     val[size_t(info.output)] = std::move(out);
   }
 
@@ -118,10 +125,7 @@ public:
     const RtlOperand& a = ops[0];
     const FixedFormat& outF = info.outFormat;
     requireSigned(outF, info.name, "result");
-    requireSigned(a.format, info.name, "input");
-    if (!(a.geom == StreamGeom{win.H, win.W, win.C, false}))
-      fail(ErrorKind::Unsupported, "layer '{}' (Conv) needs a {}x{}x{} pixel stream", info.name,
-           win.H, win.W, win.C);
+    win.requireStream(a, info);
     const LayerQuant& q = info.quant;
     RtlLayer r;
     r.module = layerModule(s.module, {"in"}, {win.C * a.format.width}, core.N * outF.width);
@@ -146,10 +150,7 @@ public:
     r.blocks = {"triad_window", "triad_dense"};
     r.reuse = s.reuse;
     r.latency = 1 + denseLatency(s.reuse, core.K / s.reuse, s.stageLevels);
-    r.lookahead = win.lookahead();
-    r.cyclesPerFrame = (win.H + win.padT + win.padB) * (win.W + win.padL + win.padR);
-    r.memoryBits =
-        ((win.KH - 1) * win.DH * (win.W + win.padL + win.padR) + win.KW) * win.C * a.format.width;
+    win.addCosts(r, a.format.width);
     r.out = {win.OH, win.OW, core.N, false};
     r.outFormat = outF;
     r.summary = fmt::format("reuse {}", s.reuse);

@@ -90,20 +90,14 @@ public:
   int64_t batch = 0;
 
   void exec(RawValues& val, LayerReport& rep) const override {
-    const std::vector<int64_t>& x = val[size_t(info.input)];
     int64_t plane = win.OH * win.OW, K = win.KH * win.KW;
-    int64_t pad = arith.max ? minRaw(info.inFormat) : 0;
-    std::vector<int64_t> out(size_t(batch * win.C * plane)), w(size_t(win.size()));
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t* sample = &x[size_t(b * win.C * win.H * win.W)];
-      for (int64_t oy = 0; oy < win.OH; ++oy)
-        for (int64_t ox = 0; ox < win.OW; ++ox) {
-          win.gather(sample, oy, ox, pad, w.data());
-          for (int64_t c = 0; c < win.C; ++c)
-            out[size_t((b * win.C + c) * plane + oy * win.OW + ox)] =
-                arith.reduce(&w[size_t(c)], K, win.C, rep);
-        }
-    }
+    std::vector<int64_t> out(size_t(batch * win.C * plane));
+    win.forEach(val[size_t(info.input)], batch, arith.max ? minRaw(info.inFormat) : 0,
+                [&](int64_t b, int64_t oy, int64_t ox, const int64_t* w) {
+                  for (int64_t c = 0; c < win.C; ++c)
+                    out[size_t((b * win.C + c) * plane + oy * win.OW + ox)] =
+                        arith.reduce(&w[c], K, win.C, rep);
+                });
     val[size_t(info.output)] = std::move(out);
   }
 
@@ -111,10 +105,7 @@ public:
     const RtlOperand& a = ops[0];
     const FixedFormat& outF = info.outFormat;
     requireSigned(outF, info.name, "result");
-    requireSigned(a.format, info.name, "input");
-    if (!(a.geom == StreamGeom{win.H, win.W, win.C, false}))
-      fail(ErrorKind::Unsupported, "layer '{}' ({}) needs a {}x{}x{} pixel stream", info.name,
-           info.op, win.H, win.W, win.C);
+    win.requireStream(a, info);
     int64_t K = win.KH * win.KW;
     RtlLayer r;
     r.module = layerModule(s.module, {"in"}, {win.C * a.format.width}, win.C * outF.width);
@@ -139,11 +130,8 @@ public:
     r.module.add(std::move(inst));
     r.blocks = {"triad_window", "triad_pool"};
     r.latency = 2;
-    r.lookahead = win.lookahead();
-    r.cyclesPerFrame = (win.H + win.padT + win.padB) * (win.W + win.padL + win.padR);
+    win.addCosts(r, a.format.width);
     r.multipliers = arith.max ? 0 : win.C;
-    r.memoryBits =
-        ((win.KH - 1) * win.DH * (win.W + win.padL + win.padR) + win.KW) * win.C * a.format.width;
     r.out = {win.OH, win.OW, win.C, false};
     r.outFormat = outF;
     r.summary = info.op;

@@ -18,6 +18,23 @@ struct Window2d {
   void gather(const int64_t* sample, int64_t oy, int64_t ox, int64_t pad, int64_t* win) const;
   /// Input transfers the block takes before its first window (for FIFO sizing).
   int64_t lookahead() const;
+  /// Calls f(sample, oy, ox, window) for every window of `batch` NCHW samples in x.
+  template <class F>
+  void forEach(const std::vector<int64_t>& x, int64_t batch, int64_t pad, F&& f) const {
+    std::vector<int64_t> w(static_cast<size_t>(size()));
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          gather(&x[size_t(b * C * H * W)], oy, ox, pad, w.data());
+          f(b, oy, ox, w.data());
+        }
+  }
+  /// Unsupported naming the layer unless the operand is this window's H x W x C pixel stream
+  /// in a signed format.
+  void requireStream(const RtlOperand& a, const LayerInfo& info) const;
+  /// The window generator's share of a layer's RTL cost: lookahead, cycles per frame (the
+  /// padded raster), line-buffer bits.
+  void addCosts(RtlLayer& r, int elemWidth) const;
 };
 
 /// The window of a Conv or pool node (kernel, strides, pads, dilations of rank 2) over its

@@ -33,8 +33,8 @@ check(gpu["status"] == "ok" and gpu["max_abs_error"] < 1e-4 or
 fpga = dev[("fpga", "triad")]
 check(fpga["status"] == "ok" and fpga["accuracy"] is not None, "fpga emulator accuracy reported")
 rtl = fpga.get("rtl", {})
-check(rtl.get("status") == "ok" and rtl["mismatches"] == 0 and rtl["ii"] == 4 or
-      (rtl.get("status") == "skipped" and "verilator" in rtl.get("reason", "")), "fpga RTL bit-exact, II = R")
+check(rtl.get("status") == "ok" and rtl["mismatches"] == 0 and rtl["ii"] == 1 or
+      (rtl.get("status") == "skipped" and "verilator" in rtl.get("reason", "")), "fpga RTL bit-exact, II 1 (--reuse auto: R = 1 on an MLP)")
 html = open(f"{tmp}/report/jet/report.html").read()
 check("<svg" in html and "onnxruntime" in html, "report.html has charts")
 check("| cpu | triad cpu |" in open(f"{tmp}/report/jet/report.md").read(), "report.md has the table")

@@ -117,6 +117,13 @@ PYEOF
   then echo "ok   $m RTL (compiled without --input: expected outputs computed by triad sim)"
   else echo "FAIL $m"; fail=1; fi
 done
+# hls4ml's SVHN CNN (fixed-seed weights, scripts/zoo/svhn_cnn.py) at --reuse auto: bit-exact on
+# a few images with gaps and back-pressure, II = the 32x32 frame (1,024 cycles).
+if $PY "$SRC/scripts/zoo/svhn_cnn.py" "$TMP/svhn.onnx" --images 3 "$TMP/svhn_x.npy" &&
+   "$TRIAD" compile "$TMP/svhn.onnx" --target fpga --reuse auto -o "$TMP/svhn" >/dev/null &&
+   "$TRIAD" sim "$TMP/svhn" --input "$TMP/svhn_x.npy" --json "$TMP/svhn/sim.json" &&
+   $PY -c "import json,sys; j=json.load(open('$TMP/svhn/sim.json')); sys.exit(0 if j['mismatches']==0 and j['missing']==0 and j['ii']==1024 else 1)"
+then echo "ok   svhn_cnn RTL at --reuse auto (II 1024)"; else echo "FAIL svhn_cnn"; fail=1; fi
 # A FIFO set too shallow by hand deadlocks the residual join: triad sim reports it (exit 6) naming
 # the full FIFO and the layer it feeds, within the testbench's cycle budget (no hang); the static
 # depth reaches a peak occupancy below it.
