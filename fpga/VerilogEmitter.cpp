@@ -22,6 +22,9 @@ struct Stream {
   FixedFormat format;
   int64_t arrival = 0; // cycles after the design input's first transfer (longest path)
   int64_t lead = 0;    // design-input transfers taken before its first transfer
+  // The latency model: when sample 0's first and last transfers pass (cycle 0: the design
+  // input's first transfer; inputs offered every cycle, outputs always taken).
+  int64_t first = 0, last = 0;
   int64_t bits() const { return geom.c * format.width; }
 };
 
@@ -220,7 +223,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     auto it = viewGeom.find(v);
     return it == viewGeom.end() ? streams.at(streamOf(v)).geom : it->second;
   };
-  streams[in->id()] = {d.inGeom, d.inFormat, 0, 0};
+  streams[in->id()] = {d.inGeom, d.inFormat, 0, 0, 0, d.inGeom.transfers() - 1};
   std::vector<std::vector<int>> stageIns; // stream ids of each stage's operands
   std::vector<int> stageOut;              // stream id of each stage's result
   std::vector<RtlLayer> rtls;
@@ -287,7 +290,23 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     // A layer that buffers k transfers of a frame delays its first output by as many input
     // transfers (one per cycle at full speed).
     int64_t look = std::max<int64_t>(r.lookahead - 1, 0);
-    streams[L.output] = {r.out, r.outFormat, arrival + look + r.latency, lead + look};
+    // First and last transfer: the first output needs `lookahead` inputs (arriving at the
+    // operand's pace), the last output comes `trailing` steps after the last input (a window's
+    // bottom and right padding) or, when the layer is slower than its input, after every output
+    // took its `reuse` cycles.
+    int64_t first = 0, last = 0, nIn = ops[0].geom.transfers(), nOut = r.out.transfers();
+    for (int sv : ins) {
+      first = std::max(first, streams.at(sv).first);
+      last = std::max(last, streams.at(sv).last);
+    }
+    double pace = nIn > 1 ? double(last - first) / double(nIn - 1) : 1.0;
+    int64_t firstOut = r.lookahead > 0 ? first + int64_t(double(look) * pace) + r.latency
+                                       : first + r.latency;
+    int64_t lastOut = std::max(last + r.trailing + r.latency,
+                               firstOut + (nOut - 1) * std::max<int64_t>(r.reuse, 1));
+    if (nOut == 1) firstOut = lastOut;
+    streams[L.output] = {r.out, r.outFormat, arrival + look + r.latency, lead + look, firstOut,
+                         lastOut};
     stageIns.push_back(ins);
     stageOut.push_back(L.output);
     rtls.push_back(std::move(r));
@@ -299,7 +318,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
   d.outGeom = geomOf(layers[d.lastLayer].output);
   d.outElems = outS.geom.c;
   d.outFormat = outS.format;
-  d.latency = outS.arrival;
+  d.latency = outS.last;
 
   // Who reads each stream (stage index and operand; -1: the design output).
   std::map<int, std::vector<std::pair<int, size_t>>> readers;

@@ -32,6 +32,7 @@ void Window2d::requireStream(const RtlOperand& a, const LayerInfo& info) const {
 void Window2d::addCosts(RtlLayer& r, int elemWidth) const {
   r.lookahead = lookahead();
   r.cyclesPerFrame = (H + padT + padB) * (W + padL + padR);
+  r.trailing = padB * (W + padL + padR) + padR;
   r.memoryBits = ((KH - 1) * DH * (W + padL + padR) + KW) * C * elemWidth;
 }
 
