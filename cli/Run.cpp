@@ -1,5 +1,6 @@
 // triad run: run a model on inputs from .npy/.pb files and write its outputs.
 #include "cli/Commands.h"
+#include "fpga/FpgaTarget.h"
 #include "frontend/TensorIO.h"
 #include "gpu/GpuTarget.h"
 
@@ -20,8 +21,9 @@ struct RunOptions {
   int repeat = 1;
   int threads = 0;
   bool profile = false;
-  std::string device; // --target gpu: OpenCL device selector
-  std::string json;   // timing report
+  std::string device;   // --target gpu: OpenCL device selector
+  bool fpgaRtl = false; // --target fpga: run the Verilated RTL instead of the emulator
+  std::string json;     // timing report
 };
 
 // "name=path" or "path"; names are graph input/output names.
@@ -43,6 +45,14 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     gpu::GpuOptions go;
     go.device = o.device;
     onDevice = gpu::makeGpuTarget(go);
+    target = onDevice.get();
+  }
+  if (o.fpgaRtl) {
+    if (target->name() != "fpga")
+      fail(ErrorKind::Usage, "--fpga-rtl applies to --target fpga, not '{}'", target->name());
+    fpga::FpgaTargetOptions fo;
+    fo.verilate = true;
+    onDevice = fpga::makeFpgaTarget(fo);
     target = onDevice.get();
   }
   frontend::ImportResult r = o.model.load(target->name() != "interp");
@@ -142,7 +152,10 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     nlohmann::json layers = nlohmann::json::array();
     int runs = std::max(1, o.repeat - 1);
     for (const auto& l : prof)
-      layers.push_back({{"layer", l.layer}, {"kind", l.kind}, {"ms", l.milliseconds / runs}});
+      layers.push_back({{"layer", l.layer},
+                        {"kind", l.kind},
+                        {"ms", l.milliseconds / runs},
+                        {"cycles_per_sample", l.cycles}});
     j["layers"] = layers;
     frontend::writeFileAtomic(o.json, j.dump(2) + "\n");
   }
@@ -196,6 +209,9 @@ Action addRun(CLI::App& app, const ir::TargetRegistry& targets) {
   cmd->add_option("--json", o->json,
                   "Write timings (compile, first run, p50/p90/p99, layers) as JSON");
   cmd->add_flag("--profile", o->profile, "Print per-layer times (targets that record them)");
+  cmd->add_flag("--fpga-rtl", o->fpgaRtl,
+                "With --target fpga: run the Verilated RTL (checked bit for bit against the "
+                "emulator; the first run builds it) instead of the emulator");
   cmd->add_option(
       "-i,--input", o->inputs,
       "Input tensor file (.npy or ONNX TensorProto .pb), in input order or as NAME=FILE");

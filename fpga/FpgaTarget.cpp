@@ -43,6 +43,8 @@ public:
       timing_.why = e.what();
     }
     timing_.clockMhz = o.clockMhz;
+    if (!g.inputs().empty() && !g.inputs()[0]->type().shape.empty())
+      batch_ = g.inputs()[0]->type().shape[0];
     if (timing_.rtl) {
       timing_.latencyCycles = design_.latency;
       for (const RtlStage& s : design_.stages)
@@ -67,6 +69,7 @@ public:
 
   std::vector<ir::Tensor> run(std::span<const ir::Tensor> inputs) override {
     EmulatorResult r = emu_.run(inputs, false);
+    ++runs_;
     if (!o_.verilate) return std::move(r.values);
     // The RTL on the same inputs, checked bit for bit against the emulator.
     const Quant& q = emu_.inputQuant();
@@ -95,14 +98,19 @@ public:
     return {std::move(y)};
   }
 
-  void setProfiling(bool on) override { profiling_ = on; }
+  void setProfiling(bool on) override {
+    profiling_ = on;
+    runs_ = 0;
+  }
 
   std::vector<ir::LayerTime> profile() const override {
     std::vector<ir::LayerTime> out;
     if (!profiling_ || !timing_.rtl) return out;
+    // Each layer's busy time for the runs so far: its cycles per sample for every sample.
+    double samples = double(runs_ * batch_);
     for (const RtlStage& s : design_.stages)
-      out.push_back(
-          {s.layer, double(stageCycles(s)) / (o_.clockMhz * 1e3), "cycles", stageCycles(s)});
+      out.push_back({s.layer, samples * double(stageCycles(s)) / (o_.clockMhz * 1e3), "cycles",
+                     stageCycles(s)});
     return out;
   }
 
@@ -115,6 +123,7 @@ private:
   FpgaTiming timing_;
   fs::path dir_;
   bool profiling_ = false;
+  int64_t runs_ = 0, batch_ = 1;
 };
 
 class Target final : public ir::Target {
