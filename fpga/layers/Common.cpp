@@ -9,13 +9,13 @@
 namespace triad::fpga {
 
 extern const LayerKind kDenseLayer, kConvLayer, kActivationLayer, kLutLayer, kSoftmaxLayer,
-    kAddLayer, kConcatLayer, kReshapeLayer, kPoolLayer, kGlobalPoolLayer, kScaleLayer;
+    kAddLayer, kConcatLayer, kReshapeLayer, kPoolLayer, kGlobalPoolLayer, kScaleLayer, kResizeLayer;
 
 const std::vector<const LayerKind*>& layerTable() {
   static const std::vector<const LayerKind*> table = {
       &kDenseLayer,   &kConvLayer,       &kActivationLayer, &kLutLayer,
       &kSoftmaxLayer, &kAddLayer,        &kConcatLayer,     &kReshapeLayer,
-      &kPoolLayer,    &kGlobalPoolLayer, &kScaleLayer};
+      &kPoolLayer,    &kGlobalPoolLayer, &kScaleLayer,      &kResizeLayer};
   return table;
 }
 

@@ -3,7 +3,7 @@
 # padding), 1x1, 7x7, strided with asymmetric pads, dilated and depthwise; MaxPool with padding,
 # AveragePool, GlobalMaxPool; a BatchNormalization no Conv absorbs; HardSwish, HardSigmoid,
 # LeakyRelu, Tanh; a residual Add (a fork and a FIFO), Concat of channels (a FIFO), an Add of a
-# per-channel constant; Flatten, Gemm, Softmax. triad compile --target fpga (auto reuse) + triad
+# per-channel constant, a nearest Resize by 2; Flatten, Gemm, Softmax. triad compile --target fpga (auto reuse) + triad
 # sim on 40 random inputs with gaps and back-pressure: 0 mismatches, 0 missing; the design
 # lints clean from rtl/files.f; triad run --target fpga equals the float model within the
 # quantization error. Exits 77 (skipped) without verilator.
@@ -49,7 +49,8 @@ mp = node("MaxPool", [cat], "mpool", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
 ap = node("AveragePool", [mp], "apool", kernel_shape=[2, 2], strides=[2, 2])  # 3x3
 bias = node("Add", [ap, const("chan.bias", rng.normal(0, .3, (16, 1, 1)))], "cbias")
 hs = node("HardSigmoid", [bias], "hsig", alpha=0.3, beta=0.4)
-c5 = conv(hs, "c5", 16, 4, 3, pads=[2, 2, 2, 2], dilations=[2, 2])          # 3x3
+up = node("Resize", [hs, "", const("up.scales", [1, 1, 2, 2])], "up", mode="nearest")  # 6x6
+c5 = conv(up, "c5", 16, 4, 3, pads=[2, 2, 2, 2], dilations=[2, 2])          # 6x6
 gp = node("GlobalMaxPool", [c5], "gmax")
 fl = node("Flatten", [gp], "flat", axis=1)
 fc = node("Gemm", [fl, const("fc.w", rng.normal(0, .8, (5, 4))), const("fc.b", rng.normal(0, .1, 5))],
@@ -79,7 +80,7 @@ j, s = json.load(open(d + "/sim.json")), json.load(open(d + "/summary.json"))
 assert j["samples"] == 40 and j["mismatches"] == 0 and j["missing"] == 0, j
 ops = {l["op"] for l in s["layers"]}
 want = {"Conv", "HardSwish", "BatchNormalization", "LeakyRelu", "Add", "Concat", "MaxPool",
-        "AveragePool", "HardSigmoid", "GlobalMaxPool", "Gemm", "Tanh", "Softmax"}
+        "AveragePool", "HardSigmoid", "Resize", "GlobalMaxPool", "Gemm", "Tanh", "Softmax"}
 assert want <= ops, want - ops
 assert len(s["fifos"]) >= 2, s["fifos"]
 y, yq, yf = np.load(d + "/y.npy"), np.load(d + "/yq.npy"), np.load(d + "/yf.npy")
