@@ -123,21 +123,12 @@ module triad_dense #(
   wire [N_OUT*ACC_W-1:0] acc_next;
   wire [N_OUT*OUT_W-1:0] y;
 
-  // This cycle's column: input c + k*REUSE and weight (o, c + k*REUSE) are at constant offsets
-  // of the shifted vectors (REUSE = 1: no shift). Each cycle reads every REUSE-th element of them.
-  /* verilator lint_off UNUSEDSIGNAL */
-  wire [N_IN*IN_W-1:0] x_col;
-  wire [N_OUT*N_IN*W_W-1:0] w_col;
-  /* verilator lint_on UNUSEDSIGNAL */
+  // In cycle c, multiplier j of output o takes input j*REUSE + c and weight (o, j*REUSE + c):
+  // both are contiguous per multiplier, so each multiplier selects among its own REUSE inputs
+  // and weights (an R-way multiplexer; REUSE = 1: none) rather than shifting whole vectors, which
+  // synthesis would build as a barrel shifter of N_OUT*N_IN*W_W bits first.
   genvar o, l, j;
   generate
-    if (REUSE == 1) begin : g_r1
-      assign x_col = x_reg;
-      assign w_col = w_rom;
-    end else begin : g_rn
-      assign x_col = x_reg >> (cnt * IN_W);
-      assign w_col = w_rom >> (cnt * W_W);
-    end
 
     // The column's flags through the P pipeline registers (bit 0 first).
     if (P == 0) begin : g_flags0
@@ -175,8 +166,10 @@ module triad_dense #(
           localparam integer POS = lvl_off(l) + j * W;
           wire [W-1:0] v;
           if (l == 0) begin : g_leaf
-            wire signed [IN_W-1:0] xv = x_col[j*REUSE*IN_W+:IN_W];
-            wire signed [W_W-1:0] wv = w_col[(o*N_IN+j*REUSE)*W_W+:W_W];
+            wire [REUSE*IN_W-1:0] xs = x_reg[j*REUSE*IN_W+:REUSE*IN_W];
+            wire [REUSE*W_W-1:0] ws = w_rom[(o*N_IN+j*REUSE)*W_W+:REUSE*W_W];
+            wire signed [IN_W-1:0] xv = xs[cnt*IN_W+:IN_W];
+            wire signed [W_W-1:0] wv = ws[cnt*W_W+:W_W];
             wire signed [P_W-1:0] p = xv * wv;  // exact
             // The cast's result fits in W signed bits: its upper bits are copies of the sign.
             /* verilator lint_off UNUSEDSIGNAL */
