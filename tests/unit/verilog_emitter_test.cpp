@@ -228,3 +228,32 @@ TEST(VerilogEmitter, SimulationWritesVcdAndFstTraces) {
       sim::simulate(dir, d.top, in, res.layerRaw[d.lastLayer], n, d.outElems, 3, dir / "wave.txt"),
       Error);
 }
+
+// Layer names that legalize to the same identifier, or to a keyword, still give unique legal
+// module, instance and wire names (the HDL name uniquer), and the design lints clean.
+TEST(VerilogEmitter, CollidingLayerNamesAreMadeUnique) {
+  Graph g;
+  g.name = "clash";
+  g.opset = 17;
+  Value* x = g.addInput("x", TensorType{DType::F32, {2, 4}, {}});
+  auto t = TensorType{DType::F32, {2, 4}, {}};
+  Value* a = g.addNode(OpKind::Relu, "/x/Relu", {x}, nullptr, {"a"}, {t})->output(0);
+  Value* b = g.addNode(OpKind::Relu, "/x.Relu", {a}, nullptr, {"b"}, {t})->output(0);
+  Value* c = g.addNode(OpKind::Relu, "module", {b}, nullptr, {"c"}, {t})->output(0);
+  g.addOutput(c);
+  fpga::Emulator emu(g, {});
+  fpga::VerilogOptions o;
+  o.name = "wire";
+  fpga::VerilogDesign d = fpga::emitVerilog(g, emu, o);
+  EXPECT_EQ(d.top, "wire_");
+  ASSERT_EQ(d.stages.size(), 3u);
+  EXPECT_EQ(d.stages[0].module, "wire_x_Relu");
+  EXPECT_EQ(d.stages[1].module, "wire_x_Relu_2");
+  EXPECT_EQ(d.stages[2].module, "wire_module");
+  EXPECT_NE(d.verilog.find("u_x_Relu_2 ("), std::string::npos);
+  if (!sim::haveVerilator()) GTEST_SKIP() << "verilator is not on PATH";
+  fs::path dir = writeDesign(d, "clash");
+  std::string cmd = "cd '" + (dir / "rtl").string() +
+                    "' && verilator --lint-only -Wall --top-module wire_ *.v 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+}
