@@ -96,16 +96,20 @@ module triad_dense #(
   function integer lvl_w(input integer l);
     lvl_w = (LEAF_W + l < ACC_W) ? LEAF_W + l : ACC_W;
   endfunction
-  function integer lvl_off(input integer l);
+  // Every level's offset, computed once (32 bits per level, at most 64 levels): Yosys evaluates
+  // a constant function at each call, and calls per tree node made elaboration 100x slower.
+  function [64*32-1:0] lvl_offsets(input integer levels);
     integer m;
     begin
-      lvl_off = 0;
-      for (m = 0; m < l; m = m + 1) lvl_off = lvl_off + lvl_n(m) * lvl_w(m);
+      lvl_offsets = 0;
+      for (m = 1; m <= levels && m < 64; m = m + 1)
+        lvl_offsets[m*32+:32] = lvl_offsets[(m-1)*32+:32] + lvl_n(m - 1) * lvl_w(m - 1);
     end
   endfunction
-  localparam integer TREE_BITS = lvl_off(D + 1);
+  localparam [64*32-1:0] OFFS = lvl_offsets(D + 1);
+  localparam integer TREE_BITS = OFFS[(D+1)*32+:32];
   localparam integer TOP_W = lvl_w(D);
-  localparam integer TOP_POS = lvl_off(D);
+  localparam integer TOP_POS = OFFS[D*32+:32];
 
   reg [N_IN*IN_W-1:0] x_reg;
   reg x_valid;
@@ -156,14 +160,22 @@ module triad_dense #(
     end
 
     for (o = 0; o < N_OUT; o = o + 1) begin : g_out
-      // Every node of the tree, level after level (a node's bits: lvl_off(l) + j*lvl_w(l)).
+      // Every node of the tree, level after level (a node's bits: OFFS[l] + j*width(l)).
       /* verilator lint_off UNOPTFLAT */
       wire [TREE_BITS-1:0] tree  /*verilator split_var*/;
       /* verilator lint_on UNOPTFLAT */
       for (l = 0; l <= D; l = l + 1) begin : g_lvl
-        for (j = 0; j < lvl_n(l); j = j + 1) begin : g_node
-          localparam integer W = lvl_w(l);
-          localparam integer POS = lvl_off(l) + j * W;
+        // This level's node count, width and offset, and the previous level's (inline
+        // expressions: no function calls per node).
+        localparam integer NL = (KPR + (1 << l) - 1) >> l;
+        localparam integer WL = (LEAF_W + l < ACC_W) ? LEAF_W + l : ACC_W;
+        localparam integer OL = OFFS[l*32+:32];
+        localparam integer NC = (l > 0) ? (KPR + (1 << (l - 1)) - 1) >> (l - 1) : 1;
+        localparam integer WC = (l > 0 && LEAF_W + l - 1 < ACC_W) ? LEAF_W + l - 1 : ACC_W;
+        localparam integer OC = (l > 0) ? OFFS[(l-1)*32+:32] : 0;
+        for (j = 0; j < NL; j = j + 1) begin : g_node
+          localparam integer W = WL;
+          localparam integer POS = OL + j * W;
           wire [W-1:0] v;
           if (l == 0) begin : g_leaf
             wire [REUSE*IN_W-1:0] xs = x_reg[j*REUSE*IN_W+:REUSE*IN_W];
@@ -189,11 +201,11 @@ module triad_dense #(
             assign v = cp[W-1:0];
           end else begin : g_sum
             // Children are 0 or 1 bit narrower: sign-extend them to W bits (modulo 2^ACC_W).
-            localparam integer CW = lvl_w(l - 1);
-            localparam integer CA = lvl_off(l - 1) + 2 * j * CW;
+            localparam integer CW = WC;
+            localparam integer CA = OC + 2 * j * CW;
             wire [CW-1:0] a = tree[CA+:CW];
             wire [W-1:0] ae = {{(W - CW + 1) {a[CW-1]}}, a[CW-2:0]};
-            if (2 * j + 1 < lvl_n(l - 1)) begin : g_add
+            if (2 * j + 1 < NC) begin : g_add
               wire [CW-1:0] b = tree[CA+CW+:CW];
               wire [W-1:0] be = {{(W - CW + 1) {b[CW-1]}}, b[CW-2:0]};
               assign v = ae + be;
