@@ -160,12 +160,9 @@ public:
 };
 
 std::unique_ptr<Layer> planConv(const ir::Node& n, PlanContext& ctx) {
-  auto L = std::make_unique<Conv>();
-  int in = ctx.dataInput(n, 0);
-  L->info.inputs = {in};
+  auto L = planWindowLayer<Conv, ir::ConvAttrs>(n, ctx);
+  int in = L->info.inputs[0];
   const auto& a = n.attrs<ir::ConvAttrs>();
-  L->win = windowOf(n, a.kernel, a.strides, a.pads, a.dilations);
-  L->batch = n.input(0)->type().shape[0];
   const ir::Tensor& Wt = ctx.constInput(n, 1, "the weights W");
   std::vector<double> wv = Wt.toDoubleVector();
   int64_t M = Wt.shape()[0], cg = Wt.shape()[1], G = a.group;

@@ -88,8 +88,8 @@ struct RtlLayer {
   int64_t latency = 0;        // cycles from the last input transfer it needs to its output
   int64_t lookahead = 0;      // input transfers it takes before its first output (line buffers)
   int64_t cyclesPerFrame = 0; // at full speed, one frame (0: one per transfer)
-  int64_t trailing = 0;     // steps after the last input transfer before the last output
-                            // (a window's bottom and right padding)
+  int64_t trailing = 0;       // steps after the last input transfer before the last output
+                              // (a window's bottom and right padding)
   int64_t multipliers = 0;
   int64_t reuse = 0;            // Dense-like layers: the reuse factor used
   int64_t memoryBits = 0;       // line buffers and tables

@@ -140,12 +140,8 @@ public:
 };
 
 std::unique_ptr<Layer> planPool(const ir::Node& n, PlanContext& ctx) {
-  auto L = std::make_unique<Pool>();
-  int in = ctx.dataInput(n, 0);
-  L->info.inputs = {in};
-  const auto& a = n.attrs<ir::PoolAttrs>();
-  L->win = windowOf(n, a.kernel, a.strides, a.pads, a.dilations);
-  L->batch = n.input(0)->type().shape[0];
+  auto L = planWindowLayer<Pool, ir::PoolAttrs>(n, ctx);
+  int in = L->info.inputs[0];
   RoleRanges rr;
   rr[3] = ctx.range(n.output(0)->id());
   L->info.quant = resolveLayer(ctx.config, n.name(), rr);

@@ -43,6 +43,18 @@ Window2d windowOf(const ir::Node& n, const std::vector<int64_t>& kernel,
                   const std::vector<int64_t>& strides, const std::vector<int64_t>& pads,
                   const std::vector<int64_t>& dilations);
 
+/// A Conv or pool layer (with members win and batch) with its data input, window and batch set
+/// from the node and its attributes A (kernel, strides, pads, dilations).
+template <class L, class A>
+std::unique_ptr<L> planWindowLayer(const ir::Node& n, PlanContext& ctx) {
+  auto l = std::make_unique<L>();
+  l->info.inputs = {ctx.dataInput(n, 0)};
+  const auto& a = n.attrs<A>();
+  l->win = windowOf(n, a.kernel, a.strides, a.pads, a.dilations);
+  l->batch = n.input(0)->type().shape[0];
+  return l;
+}
+
 /// Adds a triad_window instance (in_* -> PREFIX_*) to `m`.
 void addWindowInstance(hdl::Module& m, const Window2d& w, int elemWidth, int64_t pad,
                        const std::string& outPrefix);
