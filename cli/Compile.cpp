@@ -147,13 +147,15 @@ int runCompile(CompileOptions o, bool batchGiven) {
                         {"out", fpga::formatToString(s.out)},
                         {"latency_cycles", s.latency},
                         {"multipliers", s.multipliers}};
-    if (s.op == "Gemm" || s.op == "MatMul" || s.op == "Conv") l["reuse"] = s.reuse;
+    if (s.op == "Gemm" || s.op == "MatMul" || s.op == "Conv") {
+      l["reuse"] = s.reuse;
+      l["stage_levels"] = s.stageLevels;
+    }
     mults += s.multipliers;
     j["layers"].push_back(l);
   }
   j["multipliers"] = mults;
   j["clock_mhz"] = o.clockMhz;
-  j["stage_levels"] = d.stageLevels;
   // What triad sim needs to recompute expected outputs for other inputs.
   j["compile"] = {{"model", fs::absolute(o.model.model).string()},
                   {"dims", o.model.dims},

@@ -136,19 +136,8 @@ int64_t stageCyclesPerSample(const RtlStage& s) {
   return stageCycles(s, s.reuse);
 }
 
-// An adder level on a 7-series part (-1 speed grade): a LUT (about 0.12 ns) feeding a carry
-// chain of up to ~40 bits (about 0.35 ns through 10 CARRY4s) and the net between levels (about
-// 0.45 ns): 0.9 ns. A stage also pays clock-to-out, setup and clock uncertainty: 1.0 ns.
-constexpr double kAdderLevelNs = 0.9, kStageOverheadNs = 1.0;
-
-int adderLevelsPerStage(double clockMhz) {
-  double budget = 1000.0 / clockMhz - kStageOverheadNs;
-  return std::max(1, int(budget / kAdderLevelNs));
-}
-
 VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const VerilogOptions& opts) {
-  VerilogOptions o = opts;
-  if (o.clockMhz > 0 && o.stageLevels == 0) o.stageLevels = adderLevelsPerStage(o.clockMhz);
+  const VerilogOptions& o = opts;
   if (!o.autoReuse) return emitDesign(g, emu, o);
   VerilogOptions one = o;
   one.autoReuse = false;
@@ -248,6 +237,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     auto it = o.layerReuse.find(L.name);
     rs.reuse = it != o.layerReuse.end() ? it->second : o.reuse;
     rs.stageLevels = o.stageLevels;
+    rs.clockMhz = o.clockMhz;
     rs.module = fmt::format("{}_{}", d.top, verilogName(L.name));
     RtlLayer r;
     try {
@@ -277,6 +267,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     s.nIn = a.geom.c;
     s.nOut = r.out.c;
     s.reuse = r.reuse > 0 ? r.reuse : 1;
+    s.stageLevels = r.stageLevels;
     s.multipliers = r.multipliers;
     s.latency = r.latency;
     s.lookahead = r.lookahead;
@@ -300,13 +291,13 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
       last = std::max(last, streams.at(sv).last);
     }
     double pace = nIn > 1 ? double(last - first) / double(nIn - 1) : 1.0;
-    int64_t firstOut = r.lookahead > 0 ? first + int64_t(double(look) * pace) + r.latency
-                                       : first + r.latency;
+    int64_t firstOut =
+        r.lookahead > 0 ? first + int64_t(double(look) * pace) + r.latency : first + r.latency;
     int64_t lastOut = std::max(last + r.trailing + r.latency,
                                firstOut + (nOut - 1) * std::max<int64_t>(r.reuse, 1));
     if (nOut == 1) firstOut = lastOut;
-    streams[L.output] = {r.out, r.outFormat, arrival + look + r.latency, lead + look, firstOut,
-                         lastOut};
+    streams[L.output] = {r.out,       r.outFormat, arrival + look + r.latency,
+                         lead + look, firstOut,    lastOut};
     stageIns.push_back(ins);
     stageOut.push_back(L.output);
     rtls.push_back(std::move(r));

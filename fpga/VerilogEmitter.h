@@ -36,6 +36,7 @@ struct VerilogOptions {
 struct RtlStage {
   std::string layer, module, op;
   int64_t nIn = 0, nOut = 0, reuse = 1; // elements per transfer in and out
+  int stageLevels = 0;                  // Dense/Conv: adder-tree levels per pipeline stage
   StreamGeom inGeom, outGeom;
   FixedFormat in, out;
   FixedFormat in2; // a second operand's format (Add, Concat)
@@ -82,10 +83,6 @@ struct VerilogDesign {
   /// files.f: one file name per line (what lint and synthesis scripts read), top module named.
   std::string fileList() const;
 };
-
-/// The delay model of pipelined arithmetic on xc7 (docs/fpga.md): how many adder-tree levels
-/// fit one clock period at `clockMhz` (at least 1).
-int adderLevelsPerStage(double clockMhz);
 
 /// Valid reuse factors of a Dense layer with `nIn` inputs: the divisors of nIn.
 std::vector<int64_t> validReuseFactors(int64_t nIn);

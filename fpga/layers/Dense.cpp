@@ -75,6 +75,26 @@ DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vect
   return c;
 }
 
+// The cell delays of `triad synth`'s estimate (sim/Synth.cpp, prjxray's -1 Artix-7 figures): a
+// LUT and its net 0.57 ns, a carry chain 0.5 ns to start and 0.11 ns per further CARRY4; a stage
+// pays 0.85 ns of clock-to-out, setup and the last net; the output cast (rounding and
+// saturation) about two LUT levels and a MUXF7, 1.44 ns.
+int adderLevelsPerStage(double clockMhz, int accWidth, int depth) {
+  double level = 0.57 + 0.5 + 0.11 * double(std::max(0, (accWidth + 3) / 4 - 1));
+  double budget = 1000.0 / clockMhz - 0.85, cast = 1.44;
+  for (int k = std::max(1, int(budget / level)); k > 1; --k)
+    if (double(depth % k + 1) * level + cast <= budget) return k;
+  return 1;
+}
+
+int stageLevelsFor(const DenseCore& c, int64_t reuse, const RtlSettings& s) {
+  if (s.stageLevels > 0 || s.clockMhz <= 0) return s.stageLevels;
+  int depth = 0;
+  while ((int64_t(1) << depth) < c.K / std::max<int64_t>(reuse, 1))
+    ++depth;
+  return adderLevelsPerStage(s.clockMhz, c.q->acc().format.width, depth);
+}
+
 int64_t denseLatency(int64_t reuse, int64_t kPerOutput, int stageLevels) {
   // triad_dense's LATENCY: R + 1, and with pipelining a register after the products plus one
   // after every k adder levels, the accumulate counting as level D + 1.
@@ -231,11 +251,12 @@ public:
       src = "col";
       r.latency += 1;
     }
+    r.stageLevels = stageLevelsFor(core, s.reuse, s);
     r.multipliers =
-        addDenseInstance(r.module, core, info.name, perm, s.reuse, s.stageLevels, src, "out");
+        addDenseInstance(r.module, core, info.name, perm, s.reuse, r.stageLevels, src, "out");
     r.blocks.insert("triad_dense");
     r.reuse = s.reuse;
-    r.latency += denseLatency(s.reuse, core.K / s.reuse, s.stageLevels);
+    r.latency += denseLatency(s.reuse, core.K / s.reuse, r.stageLevels);
     r.out = {1, 1, core.N, false};
     if (!collect) r.out = {a.geom.h, a.geom.w, core.N, false};
     r.outFormat = outF;

@@ -29,6 +29,14 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
                          const std::vector<int64_t>& perm, int64_t reuse, int stageLevels,
                          const std::string& inPrefix, const std::string& outPrefix);
 
+/// The delay model of pipelined arithmetic on xc7 (docs/fpga.md): the most adder-tree levels per
+/// stage such that a stage of that many levels, and the last stage (the levels left over, the
+/// accumulate and the output cast), fit one period at `clockMhz`; at least 1. An adder level's
+/// delay grows with its carry chain (`accWidth` bits); `depth` is the tree's level count.
+int adderLevelsPerStage(double clockMhz, int accWidth, int depth);
+/// The STAGE_LEVELS of a core: the settings' own, else from the delay model at their clock.
+int stageLevelsFor(const DenseCore& c, int64_t reuse, const RtlSettings& s);
+
 /// Cycles through triad_dense from its input accepted to its output valid.
 int64_t denseLatency(int64_t reuse, int64_t kPerOutput, int stageLevels);
 
