@@ -30,17 +30,7 @@ struct Layer {
 };
 
 int64_t nodeMacs(const ir::Node& n) {
-  if (!n.def().macs) return 0;
-  std::vector<std::optional<ir::TensorType>> in;
-  std::vector<const ir::Tensor*> consts;
-  for (ir::Value* v : n.inputs()) {
-    in.push_back(v ? std::optional<ir::TensorType>(v->type()) : std::nullopt);
-    consts.push_back(v && v->isConstant() ? &v->constant() : nullptr);
-  }
-  std::vector<ir::TensorType> outs;
-  for (ir::Value* v : n.outputs())
-    outs.push_back(v->type());
-  return n.def().macs(ir::InferContext{n.attrs(), in, consts}, outs);
+  return ir::nodeWork(n).macs;
 }
 
 struct InspectOptions {

@@ -4,6 +4,7 @@
 // cpu/, gpu/ and fpga/ libraries add theirs to the registry the CLI builds.
 #pragma once
 
+#include "ir/Cost.h"
 #include "ir/Graph.h"
 
 #include <memory>
@@ -36,6 +37,9 @@ public:
   virtual void setProfiling(bool) {}
   /// Accumulated per-layer times since profiling was turned on (empty without profiling).
   virtual std::vector<LayerTime> profile() const { return {}; }
+  /// Seconds the last run() took on the device by the target's own model, where the host's wall
+  /// time is not the device's (the FPGA: cycles at its clock); negative: use the wall time.
+  virtual double modelledSeconds() const { return -1; }
 };
 
 /// What a caller can ask of any target when compiling; each target uses what applies to it.
@@ -53,6 +57,9 @@ public:
   std::unique_ptr<Executable> compile(const Graph& g) const {
     return compile(g, CompileSettings{});
   }
+  /// Every node's cost on this target, in graph order. The default: supports() and the analytic
+  /// model at ctx.device(name()), replaced by ctx.measured[name()] where a node was measured.
+  virtual std::vector<NodeCost> estimate(const Graph& g, const CostContext& ctx) const;
 };
 
 class TargetRegistry {
