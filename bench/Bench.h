@@ -1,0 +1,59 @@
+// `triad bench`: one model on several targets (and peers) at several batch sizes, in one run on
+// this machine, into one report (docs/report-schema.md, `triad-bench/1`).
+//
+// Each (target, batch) runs in a worker forked from the clean parent (bench/Worker.h): a
+// crash, an abort or a time-out there makes that result "failed" with the reason, its peak RSS
+// is its own, and no OpenCL or thread state is ever forked. Peers (bench/peers/*_peer.py) speak
+// the same JSON-line protocol. For each batch: every worker compiles and warms up, is profiled
+// per layer, `auto` is planned from those profiles, the peers start, then the timed runs go in
+// rounds that alternate between all of them (machine noise hits all alike), then every one
+// runs the data set for accuracy against the interpreter, and reports its memory and energy.
+#pragma once
+
+#include "ir/Target.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace triad::bench {
+
+struct BenchOptions {
+  std::string model;
+  std::vector<std::string> targets = {"interp", "cpu", "gpu", "fpga", "auto"};
+  std::vector<int64_t> batches = {1};
+  std::string data, labels;       // .npy: rows of the first input; class indices
+  std::vector<std::string> peers; // onnxruntime, openvino, tvm (bench/peers/NAME_peer.py)
+  int repeat = 50;                // timed runs per (target, batch)
+  int warmup = 3;
+  int rounds = 5;  // the timed runs are split into this many interleaved rounds
+  int threads = 0; // 0: the physical cores
+  std::string fpgaPart = "xcku115";
+  double clockMhz = 200;
+  std::string reuse = "auto";
+  std::string precision; // FPGA default precision (empty: the target's built-in fixed<16,6>)
+  bool fpgaRtl = false;
+  double timeoutS = 600;        // per worker or peer: time spent answering
+  uint64_t seed = 1;            // random inputs without --data
+  std::filesystem::path outDir; // empty: out/bench/<model stem>
+  std::string db;               // empty: the default history database
+  bool noDb = false;
+  std::string command; // the command line, for the report
+};
+
+/// Runs the benchmark and writes the reports; returns the process exit code (0 when the
+/// report was written, whatever the targets' statuses; 128 + signal when interrupted, with
+/// nothing written). Usage errors, an unreadable model or data throw triad::Error.
+int runBench(const BenchOptions& o, const ir::TargetRegistry& targets);
+
+/// The run's report files under `dir` (report.json, and report.md/report.html where the
+/// renderer is built); returns the path to print (report.html, else report.json).
+std::filesystem::path writeReports(const std::filesystem::path& dir, const nlohmann::json& report);
+
+/// Appends the run to the history database; returns a note for the user ("" when stored).
+std::string appendHistory(const std::string& db, const nlohmann::json& report);
+
+} // namespace triad::bench
