@@ -451,7 +451,8 @@ def time_runs(loaded, n, warmup=0):
 
 def infer_file(loaded, inputs, output):
     """All rows of the input file(s) in batches of B (the last padded by repeating its last row,
-    then trimmed); the first output's rows are written to `output`. Returns the row count."""
+    then trimmed); the first output's rows are written to `output` (a list: the first outputs,
+    in order, one file each). Returns the row count."""
     specs = loaded.spec.inputs
     if isinstance(inputs, str):
         inputs = [inputs]
@@ -468,8 +469,12 @@ def infer_file(loaded, inputs, output):
     else:
         raise PeerError("'input' must be a file name, a list of them (input order) or an object "
                         "{input name: file}")
-    if not isinstance(output, str) or not output:
-        raise PeerError("'output' must be a file name")
+    if isinstance(output, str) and output:
+        output = [output]
+    if not isinstance(output, list) or not output or \
+            not all(isinstance(x, str) and x for x in output):
+        raise PeerError("'output' must be a file name (the first output) or a list of them "
+                        "(outputs in order)")
     missing = [s.name for s in specs if s.name not in files]
     if missing:
         raise PeerError(f"no file for input(s) {', '.join(missing)}")
@@ -484,7 +489,7 @@ def infer_file(loaded, inputs, output):
         if a.ndim == 0 or a.shape[0] != rows:
             raise PeerError(f"input '{s.name}' has {a.shape[0] if a.ndim else 0} rows, "
                             f"input '{specs[0].name}' {rows}")
-    outs = []
+    outs = [[] for _ in output]
     b = loaded.batch
     for start in range(0, rows, b):
         take = min(b, rows - start)
@@ -494,9 +499,13 @@ def infer_file(loaded, inputs, output):
             if take < b:
                 part = np.concatenate([part, np.repeat(part[-1:], b - take, axis=0)])
             chunk.append(fit_rows(part, s, b, f"input '{s.name}'"))
-        y = np.asarray(loaded.peer.infer(chunk)[0])
-        outs.append(y[:take])
-    save_npy_atomic(output, np.concatenate(outs, axis=0))
+        ys = loaded.peer.infer(chunk)
+        if len(ys) < len(output):
+            raise PeerError(f"{len(output)} output files for {len(ys)} model outputs")
+        for acc, y in zip(outs, ys):
+            acc.append(np.asarray(y)[:take])
+    for f, acc in zip(output, outs):
+        save_npy_atomic(f, np.concatenate(acc, axis=0))
     return rows
 
 
@@ -595,7 +604,8 @@ def result_entry(peer_cls, args, batch):
     except PeerError as e:
         entry["status"] = "skipped" if getattr(e, "missing", False) else "failed"
         entry["why"] = str(e)
-        entry["latency_ms"] = None
+        for k in ("accuracy", "memory"):
+            entry[k]["why"] = "not measured: the peer did not run"
         log(f"[{peer_cls.name} b{batch}] {entry['status']}: {e}")
         return entry
     entry.update({"device": peer.device, "compile_s": loaded.compile_s,
