@@ -33,6 +33,10 @@ class PeerError(Exception):
     """A failure with a message meant for the caller (the `why` or `error` it answers)."""
 
 
+class NotAModel(Exception):
+    """The file parses as protobuf but holds no model."""
+
+
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
@@ -166,6 +170,9 @@ def model_spec(path, batch, dims):
         raise PeerError(f"the onnx package is not installed (needed to read the input shapes): "
                         f"{e}") from None
     m = onnx.load(str(path), load_external_data=False)
+    if not m.graph.output:
+        # Protobuf reads many non-model files as an empty ModelProto.
+        raise NotAModel("the model has no graph outputs (not an ONNX model?)")
     inits = {t.name for t in m.graph.initializer}
     values = dict(dims)
     inputs = []
@@ -409,7 +416,9 @@ def open_peer(peer_cls, args, batch):
             peer.load(str(path), None)
         except Exception as e2:  # noqa: BLE001
             raise PeerError(error_text(e2)) from None
-        raise PeerError(f"{args.model}: the onnx package cannot read it: {error_text(e)}") from None
+        why = str(e) if isinstance(e, NotAModel) else \
+            f"the onnx package cannot read it: {error_text(e)}"
+        raise PeerError(f"{args.model}: {why}") from None
     files = parse_input_files(args.input, spec.inputs)
     arrays = fixed_batch(spec.inputs, files, batch, args.seed)
     t0 = time.perf_counter()
