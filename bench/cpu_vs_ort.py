@@ -38,8 +38,10 @@ source are gone, and with them --cxx and --jobs (compiling is `triad run`'s busi
 plain `session.run` timing on the identity model (the peer times its IOBinding path), and the
 per-layer-*kind* grouping of Triad's profile (--profile now lists Triad's layers by name, as
 `triad run --profile --json` reports them, and ONNX Runtime's time per op kind from its own
-profiler through the peer). Results before 2026-11-25 in bench/results/ were taken the old way
-(both sides in one Python process through ctypes).
+profiler through the peer). The results in bench/results/ from commit 39d707f and earlier were
+taken the old way (both sides in one Python process through ctypes): the ORT side now includes
+Python's call overhead (the identity model shows how much), Triad's does not, which matters for
+the shipped models (microseconds per call) and not for the large ones.
 
 Examples:
   .venv/bin/python bench/cpu_vs_ort.py --quick

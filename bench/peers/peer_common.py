@@ -769,5 +769,10 @@ def main(peer_cls, argv=None):
           "batch": loaded.batch, "first_run_ms": round(loaded.first_run_ms, 6),
           "inputs": [s.describe() for s in loaded.spec.inputs],
           "outputs": loaded.spec.outputs})
-    serve(loaded, sys.stdin)
+    try:
+        serve(loaded, sys.stdin)
+    except BrokenPipeError:  # the caller went away: nobody to answer
+        os._exit(0)
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group
+        os._exit(130)
     sys.exit(0)
