@@ -6,7 +6,8 @@
 - The ONNX Runtime peer's protocol on models/digits_cnn.onnx: the ready line, `run`, `infer`
   (against ONNX Runtime called here), `stats`, `profile`, malformed commands (answered with an
   error, the peer stays alive), `quit` (exit 0); stdout holds nothing but protocol lines.
-- A broken model file and a usage error: ready false with a why.
+- A broken model file, an unsupported op, a missing input file and a usage error: ready false
+  with a why. Two inputs with --dim and two outputs.
 - OpenVINO and TVM: ready false with a why when their package is absent from this Python; when
   present (here, or in the Python named by TRIAD_PEER_PYTHON_openvino / TRIAD_PEER_PYTHON_tvm)
   the same protocol checks as ONNX Runtime's, outputs within 1e-5 of ONNX Runtime's.
@@ -149,6 +150,43 @@ def unsupported_model(tmp):
     return path
 
 
+def check_multi_input(tmp):
+    """Two inputs (one an integer mask) with a symbolic 'seq' (--dim), two outputs: the random
+    fixed batch, `infer` with {name: file} and a list of outputs."""
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq"])
+    m = helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"])
+    y1 = helper.make_tensor_value_info("y1", TensorProto.FLOAT, ["batch", "seq"])
+    y2 = helper.make_tensor_value_info("y2", TensorProto.FLOAT, ["batch", "seq"])
+    g = helper.make_graph([helper.make_node("Cast", ["attention_mask"], ["mf"], to=1),
+                           helper.make_node("Add", ["x", "mf"], ["y1"]),
+                           helper.make_node("Neg", ["x"], ["y2"])], "two", [x, m], [y1, y2])
+    model = Path(tmp) / "two.onnx"
+    model.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+                      .SerializeToString())
+    check_not_ready("onnxruntime", ["--model", model, "--batch", 2, "--threads", 1], "--dim seq")
+    p = PeerProc("onnxruntime", "--model", model, "--batch", 2, "--threads", 1, "--dim", "seq=3")
+    ready = p.read()
+    assert ready["ready"] and ready["inputs"] == [
+        {"name": "x", "dtype": "float32", "shape": [2, 3]},
+        {"name": "attention_mask", "dtype": "int64", "shape": [2, 3]}], ready
+    assert len(p.ask({"cmd": "run", "n": 2})["samples_ms"]) == 2
+    xs = np.arange(15, dtype=np.float32).reshape(5, 3)
+    ms = np.ones((5, 3), dtype=np.int64)
+    np.save(Path(tmp) / "xs.npy", xs)
+    np.save(Path(tmp) / "ms.npy", ms)
+    outs = [str(Path(tmp) / "y1.npy"), str(Path(tmp) / "y2.npy")]
+    a = p.ask({"cmd": "infer", "input": {"attention_mask": str(Path(tmp) / "ms.npy"),
+                                         "x": str(Path(tmp) / "xs.npy")}, "output": outs})
+    assert a == {"ok": True, "rows": 5}, a
+    assert np.array_equal(np.load(outs[0]), xs + 1) and np.array_equal(np.load(outs[1]), -xs)
+    a = p.ask({"cmd": "infer", "input": [str(Path(tmp) / "xs.npy")], "output": outs[0]})
+    assert "error" in a, a
+    assert p.ask({"cmd": "quit"}) == {"ok": True}
+    assert p.finish()[0] == 0
+    log("two inputs, --dim, two outputs: ok")
+
+
 def check_not_ready(peer, args, want, python=PY, rc_want=0):
     p = subprocess.run([python, str(PEERS / f"{peer}_peer.py"), *map(str, args)],
                        input='{"cmd": "quit"}\n', capture_output=True, text=True, timeout=120)
@@ -270,6 +308,7 @@ def main():
                                         "--threads", 1], "NoSuchOp")
         check_not_ready("onnxruntime", ["--model", MODEL, "--batch", "x", "--threads", 1],
                         "usage", rc_want=2)
+        check_multi_input(tmp)
         check_optional("openvino", "openvino", tmp)
         check_optional("tvm", "tvm", tmp)
         check_standalone(tmp)
