@@ -1,29 +1,47 @@
 #!/usr/bin/env python3
 """Triad's CPU target against ONNX Runtime: batch-1 latency and batch-32 throughput.
 
-Both run in this one Python process on the same machine, at the same explicit thread count:
+A thin driver over two command-line interfaces, at the same explicit thread count; it knows
+nothing of Triad's generated code:
 
-- Triad: `triad compile MODEL --target cpu --batch B -o DIR` writes standalone sources; they are
-  built here into a shared object with the flags the CPU target uses (`c++ -std=c++17 -O3
-  -march=native -pthread -fPIC -shared`) and called through ctypes (`P_create(weights, threads,
-  NULL, NULL)`, `P_run(state, inputs, outputs)` on preallocated buffers).
-- ONNX Runtime: an InferenceSession with intra_op_num_threads=N, inter_op_num_threads=1,
-  sequential execution, all graph optimisations, run through an IOBinding on preallocated
-  buffers (its lowest-overhead Python path; plain `session.run` is also timed on the identity
-  model, to show what a typical caller pays).
+- Triad: `triad run MODEL --target cpu --batch B --threads T --repeat N+1 -i X.npy --json OUT`
+  (compiles through the CPU target's build cache, runs N+1 times, reports compile_ms and the
+  p50/p90/p99/min of runs 2..N+1; timed in C++ around each call). `--profile` adds its per-layer
+  times.
+- ONNX Runtime: the peer harness bench/peers/onnxruntime_peer.py (one process per case, alive
+  across rounds) over its JSON-lines protocol (bench/peers/README.md): `{"cmd": "run", "n": N,
+  "warmup": 1}` times N calls through an IOBinding on preallocated buffers, in Python.
 
-For every case (model, batch, threads) Triad's outputs are first checked against ONNX Runtime's on
-the benchmark inputs (rtol 1e-3, atol 1e-4; the script stops with exit code 1 otherwise). Then
-both are warmed up and timed in alternating blocks (T O, O T, T O, ...; a short pause between
-blocks lets the other side's spinning worker threads go idle; each block of short calls starts
-with one untimed call), and p50/p90/p99 of the per-call times are reported. The per-call fixed
-overhead of each side is measured on an identity-sized model (Relu on a [1,1] tensor), GFLOP/s
-as 2 x MACs (from `triad inspect --json`) / p50, and the machine's FMA peak with
-`triad-gemm-bench`.
+For every case (model, batch, threads) Triad's outputs (`triad run -o`) are first checked
+against ONNX Runtime's (the peer's `infer`) on the benchmark batch (rtol 1e-3, atol 1e-4; the
+script stops with exit code 1 otherwise). Then both sides are timed in alternating rounds
+(T O, O T, T O, ...; --repeat rounds, a short pause between sides so the other side's spinning
+worker threads go idle; each side's first call in a round is untimed), each round N calls per
+side, N from --budget (or --runs). The tables give the median over rounds of each side's p50
+(p90, p99), and ORT/Triad with its range over rounds. The per-call fixed overhead of each side is
+measured on an identity-sized model (Relu on a [1,1] tensor): Triad's is a C++ call, ORT's
+includes Python's call into it. GFLOP/s = 2 x MACs (`triad inspect --json`) / p50; the
+machine's FMA peak from `triad-gemm-bench`.
 
-The large models have a fixed batch of 1 in their export; for batch 32 the script writes a copy
-with a symbolic batch dimension (CNNs only: their only reshape is a Flatten). BERT-base is run
-at batch 1 (its export's Reshapes bake in batch 1 and sequence length 128).
+Inputs: the shipped models' test data (models/MANIFEST.json; the first B rows), the zoo's
+reference inputs where their shape fits, else seeded random data; written as .npy files to
+--work and given to both sides.
+
+The large models (scripts/zoo/large_models.py exports, in --zoo) have a fixed batch of 1; for
+batch 32 the script writes a copy with a symbolic batch dimension (CNNs only: their only
+reshape is a Flatten). BERT-base is run at batch 1 (its export's Reshapes bake in batch 1 and
+sequence length 128).
+
+Since the `triad bench` work this script no longer builds the generated sources itself: the
+ctypes bindings, its own compile flags and build cache, and the regexes over the generated
+source are gone, and with them --cxx and --jobs (compiling is `triad run`'s business), the
+plain `session.run` timing on the identity model (the peer times its IOBinding path), and the
+per-layer-*kind* grouping of Triad's profile (--profile now lists Triad's layers by name, as
+`triad run --profile --json` reports them, and ONNX Runtime's time per op kind from its own
+profiler through the peer). The results in bench/results/ from commit 39d707f and earlier were
+taken the old way (both sides in one Python process through ctypes): the ORT side now includes
+Python's call overhead (the identity model shows how much), Triad's does not, which matters for
+the shipped models (microseconds per call) and not for the large ones.
 
 Examples:
   .venv/bin/python bench/cpu_vs_ort.py --quick
@@ -31,13 +49,10 @@ Examples:
 """
 
 import argparse
-import ctypes
 import datetime
-import hashlib
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import tempfile
@@ -46,16 +61,19 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench" / "peers"))
+import peer_common  # noqa: E402
+
 SHIPPED = ["digits_mlp", "jet_mlp", "digits_cnn"]
 LARGE = ["resnet18", "resnet50", "mobilenet_v2", "bert_base"]
 BATCH_FIXED = {"bert_base"}  # export bakes in batch 1 (Reshape constants)
-CXX_FLAGS = ["-std=c++17", "-O3", "-march=native", "-pthread", "-fPIC", "-shared"]
 RTOL, ATOL = 1e-3, 1e-4
 IDENTITY = "identity_relu"
+PEER = ROOT / "bench" / "peers" / "onnxruntime_peer.py"
+SETTLE_S = 0.02  # pause after each side's block so its worker threads go idle
 
 
 class BenchError(Exception):
@@ -66,21 +84,11 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def c_identifier(name):
-    """cpu::cIdentifier: the symbol prefix and file stem of the generated API ("/fc1/Gemm" ->
-    "fc1_Gemm")."""
-    s = ""
-    for ch in name:
-        if ch.isascii() and ch.isalnum():
-            s += ch
-        elif s and s[-1] != "_":
-            s += "_"
-    s = s.rstrip("_")
-    return "l" + s if not s or s[0].isdigit() else s
+write_atomic = peer_common.write_atomic
 
 
 # ------------------------------------------------------------------------------------------------
-# Models
+# Models and inputs
 
 
 def identity_model(path):
@@ -91,16 +99,9 @@ def identity_model(path):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="bench")
     m.ir_version = 8
     onnx.checker.check_model(m)
-    write_atomic(path, m.SerializeToString())
-
-
-def write_atomic(path, data):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".tmp.")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data if isinstance(data, bytes) else data.encode())
-    os.replace(tmp, path)
+    data = m.SerializeToString()
+    if not Path(path).exists() or Path(path).read_bytes() != data:  # keep the mtime otherwise
+        write_atomic(path, data)
 
 
 def model_path(name, zoo_dir, build_missing):
@@ -113,7 +114,7 @@ def model_path(name, zoo_dir, build_missing):
                              f"scripts/zoo/large_models.py --model {name}")
         log(f"[zoo] building {name} (scripts/zoo/large_models.py)")
         subprocess.run(["/usr/bin/python3", str(ROOT / "scripts/zoo/large_models.py"), "--model",
-                        name], check=True)
+                        name, "--cache", str(zoo_dir)], check=True)
     return p
 
 
@@ -132,303 +133,123 @@ def with_symbolic_batch(src, dst):
     write_atomic(dst, m.SerializeToString())
 
 
+def shipped_test_inputs(name):
+    try:
+        man = json.loads((ROOT / "models" / "MANIFEST.json").read_text())
+        f = man["models"][name].get("test_inputs")
+        return ROOT / "models" / f if f else None
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def write_inputs(name, path, batch, zoo_dir, work, rng):
+    """The benchmark batch as .npy files (one per model input, in input order): the shipped test
+    data, the zoo's reference inputs where their shape fits, else seeded random data."""
+    try:
+        spec = peer_common.model_spec(path, batch, {})
+    except peer_common.PeerError as e:
+        raise BenchError(f"{path}: {e}") from None
+    files = []
+    test = shipped_test_inputs(name)
+    for i, s in enumerate(spec.inputs):
+        a = None
+        ref = Path(zoo_dir) / name / f"{name}_input{i}.npy"
+        if i == 0 and test is not None and test.exists():
+            a = peer_common.fit_rows(np.load(test), s, batch, str(test))
+        elif ref.exists():
+            r = np.load(ref)
+            if list(r.shape) == s.shape:
+                a = r.astype(s.dtype)
+        if a is None:
+            a = peer_common.random_input(s, rng)
+        f = Path(work) / "inputs" / f"{name}_b{batch}_input{i}.npy"
+        peer_common.save_npy_atomic(f, np.ascontiguousarray(a))
+        files.append(f)
+    return files, spec
+
+
 # ------------------------------------------------------------------------------------------------
-# Triad: standalone sources -> shared object -> ctypes
+# Triad: `triad run`
 
 
-class TriadLib:
-    """The standalone sources of one model at one batch size, built into lib<P>.so.
-
-    generate() runs `triad compile`; build_command() is the compiler call still needed (None when
-    the shared object is up to date with the sources and flags); load() opens it with ctypes."""
-
-    def __init__(self, triad, onnx_path, batch, outdir, cxx):
-        self.dir = Path(outdir)
-        self.prefix = c_identifier(Path(onnx_path).stem)
-        self.triad, self.onnx_path, self.batch, self.cxx = triad, onnx_path, batch, cxx
-        self.build_seconds = 0.0
-
-    def generate(self):
-        cmd = [str(self.triad), "compile", str(self.onnx_path), "--target", "cpu", "--batch",
-               str(self.batch), "-o", str(self.dir)]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise BenchError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
-        self.compile_report = r.stdout.strip().splitlines()
-        src = self.dir / f"{self.prefix}.cpp"
-        if not src.exists():
-            raise BenchError(f"{' '.join(cmd)} did not write {src}")
-        self.so = self.dir / f"lib{self.prefix}.so"
-        flags = CXX_FLAGS + ["-I" + str(self.dir)]
-        h = hashlib.sha256(" ".join([self.cxx] + flags).encode())
-        for f in (src, self.dir / f"{self.prefix}.h", self.dir / "triad_kernels.h"):
-            h.update(f.read_bytes())
-        self.hash = h.hexdigest()
-        self.stamp = self.dir / "bench.stamp"
-        self.cmd = [self.cxx] + flags + [str(src), "-o", str(self.so) + ".tmp"]
-
-    def build_command(self):
-        if self.so.exists() and self.stamp.exists() and self.stamp.read_text() == self.hash:
-            return None
-        return self.cmd
-
-    def built(self, seconds):
-        os.replace(str(self.so) + ".tmp", self.so)
-        write_atomic(self.stamp, self.hash)
-        self.build_seconds = seconds
-
-    def load(self):
-        self.lib = ctypes.CDLL(str(self.so), mode=os.RTLD_NOW | os.RTLD_LOCAL)
-        P = self.prefix
-        self.create = getattr(self.lib, P + "_create")
-        self.create.restype = ctypes.c_void_p
-        self.create.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-        self.run = getattr(self.lib, P + "_run")
-        self.run.restype = ctypes.c_int
-        self.run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        self.error = getattr(self.lib, P + "_error")
-        self.error.restype = ctypes.c_char_p
-        self.error.argtypes = [ctypes.c_void_p]
-        self.destroy = getattr(self.lib, P + "_destroy")
-        self.destroy.restype = None
-        self.destroy.argtypes = [ctypes.c_void_p]
-        nbytes = getattr(self.lib, P + "_weights_bytes")
-        nbytes.restype = ctypes.c_size_t
-        n = nbytes()
-        blob = (self.dir / f"{P}.weights").read_bytes()
-        if len(blob) != n:
-            raise BenchError(f"{P}.weights holds {len(blob)} bytes, the model expects {n}")
-        # 64-byte aligned copy that outlives every model state made from it.
-        raw = np.empty(n + 128, dtype=np.uint8)
-        off = (-raw.ctypes.data) % 64
-        self.weights = raw[off:off + n]
-        self.weights[:] = np.frombuffer(blob, dtype=np.uint8)
-        self._raw = raw
+def triad_run(args, path, batch, threads, inputs, runs, work, tag, outputs=None, profile=False):
+    """`triad run --target cpu` with runs+1 calls (the first untimed); returns its JSON."""
+    out = Path(work) / "runs" / f"{tag}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [str(args.triad), "run", str(path), "--target", "cpu", "--batch", str(batch),
+           "--threads", str(threads), "--repeat", str(runs + 1), "--json", str(out)]
+    for f in inputs:
+        cmd += ["-i", str(f)]
+    for f in outputs or []:
+        cmd += ["-o", str(f)]
+    if profile:
+        cmd.append("--profile")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BenchError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout[-2000:]}"
+                         f"{r.stderr[-2000:]}")
+    d = json.loads(out.read_text())
+    return d
 
 
-class TriadModel:
-    """One P_create'd state with N threads, its inputs and preallocated outputs."""
+def triad_stats(d):
+    """Seconds, like the ORT side: pooled percentiles where `triad run` gives raw samples, else
+    its own p50/p90/p99/min of the timed runs."""
+    if isinstance(d.get("samples_ms"), list) and d["samples_ms"]:
+        return percentiles([x * 1e-3 for x in d["samples_ms"]])
+    return {"n": int(d.get("runs", 0)), "p50": d["p50_ms"] * 1e-3, "p90": d["p90_ms"] * 1e-3,
+            "p99": d["p99_ms"] * 1e-3, "min": d.get("min_ms", d["p50_ms"]) * 1e-3,
+            "mean": d["mean_ms"] * 1e-3 if "mean_ms" in d else None,
+            "compile_s": d.get("compile_ms", 0.0) * 1e-3}
 
-    def __init__(self, lib, threads, inputs, outputs):
-        self.lib = lib
-        self.state = lib.create(self.lib.weights.ctypes.data, threads, None, None)
-        if not self.state:
-            raise BenchError(f"{lib.prefix}_create returned NULL")
-        self.inputs = [np.ascontiguousarray(a) for a in inputs]
-        self.outputs = [np.empty_like(o) for o in outputs]
-        self.in_ptrs = (ctypes.c_void_p * len(self.inputs))(*[a.ctypes.data for a in self.inputs])
-        self.out_ptrs = (ctypes.c_void_p * len(self.outputs))(
-            *[a.ctypes.data for a in self.outputs])
-        self._run, self._state = lib.run, self.state
-        self._ip, self._op = ctypes.cast(self.in_ptrs, ctypes.c_void_p), ctypes.cast(
-            self.out_ptrs, ctypes.c_void_p)
 
-    def __call__(self):
-        if self._run(self._state, self._ip, self._op) != 0:
-            raise BenchError(f"{self.lib.prefix}_run failed: {self.lib.error(self._state)}")
+# ------------------------------------------------------------------------------------------------
+# ONNX Runtime: the peer harness
+
+
+class Peer:
+    """bench/peers/onnxruntime_peer.py as a child process, over its JSON-lines protocol."""
+
+    def __init__(self, python, path, batch, threads, inputs, no_spin):
+        cmd = [python, str(PEER), "--model", str(path), "--batch", str(batch), "--threads",
+               str(threads)]
+        for f in inputs:
+            cmd += ["--input", str(f)]
+        if no_spin:
+            cmd.append("--no-spin")
+        self.cmd = cmd
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=None, text=True, bufsize=1)
+        self.ready = self._read()
+        if not self.ready.get("ready"):
+            self.close()
+            raise BenchError(f"the ONNX Runtime peer is not ready: "
+                             f"{self.ready.get('why', self.ready)}")
+
+    def _read(self):
+        line = self.p.stdout.readline()
+        if not line:
+            rc = self.p.wait()
+            raise BenchError(f"{' '.join(self.cmd)} ended (exit {rc}) without answering")
+        return json.loads(line)
+
+    def ask(self, **cmd):
+        self.p.stdin.write(json.dumps(cmd) + "\n")
+        self.p.stdin.flush()
+        a = self._read()
+        if "error" in a:
+            raise BenchError(f"ONNX Runtime peer: {cmd['cmd']}: {a['error']}")
+        return a
 
     def close(self):
-        if self.state:
-            self.lib.destroy(self.state)
-            self.state = None
-
-
-# ------------------------------------------------------------------------------------------------
-# ONNX Runtime
-
-NP_OF_ORT = {"tensor(float)": np.float32, "tensor(int64)": np.int64, "tensor(int32)": np.int32,
-             "tensor(double)": np.float64, "tensor(bool)": np.bool_}
-
-
-SPIN = True  # --no-spin clears it
-
-
-def ort_session(path, threads):
-    so = ort.SessionOptions()
-    if not SPIN:
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.log_severity_level = 3
-    return ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
-
-
-class OrtModel:
-    def __init__(self, sess, inputs, out_shapes):
-        self.sess = sess
-        self.inputs = [np.ascontiguousarray(a) for a in inputs]
-        self.outputs = []
-        b = sess.io_binding()
-        for meta, a in zip(sess.get_inputs(), self.inputs):
-            b.bind_input(meta.name, "cpu", 0, a.dtype, list(a.shape), a.ctypes.data)
-        for meta, shape in zip(sess.get_outputs(), out_shapes):
-            o = np.empty(shape, dtype=NP_OF_ORT[meta.type])
-            self.outputs.append(o)
-            b.bind_output(meta.name, "cpu", 0, o.dtype, list(o.shape), o.ctypes.data)
-        self.binding = b
-        self._run = sess.run_with_iobinding
-
-    def __call__(self):
-        self._run(self.binding)
-
-
-class OrtPlainRun:
-    """session.run(None, feeds): the everyday call, outputs allocated per call."""
-
-    def __init__(self, sess, inputs):
-        self.feeds = {m.name: a for m, a in zip(sess.get_inputs(), inputs)}
-        self._run = sess.run
-
-    def __call__(self):
-        self._run(None, self.feeds)
-
-
-def make_inputs(name, sess, batch, rng, zoo_dir):
-    """Benchmark inputs: the zoo's reference inputs where they fit, else seeded random data."""
-    arrays = []
-    for i, meta in enumerate(sess.get_inputs()):
-        shape = [batch if (j == 0 and not isinstance(d, int)) else d
-                 for j, d in enumerate(meta.shape)]
-        ref = Path(zoo_dir) / name / f"{name}_input{i}.npy"
-        if ref.exists():
-            a = np.load(ref)
-            if list(a.shape) == shape:
-                arrays.append(a.astype(NP_OF_ORT[meta.type]))
-                continue
-        if meta.type == "tensor(float)":
-            arrays.append(rng.standard_normal(shape).astype(np.float32))
-        elif "mask" in meta.name:
-            arrays.append(np.ones(shape, dtype=NP_OF_ORT[meta.type]))
-        else:
-            arrays.append(rng.integers(0, 1000, size=shape).astype(NP_OF_ORT[meta.type]))
-    return arrays
-
-
-# ------------------------------------------------------------------------------------------------
-# Profiling (--profile): where the time goes, per layer kind, on both sides
-
-LAYER_DEF = re.compile(r"((?:^// \S+ \S+ -> .*\n)+)static int (layer_\w+)\(", re.M)
-
-
-def layer_kinds(source):
-    """layer function -> (kind, [node names]) from the generated source's comments."""
-    kinds = {}
-    for m in LAYER_DEF.finditer(source):
-        ops = [line.split()[1:3] for line in m.group(1).strip().splitlines()]
-        body = source[m.end():source.find("\n}\n", m.end())]
-        kind = ops[0][0]
-        if kind == "Conv":
-            g = re.search(r"s\.C = (\d+);.*?s\.KH = (\d+); s\.KW = (\d+); s\.group = (\d+);",
-                          body, re.S)
-            if g:
-                c, kh, kw, grp = map(int, g.groups())
-                kind = ("Conv depthwise" if grp > 1 and grp == c else
-                        "Conv 1x1" if kh == kw == 1 else f"Conv {kh}x{kw}")
-        elif len(ops) > 1 and kind not in ("MatMul", "Gemm"):
-            kind = "+".join(dict.fromkeys(o[0] for o in ops))
-        kinds[m.group(2)] = (kind, [o[1] for o in ops])
-    return kinds
-
-
-def profile_case(case, threads, inputs, ref, calls, work, zoo_macs):
-    """Per-layer-kind time of Triad (the generated P_set_profiling / P_profile timers) and of
-    ONNX Runtime (its profiler), over `calls` calls after two warm-up calls."""
-    lib = case["lib"]
-    P = lib.prefix
-    try:
-        set_prof = getattr(lib.lib, P + "_set_profiling")
-        get_prof = getattr(lib.lib, P + "_profile")
-    except AttributeError:
-        raise BenchError(f"{lib.so} has no {P}_set_profiling/{P}_profile: regenerate it with a "
-                         "newer triad") from None
-    set_prof.restype, set_prof.argtypes = None, [ctypes.c_void_p, ctypes.c_int]
-    get_prof.restype = ctypes.c_int
-    get_prof.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
-                         ctypes.POINTER(ctypes.POINTER(ctypes.c_double))]
-    kinds = layer_kinds((lib.dir / f"{P}.cpp").read_text())
-    tri = TriadModel(lib, threads, inputs, ref)
-    for _ in range(2):
-        tri()
-    set_prof(tri.state, 1)
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        tri()
-    wall = (time.perf_counter() - t0) / calls
-    names_p, ms_p = ctypes.POINTER(ctypes.c_char_p)(), ctypes.POINTER(ctypes.c_double)()
-    n = get_prof(tri.state, ctypes.byref(names_p), ctypes.byref(ms_p))
-    layers = [(names_p[i].decode(), ms_p[i] * 1e-3 / calls) for i in range(n)]
-    tri.close()
-    triad = {}
-    for name, sec in layers:
-        kind, nodes = kinds.get("layer_" + name, ("?", []))
-        e = triad.setdefault(kind, {"seconds": 0.0, "layers": 0, "macs": 0})
-        e["seconds"] += sec
-        e["layers"] += 1
-        e["macs"] += sum(zoo_macs.get(x, 0) for x in nodes)
-
-    pdir = work / "ort_profiles"
-    pdir.mkdir(parents=True, exist_ok=True)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if not SPIN:
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    so.enable_profiling = True
-    so.profile_file_prefix = str(pdir / case["model"])
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(str(case["path"]), sess_options=so,
-                                providers=["CPUExecutionProvider"])
-    feeds = {m.name: a for m, a in zip(sess.get_inputs(), inputs)}
-    for _ in range(2):
-        sess.run(None, feeds)
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        sess.run(None, feeds)
-    ort_wall = (time.perf_counter() - t0) / calls
-    prof_file = sess.end_profiling()
-    events = json.loads(Path(prof_file).read_text())
-    Path(prof_file).unlink()
-    ortk = {}
-    ortl = {}  # per node (ORT's fused node names), seconds per call
-    # A run's node events come before its model_run event; the warm-up runs come first.
-    skip = sum(1 for e in events if e.get("name") == "model_run") - calls
-    runs_done = 0
-    for e in events:
-        if e.get("name") == "model_run":
-            runs_done += 1
-        if e.get("cat") != "Node" or not e.get("name", "").endswith("_kernel_time"):
-            continue
-        if runs_done < skip:
-            continue
-        d = ortk.setdefault(e.get("args", {}).get("op_name", "?"), {"seconds": 0.0, "layers": 0})
-        d["seconds"] += e["dur"] * 1e-6 / calls
-        d["layers"] += 1
-        node = e["name"][: -len("_kernel_time")]
-        ortl[node] = ortl.get(node, 0.0) + e["dur"] * 1e-6 / calls
-    for d in ortk.values():
-        d["layers"] //= calls
-    return {"triad": triad, "triad_layers": layers, "triad_wall": wall, "ort": ortk,
-            "ort_layers": sorted(ortl.items(), key=lambda kv: -kv[1]), "ort_wall": ort_wall,
-            "calls": calls}
-
-
-def print_profile(tag, p):
-    print(f"\nProfile {tag} ({p['calls']} calls; Triad {fmt_time(p['triad_wall'])} per call, ORT "
-          f"{fmt_time(p['ort_wall'])} per call with its profiler on):")
-    tt = sum(e["seconds"] for e in p["triad"].values()) or 1.0
-    print("  Triad layer kind              layers      time   share  GFLOP/s")
-    for k, e in sorted(p["triad"].items(), key=lambda kv: -kv[1]["seconds"]):
-        gf = 2 * e["macs"] / e["seconds"] / 1e9 if e["seconds"] > 0 and e["macs"] else 0.0
-        print(f"  {k[:28]:<28} {e['layers']:>7} {fmt_time(e['seconds']):>9} "
-              f"{100 * e['seconds'] / tt:>6.1f}% {gf:>8.1f}")
-    to = sum(e["seconds"] for e in p["ort"].values()) or 1.0
-    print("  ORT kernel (op_name)          nodes      time   share")
-    for k, e in sorted(p["ort"].items(), key=lambda kv: -kv[1]["seconds"]):
-        print(f"  {k[:28]:<28} {e['layers']:>7} {fmt_time(e['seconds']):>9} "
-              f"{100 * e['seconds'] / to:>6.1f}%")
+        if self.p.poll() is None:
+            try:
+                self.p.stdin.write('{"cmd": "quit"}\n')
+                self.p.stdin.flush()
+                self.p.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.p.kill()
+                self.p.wait()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -442,44 +263,6 @@ def percentiles(ts):
             "p99": float(np.percentile(a, 99)), "min": float(a[0]), "mean": float(a.mean())}
 
 
-def measure_pair(fns, budget_s, max_runs, min_runs, block_s, settle_s, warm_s):
-    """Times the callables in fns (dict name -> fn) in alternating blocks; returns name -> stats."""
-    names = list(fns)
-    clock = time.perf_counter_ns
-    est = {}
-    for n in names:  # warm-up: at least 2 calls and about warm_s seconds
-        t_end, calls, t_min = time.perf_counter() + warm_s, 0, float("inf")
-        while calls < 2 or (time.perf_counter() < t_end and calls < max_runs):
-            t0 = clock()
-            fns[n]()
-            t_min = min(t_min, (clock() - t0) * 1e-9)
-            calls += 1
-        est[n] = t_min
-        time.sleep(settle_s)
-    per_call = max(est.values())
-    runs = int(min(max_runs, max(min_runs, budget_s / max(sum(est.values()), 1e-9))))
-    block = max(1, min(runs, int(block_s / per_call)))
-    lead_in = per_call < 0.02  # an untimed call at a block's start wakes the worker threads
-    times = {n: [] for n in names}
-    k = 0
-    while min(len(v) for v in times.values()) < runs:
-        order = names if k % 2 == 0 else names[::-1]
-        for n in order:
-            fn, ts = fns[n], times[n]
-            if lead_in:
-                fn()
-            for _ in range(min(block, runs - len(ts))):
-                t0 = clock()
-                fn()
-                ts.append((clock() - t0) * 1e-9)
-            time.sleep(settle_s)
-        k += 1
-    return {n: percentiles(times[n]) for n in names}, block
-
-
-# ------------------------------------------------------------------------------------------------
-
-
 def wait_for_load(limit, max_wait):
     if limit <= 0:
         return os.getloadavg()[0]
@@ -489,8 +272,10 @@ def wait_for_load(limit, max_wait):
     return os.getloadavg()[0]
 
 
-def check_outputs(case, triad_outs, ort_outs, out_names):
-    for name, t, o in zip(out_names, triad_outs, ort_outs):
+def check_outputs(case, triad_files, ort_files, out_names):
+    errs = []
+    for name, tf, of in zip(out_names, triad_files, ort_files):
+        t, o = np.load(tf), np.load(of)
         if t.shape != o.shape:
             raise BenchError(f"{case}: output '{name}' has shape {t.shape} in Triad, "
                              f"{o.shape} in ONNX Runtime")
@@ -500,42 +285,23 @@ def check_outputs(case, triad_outs, ort_outs, out_names):
             raise BenchError(f"{case}: output '{name}' differs from ONNX Runtime beyond rtol "
                              f"{RTOL}, atol {ATOL}: max abs err {err.max():.3g}; at {tuple(i)} "
                              f"Triad {t[i]!r}, ORT {o[i]!r}")
-    return max(float(np.max(np.abs(t.astype(np.float64) - o))) if t.size else 0.0
-               for t, o in zip(triad_outs, ort_outs))
-
-
-def build_all(libs, jobs):
-    """Compiles the shared objects that are out of date, `jobs` compilers at a time."""
-    todo = [lib for lib in libs if lib.build_command()]
-    running = []
-    while todo or running:
-        while todo and len(running) < jobs:
-            lib = todo.pop(0)
-            log(f"[c++] {' '.join(lib.build_command())}")
-            running.append((lib, time.perf_counter(),
-                            subprocess.Popen(lib.build_command(), stdout=subprocess.PIPE,
-                                             stderr=subprocess.STDOUT, text=True)))
-        lib, t0, p = running.pop(0)
-        out, _ = p.communicate()
-        if p.returncode != 0:
-            for _, _, q in running:
-                q.kill()
-            raise BenchError(f"{' '.join(lib.cmd)} failed:\n{out[:4000]}")
-        lib.built(time.perf_counter() - t0)
-        log(f"[c++] {lib.so.name} built in {lib.build_seconds:.1f} s")
+        errs.append(float(np.max(np.abs(t.astype(np.float64) - o))) if t.size else 0.0)
+    return max(errs) if errs else 0.0
 
 
 def inspect_macs(triad, path, batch, work):
     j = Path(work) / f"inspect_{Path(path).stem}_b{batch}.json"
-    subprocess.run([str(triad), "inspect", str(path), "--batch", str(batch), "--json", str(j)],
-                   check=True, capture_output=True)
+    r = subprocess.run([str(triad), "inspect", str(path), "--batch", str(batch), "--json",
+                        str(j)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BenchError(f"triad inspect {path} failed ({r.returncode}): {r.stderr[-2000:]}")
     d = json.loads(j.read_text())
-    return int(d["totals"]["macs"]), {x["name"]: int(x.get("macs", 0)) for x in d["layers"]}
+    return int(d["totals"]["macs"])
 
 
 def fma_peak(gemm_bench, threads):
     if not gemm_bench or not Path(gemm_bench).exists():
-        log(f"[peak] {gemm_bench} not found: FMA peak not measured")
+        log(f"[peak] {gemm_bench or 'triad-gemm-bench'} not found: FMA peak not measured")
         return {}
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "peak.json"
@@ -545,9 +311,9 @@ def fma_peak(gemm_bench, threads):
     return {int(k): float(v) for k, v in j["fma_peak_gflops"].items()}
 
 
-def machine_info():
+def machine_info(ort_version):
     info = {"platform": platform.platform(), "python": platform.python_version(),
-            "onnxruntime": ort.__version__, "nproc": os.cpu_count()}
+            "onnxruntime": ort_version, "nproc": os.cpu_count()}
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
         for line in lscpu.splitlines():
@@ -560,9 +326,108 @@ def machine_info():
     try:
         cxx = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout
         info["cxx"] = cxx.splitlines()[0]
-    except OSError:
+    except (OSError, IndexError):
         pass
     return info
+
+
+# ------------------------------------------------------------------------------------------------
+# One case
+
+
+def run_case(args, case, threads, rounds, budget, work, tag):
+    """Checks the outputs, then times both sides in alternating rounds. Returns one record per
+    round (seconds) and the peer's version."""
+    name, batch, path, inputs = case["model"], case["batch"], case["path"], case["inputs"]
+    out_names = case["spec"].outputs
+    load0 = wait_for_load(args.wait_load, args.wait_max)
+    peer = Peer(args.python, path, batch, threads, inputs, args.no_spin)
+    try:
+        # Outputs: `triad run -o` against the peer's `infer`, on the benchmark batch.
+        odir = Path(work) / "outputs"
+        odir.mkdir(parents=True, exist_ok=True)
+        tri_out = [odir / f"{tag}_triad_{i}.npy" for i in range(len(out_names))]
+        ort_out = [odir / f"{tag}_ort_{i}.npy" for i in range(len(out_names))]
+        first = triad_run(args, path, batch, threads, inputs, 2, work, f"{tag}_check", tri_out)
+        peer.ask(cmd="infer", input=[str(f) for f in inputs], output=[str(f) for f in ort_out])
+        err = check_outputs(tag, tri_out, ort_out, out_names)
+        # Calls per round: --runs, else the budget over the slower side's per-call estimate.
+        est_ort = min(peer.ask(cmd="run", n=3, warmup=1)["samples_ms"]) * 1e-3
+        est = max(est_ort, triad_stats(first)["min"])
+        runs = args.runs or int(min(args.max_runs, max(args.min_runs,
+                                                       budget / rounds / max(est, 1e-9))))
+        records = []
+        for k in range(rounds):
+            order = ("triad", "ort") if k % 2 == 0 else ("ort", "triad")
+            st = {}
+            for side in order:
+                if side == "triad":
+                    d = triad_run(args, path, batch, threads, inputs, runs, work, f"{tag}_r{k}")
+                    st["triad"] = triad_stats(d)
+                else:
+                    s = peer.ask(cmd="run", n=runs, warmup=1)["samples_ms"]
+                    st["ort"] = percentiles([x * 1e-3 for x in s])
+                time.sleep(SETTLE_S)
+            records.append(st)
+        stats = peer.ask(cmd="stats")
+    finally:
+        peer.close()
+    load1 = os.getloadavg()[0]
+    out = []
+    for k, st in enumerate(records):
+        r = {"model": name, "batch": batch, "threads": threads, "round": k, "macs": case["macs"],
+             "runs_per_round": runs, "max_abs_err": err, "load_before": load0,
+             "load_after": load1, "ort_peak_rss_mib": stats.get("peak_rss_mib"),
+             "triad_compile_s": first.get("compile_ms", 0.0) * 1e-3,
+             "ort_compile_s": peer.ready.get("compile_s")}
+        for side, s in st.items():
+            r[side] = s
+            s["gflops_p50"] = 2.0 * case["macs"] / s["p50"] / 1e9
+            s["per_s_p50"] = batch / s["p50"]
+        r["speedup_p50"] = st["ort"]["p50"] / st["triad"]["p50"]
+        out.append(r)
+    return out, peer.ready.get("version")
+
+
+def profile_case(args, case, threads, work, tag):
+    """Triad's per-layer time (`triad run --profile --json`) and ONNX Runtime's per-node time
+    (its profiler, through the peer), over --profile-runs calls."""
+    n = args.profile_runs
+    d = triad_run(args, case["path"], case["batch"], threads, case["inputs"], n, work,
+                  f"{tag}_profile", profile=True)
+    peer = Peer(args.python, case["path"], case["batch"], threads, case["inputs"], args.no_spin)
+    try:
+        layers = peer.ask(cmd="profile", n=n)["layers"]
+    finally:
+        peer.close()
+    ortk = {}
+    for e in layers:
+        k = ortk.setdefault(e.get("op", "?"), {"seconds": 0.0, "layers": 0})
+        k["seconds"] += e["ms"] * 1e-3
+        k["layers"] += 1
+    return {"triad_layers": [(x["layer"], x["ms"] * 1e-3) for x in d.get("layers", [])],
+            "triad_wall": d["p50_ms"] * 1e-3, "ort": ortk,
+            "ort_layers": sorted(((e["layer"], e["ms"] * 1e-3) for e in layers),
+                                 key=lambda kv: -kv[1]),
+            "calls": n}
+
+
+def print_profile(tag, p):
+    print(f"\nProfile {tag} ({p['calls']} calls; Triad p50 {fmt_time(p['triad_wall'])} per "
+          "call):")
+    tt = sum(s for _, s in p["triad_layers"]) or 1.0
+    print("  Triad layer                              time   share")
+    for name, s in sorted(p["triad_layers"], key=lambda kv: -kv[1]):
+        print(f"  {name[:36]:<36} {fmt_time(s):>9} {100 * s / tt:>6.1f}%")
+    to = sum(e["seconds"] for e in p["ort"].values()) or 1.0
+    print("  ORT kernel (op_name)          nodes      time   share")
+    for k, e in sorted(p["ort"].items(), key=lambda kv: -kv[1]["seconds"]):
+        print(f"  {k[:28]:<28} {e['layers']:>7} {fmt_time(e['seconds']):>9} "
+              f"{100 * e['seconds'] / to:>6.1f}%")
+
+
+# ------------------------------------------------------------------------------------------------
+# Tables
 
 
 def unit_of(seconds):
@@ -584,200 +449,20 @@ def fmt_cell(st):
     return f"{fmt_num(st['p50'] * k)} ({fmt_num(st['p90'] * k)} / {fmt_num(st['p99'] * k)}) {u}"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.splitlines()[2:]))
-    ap.add_argument("--models", nargs="+", default=None, metavar="NAME",
-                    help=f"models (default: {' '.join(SHIPPED + LARGE)})")
-    ap.add_argument("--quick", action="store_true",
-                    help="shipped models only, short budgets (< 2 minutes once built)")
-    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
-    ap.add_argument("--batches", nargs="+", type=int, default=[1, 32])
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="measure every case this many times (the spread is reported)")
-    ap.add_argument("--budget", type=float, default=None,
-                    help="timed seconds per case and side (default 3, quick 0.6)")
-    ap.add_argument("--max-runs", type=int, default=None, help="timed calls per side at most")
-    ap.add_argument("--min-runs", type=int, default=None, help="timed calls per side at least")
-    ap.add_argument("--wait-load", type=float, default=0.0, metavar="L",
-                    help="before each case wait until the 1-minute load average is below L")
-    ap.add_argument("--wait-max", type=float, default=180.0,
-                    help="longest wait for --wait-load, seconds")
-    ap.add_argument("--triad", default=os.environ.get("TRIAD", str(ROOT / "build/cli/triad")))
-    ap.add_argument("--gemm-bench", default=str(ROOT / "build/bench/triad-gemm-bench"))
-    ap.add_argument("--cxx", default=os.environ.get("CXX", "c++"))
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                    help="compilers run at once while building the models")
-    ap.add_argument("--work", default=str(Path.home() / ".cache/triad/bench"),
-                    help="generated sources and shared objects (reused when unchanged)")
-    ap.add_argument("--zoo", default=str(Path.home() / ".cache/triad/zoo"))
-    ap.add_argument("--no-build-missing", action="store_true",
-                    help="fail instead of building a missing large model")
-    ap.add_argument("--json", default=None, help="write all results to this file (atomically)")
-    ap.add_argument("--no-spin", action="store_true",
-                    help="idle worker threads sleep instead of spinning: OMP_WAIT_POLICY=passive "
-                    "for Triad (libgomp), session.intra_op.allow_spinning=0 for ONNX Runtime")
-    ap.add_argument("--profile", action="store_true",
-                    help="instead of timing: per-layer-kind time of Triad (a copy of the sources "
-                    "with a timer around each layer) and of ONNX Runtime (its profiler)")
-    ap.add_argument("--markdown", default=None, help="write the tables as Markdown to this file")
-    args = ap.parse_args()
-
-    global SPIN
-    if args.no_spin:
-        SPIN = False
-        os.environ["OMP_WAIT_POLICY"] = "passive"  # read by libgomp when the first model loads
-    elif os.environ.get("OMP_WAIT_POLICY"):
-        log(f"note: OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']} is set for Triad's threads")
-    models = args.models or (SHIPPED if args.quick else SHIPPED + LARGE)
-    budget = args.budget if args.budget is not None else (0.6 if args.quick else 3.0)
-    max_runs = args.max_runs or (1000 if args.quick else 5000)
-    min_runs = args.min_runs or (5 if args.quick else 10)
-    work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    if not Path(args.triad).exists():
-        raise BenchError(f"{args.triad} not found: build Triad first (scripts/build.sh) or pass "
-                         "--triad")
-    rng = np.random.default_rng(5)
-    t_start = time.time()
-    log(f"load average at start: {os.getloadavg()}")
-
-    # Build (or reuse) every shared object before timing anything.
-    cases = []  # (name, batch, onnx path for Triad & ORT, macs)
-    for name in ([] if args.profile else [IDENTITY]) + models:
-        if name == IDENTITY:
-            src = work / IDENTITY / f"{IDENTITY}.onnx"
-            identity_model(src)
-        else:
-            src = model_path(name, args.zoo, not args.no_build_missing)
-        fixed = None
-        try:
-            m = onnx.load(str(src), load_external_data=False)
-            d0 = m.graph.input[0].type.tensor_type.shape.dim[0]
-            fixed = d0.dim_value if d0.HasField("dim_value") else None
-        except Exception as e:  # noqa: BLE001 - reported, not fatal
-            log(f"[{name}] cannot read the input shape: {e}")
-        for batch in ([1] if name == IDENTITY else args.batches):
-            path = src
-            if fixed is not None and batch != fixed:
-                if name in BATCH_FIXED:
-                    log(f"[{name}] batch {batch} skipped: the export fixes batch {fixed}")
-                    continue
-                path = work / f"{name}_symbolic" / f"{name}.onnx"
-                if not path.exists() or path.stat().st_mtime < src.stat().st_mtime:
-                    with_symbolic_batch(src, path)
-            t0 = time.perf_counter()
-            lib = TriadLib(args.triad, path, batch, work / f"{name}_b{batch}", args.cxx)
-            lib.generate()
-            macs, layer_macs = inspect_macs(args.triad, path, batch, work)
-            log(f"[{name} b{batch}] sources generated in {time.perf_counter() - t0:.1f} s; "
-                f"{macs:,} MACs")
-            cases.append({"model": name, "batch": batch, "path": path, "lib": lib, "macs": macs,
-                          "layer_macs": layer_macs})
-    build_all([c["lib"] for c in cases], args.jobs)
-    for c in cases:
-        c["lib"].load()
-
-    peak = fma_peak(args.gemm_bench, args.threads)
-    log(f"FMA peak GFLOP/s by threads: {peak}")
-
-    results, profiles = [], []
-    overhead = {}
-    for rep in range(args.repeat):
-        for threads in args.threads:
-            # The kernels' thread count is set per process by P_create (the last call wins), so
-            # each Triad state is created right before its case is timed and destroyed after.
-            for case in cases:
-                name, batch, lib = case["model"], case["batch"], case["lib"]
-                tag = f"{name} b{batch} t{threads}" + (f" r{rep}" if args.repeat > 1 else "")
-                load0 = wait_for_load(args.wait_load, args.wait_max)
-                sess = ort_session(case["path"], threads)
-                inputs = make_inputs(name, sess, batch, rng, args.zoo)
-                ref = sess.run(None, {m.name: a for m, a in zip(sess.get_inputs(), inputs)})
-                tri = TriadModel(lib, threads, inputs, ref)
-                orm = OrtModel(sess, inputs, [r.shape for r in ref])
-                tri()
-                orm()
-                out_names = [o.name for o in sess.get_outputs()]
-                err = check_outputs(tag, tri.outputs, ref, out_names)
-                check_outputs(tag + " (ORT IOBinding)", orm.outputs, ref, out_names)
-                if args.profile:
-                    tri.close()
-                    del orm
-                    t0 = time.perf_counter()
-                    tri = TriadModel(lib, threads, inputs, ref)
-                    tri()
-                    per_call = time.perf_counter() - t0
-                    tri.close()
-                    calls = int(min(max_runs, max(3, budget / max(per_call, 1e-7))))
-                    p = profile_case(case, threads, inputs, ref, calls, work, case["layer_macs"])
-                    p.update({"model": name, "batch": batch, "threads": threads})
-                    profiles.append(p)
-                    print_profile(tag, p)
-                    continue
-                fns = {"triad": tri, "ort": orm}
-                if name == IDENTITY:
-                    fns["ort_run"] = OrtPlainRun(sess, inputs)
-                stats, block = measure_pair(fns, budget, max_runs, min_runs,
-                                            block_s=0.05 if args.quick else 0.1, settle_s=0.02,
-                                            warm_s=0.2 if args.quick else 0.5)
-                tri.close()
-                del orm, sess
-                load1 = os.getloadavg()[0]
-                r = {"model": name, "batch": batch, "threads": threads, "repeat": rep,
-                     "macs": case["macs"], "block": block, "max_abs_err": err,
-                     "load_before": load0, "load_after": load1}
-                for side, s in stats.items():
-                    r[side] = s
-                    s["gflops_p50"] = 2.0 * case["macs"] / s["p50"] / 1e9
-                    s["per_s_p50"] = batch / s["p50"]
-                r["speedup_p50"] = stats["ort"]["p50"] / stats["triad"]["p50"]
-                if peak.get(threads):
-                    r["triad"]["pct_peak"] = 100 * r["triad"]["gflops_p50"] / peak[threads]
-                    r["ort"]["pct_peak"] = 100 * r["ort"]["gflops_p50"] / peak[threads]
-                results.append(r)
-                if name == IDENTITY:
-                    overhead.setdefault(threads, []).append(stats)
-                log(f"[{tag}] Triad p50 {fmt_time(stats['triad']['p50'])}, ORT p50 "
-                    f"{fmt_time(stats['ort']['p50'])}, ORT/Triad {r['speedup_p50']:.2f}x "
-                    f"(n={stats['triad']['n']}, load {load0:.1f}->{load1:.1f})")
-
-    if args.profile:
-        if args.json:
-            write_atomic(args.json, json.dumps({"machine": machine_info(), "profiles": profiles},
-                                               indent=1) + "\n")
-        return
-    summary = summarize(results, args.repeat)
-    print_table(summary, peak)
-    if args.json:
-        doc = {"machine": machine_info(), "spin": SPIN,
-               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
-               "fma_peak_gflops": {str(k): v for k, v in peak.items()},
-               "command": " ".join([Path(sys.executable).name] + sys.argv),
-               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "seconds": time.time() - t_start, "rtol": RTOL, "atol": ATOL,
-               "triad_cxx_flags": " ".join(CXX_FLAGS), "summary": summary, "runs": results}
-        write_atomic(args.json, json.dumps(doc, indent=1) + "\n")
-        log(f"wrote {args.json}")
-    if args.markdown:
-        write_atomic(args.markdown, markdown(summary, peak))
-        log(f"wrote {args.markdown}")
-
-
-def summarize(results, repeats):
-    """Per (model, batch, threads): median over repeats of each p50, with the range."""
+def summarize(results):
+    """Per (model, batch, threads): median over rounds of each p50 (p90, p99), with the range."""
     keyed = {}
     for r in results:
         keyed.setdefault((r["model"], r["batch"], r["threads"]), []).append(r)
     out = []
     for (model, batch, threads), rs in keyed.items():
-        row = {"model": model, "batch": batch, "threads": threads, "repeats": len(rs),
-               "macs": rs[0]["macs"], "load": [min(r["load_before"] for r in rs),
-                                               max(r["load_after"] for r in rs)]}
-        for side in ("triad", "ort", "ort_run"):
-            if side not in rs[0]:
-                continue
+        row = {"model": model, "batch": batch, "threads": threads, "rounds": len(rs),
+               "runs_per_round": rs[0]["runs_per_round"], "macs": rs[0]["macs"],
+               "max_abs_err": rs[0]["max_abs_err"],
+               "load": [min(r["load_before"] for r in rs), max(r["load_after"] for r in rs)],
+               "triad_compile_s": rs[0]["triad_compile_s"], "ort_compile_s": rs[0]["ort_compile_s"],
+               "ort_peak_rss_mib": rs[0]["ort_peak_rss_mib"]}
+        for side in ("triad", "ort"):
             p50s = sorted(r[side]["p50"] for r in rs)
             row[side] = {"p50": float(np.median(p50s)), "p50_range": [p50s[0], p50s[-1]],
                          "p90": float(np.median([r[side]["p90"] for r in rs])),
@@ -802,7 +487,7 @@ def table_rows(summary):
             continue
         t, o = row["triad"], row["ort"]
         sp = f"{row['speedup']:.2f}"
-        if row["repeats"] > 1:
+        if row["rounds"] > 1:
             sp += f" ({row['speedup_range'][0]:.2f}-{row['speedup_range'][1]:.2f})"
         rows.append([row["model"], str(row["batch"]), str(row["threads"]), fmt_cell(t),
                      fmt_cell(o), sp, f"{t['gflops']:.1f}", f"{o['gflops']:.1f}",
@@ -812,26 +497,26 @@ def table_rows(summary):
 
 
 def overhead_lines(summary):
-    lines = []
-    for row in summary:
-        if row["model"] != IDENTITY:
-            continue
-        t, o, r = row["triad"], row["ort"], row.get("ort_run")
-        line = (f"threads {row['threads']}: Triad {fmt_cell(t)}, ORT IOBinding {fmt_cell(o)}")
-        if r:
-            line += f", ORT session.run {fmt_cell(r)}"
-        lines.append(line)
-    return lines
+    return [f"threads {row['threads']}: Triad {fmt_cell(row['triad'])} (C++ call), ORT "
+            f"IOBinding {fmt_cell(row['ort'])} (Python call)"
+            for row in summary if row["model"] == IDENTITY]
+
+
+def peak_text(peak):
+    return ", ".join(f"{v:.0f} GFLOP/s at {k} thread{'s' if k > 1 else ''}"
+                     for k, v in sorted(peak.items())) or "not measured"
 
 
 def print_table(summary, peak):
-    print()
-    print("Per-call fixed overhead (identity-sized model: Relu on [1,1]), p50 (p90 / p99):")
-    for line in overhead_lines(summary):
-        print("  " + line)
+    lines = overhead_lines(summary)
+    if lines:
+        print()
+        print("Per-call fixed overhead (identity-sized model: Relu on [1,1]), p50 (p90 / p99):")
+        for line in lines:
+            print("  " + line)
     print()
     print("ORT/Triad = ORT p50 / Triad p50 (> 1: Triad faster); GFLOP/s = 2 x MACs / p50; FMA "
-          f"peak {', '.join(f'{v:.0f} GFLOP/s at {k} thread(s)' for k, v in sorted(peak.items()))}")
+          f"peak {peak_text(peak)}")
     head, rows = table_rows(summary)
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     print("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths))))
@@ -841,14 +526,164 @@ def print_table(summary, peak):
 
 def markdown(summary, peak):
     head, rows = table_rows(summary)
-    out = ["Per-call fixed overhead (identity-sized model), p50 (p90 / p99):", ""]
-    out += ["- " + line for line in overhead_lines(summary)]
-    out += ["", "FMA peak: " + ", ".join(f"{v:.0f} GFLOP/s ({k} thread{'s' if k > 1 else ''})"
-                                           for k, v in sorted(peak.items())), ""]
+    out = []
+    lines = overhead_lines(summary)
+    if lines:
+        out += ["Per-call fixed overhead (identity-sized model), p50 (p90 / p99):", ""]
+        out += ["- " + line for line in lines] + [""]
+    out += ["FMA peak: " + peak_text(peak), ""]
     out.append("| " + " | ".join(head) + " |")
     out.append("|" + "---|" * len(head))
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[2:]))
+    ap.add_argument("--models", nargs="+", default=None, metavar="NAME",
+                    help=f"models (default: {' '.join(SHIPPED + LARGE)})")
+    ap.add_argument("--quick", action="store_true",
+                    help="shipped models only, short budgets (about a minute once compiled)")
+    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--batches", nargs="+", type=int, default=[1, 32])
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="alternating rounds per case (each side timed once per round; the "
+                    "spread over rounds is reported; default 5, quick 3)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="timed seconds per case and side, over all rounds (default 3, quick 0.6)")
+    ap.add_argument("--runs", type=int, default=None,
+                    help="timed calls per side and round (instead of --budget)")
+    ap.add_argument("--max-runs", type=int, default=None, help="timed calls per round at most")
+    ap.add_argument("--min-runs", type=int, default=None, help="timed calls per round at least")
+    ap.add_argument("--wait-load", type=float, default=0.0, metavar="L",
+                    help="before each case wait until the 1-minute load average is below L")
+    ap.add_argument("--wait-max", type=float, default=180.0,
+                    help="longest wait for --wait-load, seconds")
+    ap.add_argument("--triad", default=os.environ.get("TRIAD", str(ROOT / "build/cli/triad")))
+    ap.add_argument("--gemm-bench", default=str(ROOT / "build/bench/triad-gemm-bench"),
+                    help="triad-gemm-bench for the FMA peak ('' to skip)")
+    ap.add_argument("--python", default=sys.executable,
+                    help="the Python that runs the ONNX Runtime peer (default: this one)")
+    ap.add_argument("--work", default=str(Path.home() / ".cache/triad/bench"),
+                    help="inputs, outputs, symbolic-batch copies and `triad run` JSON files")
+    ap.add_argument("--zoo", default=os.environ.get("TRIAD_ZOO_CACHE",
+                                                    str(Path.home() / ".cache/triad/zoo")))
+    ap.add_argument("--no-build-missing", action="store_true",
+                    help="fail instead of building a missing large model")
+    ap.add_argument("--no-overhead", action="store_true",
+                    help="skip the identity-sized model (per-call overhead)")
+    ap.add_argument("--json", default=None, help="write all results to this file (atomically)")
+    ap.add_argument("--no-spin", action="store_true",
+                    help="idle worker threads sleep instead of spinning: OMP_WAIT_POLICY=passive "
+                    "for Triad, session.intra_op.allow_spinning=0 for ONNX Runtime")
+    ap.add_argument("--profile", action="store_true",
+                    help="instead of timing: Triad's per-layer time (`triad run --profile`) and "
+                    "ONNX Runtime's per-op-kind time (its profiler, through the peer)")
+    ap.add_argument("--profile-runs", type=int, default=50, help="calls profiled per side")
+    ap.add_argument("--markdown", default=None, help="write the tables as Markdown to this file")
+    args = ap.parse_args()
+
+    if args.no_spin:
+        os.environ["OMP_WAIT_POLICY"] = "passive"  # inherited by `triad run`
+    elif os.environ.get("OMP_WAIT_POLICY"):
+        log(f"note: OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']} is set for Triad's threads")
+    models = args.models or (SHIPPED if args.quick else SHIPPED + LARGE)
+    rounds = args.repeat or (3 if args.quick else 5)
+    budget = args.budget if args.budget is not None else (0.6 if args.quick else 3.0)
+    args.max_runs = args.max_runs or (1000 if args.quick else 5000)
+    args.min_runs = args.min_runs or (5 if args.quick else 10)
+    if rounds < 1 or (args.runs is not None and args.runs < 1):
+        raise BenchError("--repeat and --runs must be at least 1")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    if not Path(args.triad).exists():
+        raise BenchError(f"{args.triad} not found: build Triad first (scripts/build.sh) or pass "
+                         "--triad")
+    rng = np.random.default_rng(5)
+    t_start = time.time()
+    log(f"load average at start: {os.getloadavg()}")
+
+    cases = []
+    names = ([] if args.profile or args.no_overhead else [IDENTITY]) + models
+    for name in names:
+        if name == IDENTITY:
+            src = work / IDENTITY / f"{IDENTITY}.onnx"
+            identity_model(src)
+        else:
+            src = model_path(name, args.zoo, not args.no_build_missing)
+        fixed = None
+        try:
+            m = onnx.load(str(src), load_external_data=False)
+            d0 = m.graph.input[0].type.tensor_type.shape.dim[0]
+            fixed = d0.dim_value if d0.HasField("dim_value") else None
+        except Exception as e:  # noqa: BLE001 - reported, not fatal
+            log(f"[{name}] cannot read the input shape: {e}")
+        for batch in ([1] if name == IDENTITY else args.batches):
+            path = src
+            if fixed is not None and batch != fixed:
+                if name in BATCH_FIXED:
+                    log(f"[{name}] batch {batch} skipped: the export fixes batch {fixed}")
+                    continue
+                path = work / f"{name}_symbolic" / f"{name}.onnx"
+                if not path.exists() or path.stat().st_mtime < src.stat().st_mtime:
+                    with_symbolic_batch(src, path)
+            inputs, spec = write_inputs(name, path, batch, args.zoo, work, rng)
+            macs = inspect_macs(args.triad, path, batch, work)
+            cases.append({"model": name, "batch": batch, "path": path, "inputs": inputs,
+                          "spec": spec, "macs": macs})
+            log(f"[{name} b{batch}] {macs:,} MACs; inputs {', '.join(map(str, inputs))}")
+
+    peak = {} if args.profile else fma_peak(args.gemm_bench, args.threads)
+    if peak:
+        log(f"FMA peak GFLOP/s by threads: {peak}")
+
+    results, profiles, ort_version = [], [], None
+    for threads in args.threads:
+        for case in cases:
+            tag = f"{case['model']}_b{case['batch']}_t{threads}"
+            label = f"{case['model']} b{case['batch']} t{threads}"
+            if args.profile:
+                p = profile_case(args, case, threads, work, tag)
+                p.update({"model": case["model"], "batch": case["batch"], "threads": threads})
+                profiles.append(p)
+                print_profile(label, p)
+                continue
+            recs, ort_version = run_case(args, case, threads, rounds, budget, work, tag)
+            results += recs
+            s = summarize(recs)[0]
+            log(f"[{label}] Triad p50 {fmt_time(s['triad']['p50'])}, ORT p50 "
+                f"{fmt_time(s['ort']['p50'])}, ORT/Triad {s['speedup']:.2f}x "
+                f"({rounds} rounds of {s['runs_per_round']}; max abs err "
+                f"{s['max_abs_err']:.3g}; load {s['load'][0]:.1f}->{s['load'][1]:.1f})")
+
+    info = machine_info(ort_version)
+    if args.profile:
+        if args.json:
+            write_atomic(args.json, json.dumps({"machine": info, "profiles": profiles},
+                                               indent=1) + "\n")
+        return
+    summary = summarize(results)
+    print_table(summary, peak)
+    if args.json:
+        doc = {"machine": info, "spin": not args.no_spin,
+               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
+               "fma_peak_gflops": {str(k): v for k, v in peak.items()},
+               "command": " ".join([Path(sys.executable).name] + sys.argv),
+               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "seconds": time.time() - t_start, "rtol": RTOL, "atol": ATOL,
+               "method": "triad run (C++ timing) vs bench/peers/onnxruntime_peer.py (IOBinding, "
+                         "Python timing), alternating rounds",
+               "summary": summary, "runs": results}
+        write_atomic(args.json, json.dumps(peer_common._finite(doc), indent=1) + "\n")
+        log(f"wrote {args.json}")
+    if args.markdown:
+        write_atomic(args.markdown, markdown(summary, peak))
+        log(f"wrote {args.markdown}")
 
 
 if __name__ == "__main__":

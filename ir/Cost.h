@@ -51,6 +51,10 @@ struct NodeCost {
   bool supported = true;
   std::string reason; // why not, when !supported
   double seconds = 0; // per run of the graph (its batch), on the device
+  /// Dataflow targets (the FPGA): the time between successive runs when its layers overlap (a
+  /// stage of a pipeline is as slow as its slowest layer). Negative: layers run one after
+  /// another, and a stage takes the sum of its nodes' seconds.
+  double interval = -1;
   Resources resources; // FPGA: what this node's layer needs
   std::string basis;   // how it was derived ("analytic: 1.2 MMAC at 40 GFLOP/s", "measured", ...)
 };

@@ -28,6 +28,12 @@ Value* Graph::addConstant(std::string name, Tensor value) {
   return v;
 }
 
+Value* Graph::addConstant(std::string name, std::shared_ptr<const Tensor> value) {
+  Value* v = newValue(std::move(name), value->type());
+  v->constant_ = std::move(value);
+  return v;
+}
+
 Node* Graph::addNode(OpKind kind, std::string name, std::vector<Value*> inputs,
                      std::shared_ptr<const Attrs> attrs, std::vector<std::string> outputNames,
                      std::vector<TensorType> outputTypes) {

@@ -84,6 +84,8 @@ public:
 
   Value* addInput(std::string name, TensorType type);
   Value* addConstant(std::string name, Tensor value);
+  /// A constant sharing its tensor with another graph (subgraphs of a partitioned model).
+  Value* addConstant(std::string name, std::shared_ptr<const Tensor> value);
   /// Appends a node; outputs are created with the given names and types. Inputs must already
   /// exist (topological order is kept by construction; the verifier checks it anyway).
   Node* addNode(OpKind kind, std::string name, std::vector<Value*> inputs,

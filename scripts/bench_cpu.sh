@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU target against ONNX Runtime (bench/cpu_vs_ort.py): batch-1 latency and batch-32
-# throughput, same process, same explicit thread counts, interleaved; outputs checked against
-# ONNX Runtime first. Needs scripts/setup.sh (the .venv with onnxruntime) and scripts/build.sh
+# throughput through `triad run` and the ONNX Runtime peer (bench/peers/), same explicit thread
+# counts, alternating rounds; outputs checked against ONNX Runtime first. Needs scripts/setup.sh (the .venv with onnxruntime) and scripts/build.sh
 # (build/cli/triad, build/bench/triad-gemm-bench). Not a test: results depend on the machine's load.
 #
 #   scripts/bench_cpu.sh --quick                       # shipped models only, < 2 minutes

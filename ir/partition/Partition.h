@@ -35,12 +35,20 @@ struct Link {
 
 struct Links {
   std::map<std::string, Link> toHost; // target name -> its link to the host
+  /// An FPGA boundary moves fixed-point words (fixed<16,6>: 2 bytes) and converts on the host.
+  double fpgaBytesPerElement = 2;
+  double conversionNsPerElement = 1; // float<->fixed on the host, per element
   /// PCIe Gen3 x16 for "gpu" and "fpga" (12 GB/s, 10 us).
   static Links defaults();
   /// Reads a JSON file {"gpu": {"name":..,"gbytes_per_s":..,"latency_us":..}, "fpga": {...}}.
   static Links load(const std::string& path);
-  /// Time to move `bytes` from a value on `from` to a consumer on `to` (through the host).
-  double seconds(const std::string& from, const std::string& to, int64_t bytes) const;
+  /// Time to move `v` from `from` to a consumer on `to` (through the host), with the
+  /// float<->fixed conversion when one side is the FPGA. 0 on one device or between host targets.
+  double seconds(const std::string& from, const std::string& to, const TensorType& v) const;
+  /// Bytes `v` occupies on the links between `from` and `to` (0 when none is crossed).
+  int64_t bytes(const std::string& from, const std::string& to, const TensorType& v) const;
+  /// "gpu", "fpga", "gpu+fpga" or "" (host only).
+  std::string route(const std::string& from, const std::string& to) const;
 };
 
 enum class Mode { Single, Manual, Auto, Pipeline };
@@ -93,18 +101,20 @@ struct Plan {
 /// Plans `g` over the registry's targets named in o.targets.
 Plan plan(const Graph& g, const TargetRegistry& targets, const Options& o);
 
-/// The plan as text (the `triad partition` table), as JSON (docs/report-schema.md's
-/// "partition"), and as Graphviz DOT coloured by target.
-std::string planText(const Plan& p, const Graph& g);
-std::string planJson(const Plan& p); // a JSON object, compact
-std::string planDot(const Plan& p, const Graph& g);
-
 /// What one run of a partitioned graph measured.
 struct RunTimes {
   std::vector<double> partitionSeconds; // per partition (the FPGA's: cycles / clock)
-  std::vector<double> transferSeconds;  // per transfer (modelled for links without hardware)
+  std::vector<double> transferSeconds;  // per transfer
+  std::vector<bool> transferMeasured;   // false: the link's model (no such hardware here)
   double totalSeconds = 0;
 };
+
+/// The plan as text (the `triad partition` table), as JSON (docs/report-schema.md's
+/// "partition"), and as Graphviz DOT coloured by target.
+std::string planText(const Plan& p, const Graph& g);
+std::string planJson(const Plan& p, const RunTimes* measured = nullptr); // a JSON object
+std::string planDot(const Plan& p, const Graph& g);
+
 
 /// A partitioned graph compiled: one executable per partition, run in order, tensors passed at
 /// the cuts. Its profile() has one row per partition and transfer.
