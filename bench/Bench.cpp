@@ -564,6 +564,7 @@ void Bench::benchBatch(int64_t batch) {
       s.measured = measured;
       parts.push_back(
           startWorker(s, fmt::format("partitioning and compiling auto, batch {}", batch)));
+      if (parts.back()->ok()) profile(*parts.back()); // one row per partition and transfer
     }
 #else
     auto p = std::make_unique<Participant>();

@@ -383,17 +383,18 @@ private:
   }
 
 #if TRIAD_HAVE_PARTITIONER
+  // The plan with the mean measured times of the timed runs (ir::partition::planJson).
   json partitionJson() const {
-    json p = json::parse(ir::partition::planJson(*plan_));
+    ir::partition::RunTimes mean = pexe_->lastTimes();
     double n = double(std::max<int64_t>(timedRuns_, 1));
-    p["measured_ms"] = timedRuns_ ? json(totalSum_ / n * 1e3) : json(nullptr);
-    if (p.contains("partitions") && p["partitions"].is_array())
-      for (size_t i = 0; i < p["partitions"].size() && i < partSums_.size(); ++i)
-        p["partitions"][i]["measured_ms"] = timedRuns_ ? json(partSums_[i] / n * 1e3) : json();
-    if (p.contains("transfers") && p["transfers"].is_array())
-      for (size_t i = 0; i < p["transfers"].size() && i < transferSums_.size(); ++i)
-        p["transfers"][i]["measured_ms"] = timedRuns_ ? json(transferSums_[i] / n * 1e3) : json();
-    return p;
+    mean.partitionSeconds = partSums_;
+    mean.transferSeconds = transferSums_;
+    for (double& s : mean.partitionSeconds)
+      s /= n;
+    for (double& s : mean.transferSeconds)
+      s /= n;
+    mean.totalSeconds = totalSum_ / n;
+    return json::parse(ir::partition::planJson(*plan_, timedRuns_ ? &mean : nullptr));
   }
 #endif
 

@@ -827,8 +827,11 @@ public:
       graphInputs_.push_back(v);
     for (const Value* v : g.outputs())
       graphOutputs_.push_back(v);
+    // Each part is compiled where it stays: executables keep a reference to their graph (the
+    // CPU's and the FPGA's do), so the parts must not move after compile().
+    parts_.reserve(p.partitions.size());
     for (const Partition& pp : p.partitions) {
-      Part part;
+      Part& part = parts_.emplace_back();
       part.graph = extractSubgraph(g, pp.nodes, &part.inputs, &part.outputs);
       part.graph.name = fmt::format("{}_p{}_{}", g.name.empty() ? "model" : g.name, pp.id,
                                     pp.target);
@@ -836,7 +839,6 @@ public:
       if (!t) fail(ErrorKind::Usage, "target '{}' is not available", pp.target);
       part.exe = t->compile(part.graph, s);
       part.exe->setProfiling(true);
-      parts_.push_back(std::move(part));
     }
     times_.partitionSeconds.assign(parts_.size(), 0);
     times_.transferSeconds.assign(p.transfers.size(), 0);
