@@ -8,6 +8,14 @@
 #include "bench/Stats.h"
 #include "bench/SystemInfo.h"
 #include "bench/Worker.h"
+// The report renderers and the SQLite history, where this build has them.
+#if __has_include("bench/Report.h") && __has_include("bench/History.h")
+#include "bench/History.h"
+#include "bench/Report.h"
+#define TRIAD_BENCH_HAVE_REPORT 1
+#else
+#define TRIAD_BENCH_HAVE_REPORT 0
+#endif
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
 #include "ir/System.h"
@@ -498,7 +506,8 @@ void Bench::finishResult(Participant& p) {
     en["why"] = "a RAPL reading failed during the timed runs";
   } else {
     en["joules_per_inference"] = p.joules / double(p.samples.size() * size_t(p.batch));
-    en["source"] = "rapl (CPU packages, whole machine, during this target's runs)";
+    en["source"] = "rapl";
+    en["scope"] = "the CPU packages, whole machine, during this result's timed runs";
   }
   r["energy"] = en;
 }
@@ -638,7 +647,7 @@ int Bench::run() {
   report["model"] = model_;
   report["settings"] = settingsJson();
   report["results"] = results_;
-  report["partition"] = partition_;
+  if (!partition_.is_null()) report["partition"] = partition_; // absent without auto
   report["schedule"] = schedule_;
 
   fs::path dir =
@@ -660,18 +669,27 @@ int Bench::run() {
 } // namespace
 
 fs::path writeReports(const fs::path& dir, const json& report) {
-  // Until bench/Report.h (report.md, report.html) is built: report.json alone.
+#if TRIAD_BENCH_HAVE_REPORT
+  writeReportFiles(dir, report); // report.json, report.md, report.html; atomic each
+  return dir / "report.html";
+#else
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail(ErrorKind::Io, "cannot create {}: {}", dir.string(), ec.message());
   frontend::writeFileAtomic(dir / "report.json", report.dump(2) + "\n");
   return dir / "report.json";
+#endif
 }
 
 std::string appendHistory(const std::string& db, const json& report) {
+#if TRIAD_BENCH_HAVE_REPORT
+  appendRun(db.empty() ? defaultDbPath() : fs::path(db), report); // one transaction
+  return "";
+#else
   (void)db;
   (void)report;
-  return "history not recorded: the SQLite history (bench/History.h) is not built yet";
+  return "history not recorded: the SQLite history (bench/History.h) is not in this build";
+#endif
 }
 
 int runBench(const BenchOptions& o, const ir::TargetRegistry& targets) {

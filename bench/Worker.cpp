@@ -11,6 +11,15 @@
 #if TRIAD_HAVE_PARTITIONER
 #include "ir/partition/Partition.h"
 #endif
+// The FPGA's resource estimate, device budgets and energy estimate, where this build has them.
+#if __has_include("fpga/Cost.h") && __has_include("fpga/Devices.h")
+#include "fpga/Cost.h"
+#include "fpga/Devices.h"
+#include "fpga/Emulator.h"
+#define TRIAD_BENCH_FPGA_COSTS 1
+#else
+#define TRIAD_BENCH_FPGA_COSTS 0
+#endif
 
 #include <nlohmann/json.hpp>
 
@@ -93,11 +102,17 @@ template <class O> void setAutoReuse(O& o, std::string* note) {
   }
 }
 
+// The part's budget where the FPGA target holds designs against one (FpgaTargetOptions::part).
+template <class O> void setPart(O& o, const std::string& part) {
+  if constexpr (requires { o.part = part; }) o.part = part;
+}
+
 fpga::FpgaTargetOptions fpgaOptions(const WorkerSpec& s, std::string* note) {
   fpga::FpgaTargetOptions fo;
   if (!s.precision.empty()) fo.config = fpga::QuantConfig::fromCommandLine("", s.precision, {});
   fo.clockMhz = s.clockMhz;
   fo.verilate = s.fpgaRtl;
+  setPart(fo, s.fpgaPart);
   if (s.reuse == "auto")
     setAutoReuse(fo, note);
   else
@@ -190,12 +205,18 @@ public:
       exe_->run(inputs_);
     std::vector<ir::LayerTime> prof = exe_->profile();
     exe_->setProfiling(false);
+    std::map<std::string, std::string> ops; // layers named like a node: its ONNX op
+    for (const auto& node : graph_->graph.nodes())
+      ops[node->name()] = std::string(node->def().onnxName);
     json layers = json::array();
-    for (const ir::LayerTime& l : prof)
-      layers.push_back({{"layer", l.layer},
-                        {"kind", l.kind},
-                        {"ms", l.milliseconds / std::max(n, 1)},
-                        {"cycles", l.cycles}});
+    for (const ir::LayerTime& l : prof) {
+      json row = {{"layer", l.layer},
+                  {"kind", l.kind},
+                  {"ms", l.milliseconds / std::max(n, 1)},
+                  {"cycles", l.cycles}};
+      if (auto it = ops.find(l.layer); it != ops.end()) row["op"] = it->second;
+      layers.push_back(std::move(row));
+    }
     json r = {{"layers", layers}, {"runs", n}};
     if (prof.empty())
       r["why"] = s_.target == "interp" || s_.target == "reference"
@@ -319,29 +340,78 @@ private:
     f["precision"] = fpgaPrecisionName(s_.precision);
     f["reuse"] = s_.reuse;
     f["part"] = s_.fpgaPart.empty() ? json(nullptr) : json(s_.fpgaPart);
-    // Resources: the sum of the target's per-node estimates where it gives them.
+    auto resJson = [](const ir::Resources& r) {
+      return json{{"lut", r.lut}, {"ff", r.ff}, {"dsp", r.dsp}, {"bram18", r.bram18}};
+    };
+#if TRIAD_BENCH_FPGA_COSTS
+    // The design's resource estimate, the part's budget and the energy estimate (fpga/Cost.h).
+    ir::Resources res = fpga_->resources();
+    f["budget"] = nullptr;
+    f["fits"] = nullptr;
+    f["fits_why"] = s_.fpgaPart.empty() ? "no --fpga-part" : "";
+    if (!s_.fpgaPart.empty()) {
+      const fpga::Device& dev = fpga::findDevice(s_.fpgaPart);
+      f["budget"] = resJson(dev.resources);
+      if (!res.empty()) {
+        f["fits"] = res.fitsIn(dev.resources);
+        f["fits_why"] = nullptr;
+      } else {
+        f["fits_why"] = "no resource estimate";
+      }
+    }
+    f["energy_estimate"] = nullptr;
+    f["energy_why"] = nullptr;
+    try {
+      if (!t.rtl) fail(ErrorKind::Unsupported, "no RTL: {}", t.why);
+      double perSample =
+          fpga::designSeconds(t.latencyCycles, t.ii, s_.batch, t.clockMhz) / double(s_.batch);
+      fpga::EnergyEstimate e =
+          fpga::estimateEnergy(res, activity(), t.clockMhz, perSample, s_.fpgaPart);
+      f["energy_estimate"] = {{"joules_per_inference", e.joules},
+                              {"static_joules", e.staticJoules},
+                              {"dynamic_joules", e.dynamicJoules},
+                              {"model", "docs/fpga.md#energy-estimate"},
+                              {"inputs", e.model}};
+    } catch (const std::exception& e) {
+      f["energy_why"] = e.what();
+    }
+#else
+    // Before fpga/Cost.h: the sum of the target's per-node estimates, where it gives them.
     ir::CostContext ctx;
     ctx.fpgaPart = s_.fpgaPart;
-    ir::Resources sum;
+    ir::Resources res;
     for (const ir::NodeCost& c : target_->estimate(graph_->graph, ctx))
-      sum += c.resources;
-    if (sum.empty()) {
+      res += c.resources;
+    f["budget"] = nullptr;
+    f["fits"] = nullptr;
+    f["fits_why"] = "no device budgets (fpga/Devices.h) in this build";
+    f["energy_estimate"] = nullptr;
+    f["energy_why"] = "no FPGA energy model (fpga/Cost.h) in this build";
+#endif
+    if (res.empty()) {
       f["resources"] = nullptr;
-      f["resources_why"] = "the FPGA target's estimate gives no resources yet";
+      f["resources_why"] = "the FPGA target gives no resource estimate for this design";
     } else {
-      f["resources"] = {{"lut", sum.lut},
-                        {"ff", sum.ff},
-                        {"dsp", sum.dsp},
-                        {"bram18", sum.bram18},
-                        {"source", "estimate"}};
+      f["resources"] = resJson(res);
+      f["resources"]["source"] = "estimate";
       f["resources_why"] = nullptr;
     }
-    f["fits"] = nullptr;
-    f["fits_why"] = "no device budget for the part yet";
-    f["energy_estimate"] = nullptr;
-    f["energy_why"] = "fpga::estimateEnergy not built yet";
     return f;
   }
+
+#if TRIAD_BENCH_FPGA_COSTS
+  // The design's activity for the energy estimate: the same design emitted again (the
+  // executable does not expose it), with the target's options.
+  double activity() {
+    fpga::FpgaTargetOptions fo = fpgaOptions(s_, &note_);
+    fpga::Emulator emu(graph_->graph, fo.config);
+    fpga::VerilogOptions vo;
+    vo.name = graph_->graph.name.empty() ? "model" : graph_->graph.name;
+    vo.reuse = fo.reuse;
+    vo.clockMhz = fo.clockMhz;
+    return fpga::designActivity(fpga::emitVerilog(graph_->graph, emu, vo));
+  }
+#endif
 
   void compileAuto([[maybe_unused]] ir::Graph& g, [[maybe_unused]] const ir::CompileSettings& cs) {
 #if TRIAD_HAVE_PARTITIONER
