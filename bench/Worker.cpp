@@ -429,6 +429,9 @@ private:
     po.targets = s_.autoTargets;
     po.costs.measured = s_.measured;
     po.costs.fpgaPart = s_.fpgaPart;
+#if TRIAD_BENCH_FPGA_COSTS
+    if (!s_.fpgaPart.empty()) po.costs.fpgaBudget = fpga::findDevice(s_.fpgaPart).resources;
+#endif
     plan_ = std::make_unique<ir::partition::Plan>(ir::partition::plan(g, autoTargets_, po));
     auto pe = ir::partition::compilePlan(g, *plan_, autoTargets_, cs);
     pexe_ = pe.get();

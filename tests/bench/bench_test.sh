@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `triad bench` end to end. Usage: bench_test.sh CASE TRIAD_BINARY SOURCE_DIR CACHE_DIR
-#   digits    interp, cpu, fpga on digits_mlp at batches 1 and 4 with data and labels: every
-#             required field with plausible values; an unknown target is a usage error (exit 2)
+#   digits    interp, cpu, fpga, auto on digits_mlp at batches 1 and 4 with data and labels:
+#             every required field with plausible values, the partition plan with measured
+#             times; an unknown target is a usage error (exit 2)
 #   failures  a worker that aborts, one that hangs past --timeout, a peer that dies and one that
 #             is not ready: each "failed"/"skipped" with its reason, the bench goes on
 #   kill      SIGTERM and SIGINT mid-run: exit 143/130, the earlier report.json byte-identical,
@@ -45,7 +46,7 @@ digits)
   [ $rc -eq 2 ] || { echo "FAIL unknown target: exit $rc, want 2"; cat "$TMP/usage.log"; exit 1; }
   grep -q "no target 'nosuch'" "$TMP/usage.log" || { cat "$TMP/usage.log"; exit 1; }
   echo "ok   unknown target: usage error, exit 2"
-  "$TRIAD" bench "$M/digits_mlp.onnx" --targets interp,cpu,fpga --batch 1,4 --repeat 5 \
+  "$TRIAD" bench "$M/digits_mlp.onnx" --targets interp,cpu,fpga,auto --batch 1,4 --repeat 5 \
     "${DIGITS[@]}" -o "$TMP/out" --no-db > "$TMP/stdout" 2> "$TMP/log" || { cat "$TMP/log"; exit 1; }
   grep -q "report" "$TMP/stdout" || { echo "FAIL no report path printed"; exit 1; }
   cat > "$TMP/checks.py" <<'PY'
@@ -61,7 +62,7 @@ check(isinstance(s["opencl"], list), "system.opencl is a list")
 m = rep["model"]
 check(len(m["sha256"]) == 64 and m["nodes"] > 0 and m["params"] > 0 and m["macs"] > 0, "model hash and sizes")
 check(m["data_rows"] == 360, "360 data rows")
-check(len(rep["results"]) == 6, "6 results (3 targets x 2 batches)")
+check(len(rep["results"]) == 8, "8 results (4 targets x 2 batches)")
 ref_top1 = R[("interp", 1)]["accuracy"]["top1"]
 for (t, b), r in R.items():
     name = f"{t}@{b}"
@@ -96,6 +97,17 @@ for b in (1, 4):
     check((fp["resources"] is None) == bool(fp["resources_why"]), f"fpga@{b} resources or why")
     check(len(f["layers"]) > 0 and all(x["cycles"] > 0 for x in f["layers"]), f"fpga@{b} per-layer cycles")
 check(R[("fpga", 1)]["accuracy"]["max_abs_err"] > 0, "fpga: fixed point differs from float")
+for b in (1, 4):
+    a = R[("auto", b)]
+    p = a["partition"]
+    check(p["mode"] == "auto" and p["algorithm"] and p["predicted_ms"] > 0 and p["measured_ms"] > 0,
+          f"auto@{b} plan: mode, algorithm, predicted and measured")
+    nodes = [n for part in p["partitions"] for n in part["nodes"]]
+    check(len(nodes) == len(p["nodes"]) and all(part["target"] in ("cpu", "fpga") for part in p["partitions"]),
+          f"auto@{b} every node placed on cpu or fpga")
+    check(all(part["measured_ms"] is not None for part in p["partitions"]), f"auto@{b} measured time per partition")
+    check(len(a["layers"]) == len(p["partitions"]) + len(p["transfers"]), f"auto@{b} profile: one row per partition and transfer")
+check(rep["partition"] == R[("auto", 1)]["partition"], "top-level partition: the first batch's plan")
 PY
   check "$TMP/out/report.json" "$TMP/checks.py"
   ;;
