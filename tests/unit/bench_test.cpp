@@ -84,6 +84,13 @@ TEST(BenchEnergy, RaplFromAFakeTreeWithWraparound) {
   EXPECT_NE(none.why().find("absent"), std::string::npos);
 }
 
+TEST(BenchEnergy, NvmlSaysWhyWhenAbsent) {
+  Nvml nvml("no such device name");
+  if (nvml.available()) GTEST_SKIP() << "an NVIDIA device matched";
+  EXPECT_FALSE(nvml.millijoules());
+  EXPECT_NE(nvml.why().find("NVML"), std::string::npos) << nvml.why();
+}
+
 TEST(BenchData, BatchesPadAndRandomRowsAreStable) {
   ir::Tensor x = ir::Tensor::fromVector<float>({3, 2}, {0, 1, 10, 11, 20, 21});
   ir::Tensor cyc = takeRows(x, 2, 3, false); // rows 2, 0, 1
