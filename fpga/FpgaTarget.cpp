@@ -33,6 +33,7 @@ public:
     VerilogOptions vo;
     vo.name = g.name.empty() ? "model" : g.name;
     vo.reuse = o.reuse;
+    vo.autoReuse = o.autoReuse;
     vo.clockMhz = o.clockMhz;
     try {
       design_ = emitVerilog(g, emu_, vo);

@@ -15,6 +15,7 @@ namespace triad::fpga {
 struct FpgaTargetOptions {
   QuantConfig config;            // precisions (the built-in defaults: fixed<16,6>)
   int64_t reuse = 1;             // reuse factor of Dense and Conv layers
+  bool autoReuse = false;        // per layer, the largest reuse that keeps the II (--reuse auto)
   double clockMhz = 200;         // the clock the cycle counts are converted at
   bool verilate = false;         // run the Verilated RTL (checked against the emulator) instead
   std::filesystem::path workDir; // designs for verilate (default: $TRIAD_CACHE_DIR or ~/.cache)

@@ -829,12 +829,13 @@ public:
       graphOutputs_.push_back(v);
     for (const Partition& pp : p.partitions) {
       Part part;
-      part.graph = extractSubgraph(g, pp.nodes, &part.inputs, &part.outputs);
-      part.graph.name = fmt::format("{}_p{}_{}", g.name.empty() ? "model" : g.name, pp.id,
+      // Targets may keep a reference to the graph they compiled: it stays where it is.
+      part.graph = std::make_unique<Graph>(extractSubgraph(g, pp.nodes, &part.inputs, &part.outputs));
+      part.graph->name = fmt::format("{}_p{}_{}", g.name.empty() ? "model" : g.name, pp.id,
                                     pp.target);
       const Target* t = reg.find(pp.target);
       if (!t) fail(ErrorKind::Usage, "target '{}' is not available", pp.target);
-      part.exe = t->compile(part.graph, s);
+      part.exe = t->compile(*part.graph, s);
       part.exe->setProfiling(true);
       parts_.push_back(std::move(part));
     }
@@ -954,7 +955,7 @@ public:
 
 private:
   struct Part {
-    Graph graph;
+    std::unique_ptr<Graph> graph;
     std::vector<const Value*> inputs, outputs;
     std::unique_ptr<Executable> exe;
   };
