@@ -41,5 +41,6 @@ Action addSim(CLI::App& app, const ir::TargetRegistry& targets);
 Action addSynth(CLI::App& app, const ir::TargetRegistry& targets);
 Action addDevices(CLI::App& app, const ir::TargetRegistry& targets);
 Action addTune(CLI::App& app, const ir::TargetRegistry& targets);
+Action addReport(CLI::App& app, const ir::TargetRegistry& targets);
 
 } // namespace triad::cli

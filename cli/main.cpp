@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   add(cli::addSynth);
   add(cli::addDevices);
   add(cli::addTune);
+  add(cli::addReport);
 
   try {
     app.parse(argc, argv);
