@@ -306,7 +306,7 @@ namespace {
 
 std::string change(std::optional<double> a, std::optional<double> b, bool asPercent = false) {
   auto f = [&](std::optional<double> v) {
-    return !v ? std::string(kDash) : asPercent ? fmtPercent(*v) : fmtNum(*v);
+    return !v ? std::string(kDash) : asPercent ? fmtPercent(*v, 2) : fmtNum(*v);
   };
   return f(a) + " → " + f(b);
 }
@@ -438,10 +438,13 @@ Comparison compareRuns(const nlohmann::json& a, const nlohmann::json& b, double 
         auto la = num(fx, "latency_cycles"), lb = num(fy, "latency_cycles");
         auto iia = num(fx, "ii"), iib = num(fy, "ii");
         row += (la || lb) ? fmt::format(" {} / {} |", change(la, lb), change(iia, iib)) : " |";
-        if ((la && lb && *lb > *la * (1 + threshold)) ||
-            (iia && iib && *iib > *iia * (1 + threshold))) {
+        if (la && lb && *lb > *la * (1 + threshold)) {
           bad = true;
-          verdict.push_back("more FPGA cycles");
+          verdict.push_back(fmt::format("FPGA latency {} cycles", delta(la, lb)));
+        }
+        if (iia && iib && *iib > *iia * (1 + threshold)) {
+          bad = true;
+          verdict.push_back(fmt::format("FPGA II {} cycles", delta(iia, iib)));
         }
       }
       if (verdict.empty()) {

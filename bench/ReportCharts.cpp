@@ -576,7 +576,7 @@ std::string partitionChart(const Json& plan, const Colours& col) {
   if (hostOut)
     boxes.push_back({-2, "host", "host", {"graph outputs"}, "the host: graph outputs", true});
 
-  constexpr double boxW = 176, hostW = 92, gap = 130, boxH = 118, arcRoom = 64;
+  constexpr double boxW = 176, hostW = 108, gap = 130, boxH = 118, arcRoom = 64;
   double x = 20;
   for (Box& b : boxes) {
     b.w = b.host ? hostW : boxW;
@@ -689,14 +689,14 @@ std::string partitionChart(const Json& plan, const Colours& col) {
     s.raw(fmt::format("<g class=\"transfer\"><title>{}</title>", svg::escape(a.tip)));
     if (a.to == a.from + 1) {
       int k = straightSeen[{a.from, a.to}]++, nk = straightCount[{a.from, a.to}];
-      double y = top + boxH / 2 + (double(k) - double(nk - 1) / 2) * 40;
+      double y = top + boxH / 2 + (double(k) - double(nk - 1) / 2) * 50;
       double x0 = f.x + f.w, x1 = t.x;
       s.line(x0 + 2, y, x1 - 2, y, "#444444", 1.6, "marker-end=\"url(#chart-partition-arrow)\"");
       size_t chars = size_t((x1 - x0 - 8) / 6.2);
       s.text((x0 + x1) / 2, y - 6, a.bytes, "middle", 11.5, "font-weight=\"600\"");
-      s.text((x0 + x1) / 2, y + 14, svg::ellipsize(a.name, chars), "middle", 10.5);
+      s.text((x0 + x1) / 2, y + 13, svg::ellipsize(a.name, chars), "middle", 10.5);
       if (!a.conv.empty())
-        s.text((x0 + x1) / 2, y + 27, svg::ellipsize(a.conv, chars), "middle", 10,
+        s.text((x0 + x1) / 2, y + 24, svg::ellipsize(a.conv, chars), "middle", 10,
                "fill=\"#666666\"");
     } else {
       bool up = a.to > a.from;

@@ -247,4 +247,13 @@ TEST(Compare, ThresholdAndStatus) {
   EXPECT_TRUE(contains(f.text, "now failed: CL_OUT_OF_RESOURCES")) << f.text;
   EXPECT_TRUE(contains(f.text, "only in B"));
   EXPECT_EQ(errorOf([&] { bench::compareRuns(a, a, -1); }), ErrorKind::Usage);
+  // More FPGA cycles (deterministic: any growth past the threshold).
+  json cycles = sample();
+  for (json& x : cycles["results"])
+    if (x["target"] == "fpga" && x["batch"] == 8) x["fpga"]["latency_cycles"] = 600;
+  bench::Comparison cy = bench::compareRuns(a, cycles, 0.05);
+  EXPECT_TRUE(cy.regressed);
+  EXPECT_TRUE(
+      contains(cy.text, "| 535 → 600 / 64 → 64 | **REGRESSION**: FPGA latency +12.1% cycles |"))
+      << cy.text;
 }

@@ -3,6 +3,7 @@
 // escaping, partial and malformed reports, and atomic report files.
 #include "XmlCheck.h"
 #include "bench/Report.h"
+#include "bench/ReportCharts.h"
 #include "bench/ReportUtil.h"
 #include "bench/Svg.h"
 #include "ir/Diagnostics.h"
@@ -397,4 +398,28 @@ TEST(ReportFiles, ReadingChecksTheSchema) {
     EXPECT_EQ(e.kind(), ErrorKind::Io);
   }
   fs::remove_all(d);
+}
+
+TEST(ReportHtml, PartitionDrawingWithLongAndBackwardTransfers) {
+  json r = sample();
+  json& trs = r["partition"]["transfers"];
+  trs.push_back({{"from", 0}, {"to", 2}, {"tensor", "skip<&>"}, {"bytes", 1024}, {"link", "fpga"}});
+  trs.push_back({{"from", 2}, {"to", 1}, {"tensor", "back"}, {"bytes", 64}, {"link", "gpu"}});
+  trs.push_back({{"from", 0}, {"to", 1}, {"tensor", "second"}, {"bytes", 16}, {"link", "gpu"}});
+  trs.push_back({{"from", 2}, {"to", -1}, {"tensor", "probs"}, {"bytes", 40}, {"link", "host"}});
+  bench::detail::Colours colours({"cpu", "gpu", "fpga"});
+  std::string s = bench::detail::partitionChart(r["partition"], colours);
+  EXPECT_EQ(test::xmlProblem(s), "");
+  EXPECT_EQ(count(s, "<g class=\"transfer\">"), 7u);
+  EXPECT_EQ(count(s, "<g class=\"partition\">"), 5u); // host in, P0, P1, P2, host out
+  EXPECT_TRUE(contains(s, "graph outputs"));
+  EXPECT_TRUE(contains(s, "1 KiB · skip&lt;&amp;&gt;"));
+  EXPECT_TRUE(contains(s, ">64 B · back<"));
+  EXPECT_TRUE(contains(s, "marker-end=\"url(#chart-partition-arrow)\""));
+  // A plan without transfers or partitions draws what it has, or nothing.
+  json bare = {{"partitions", json::array({{{"id", 0}, {"target", "cpu"}}})}};
+  EXPECT_EQ(test::xmlProblem(bench::detail::partitionChart(bare, colours)), "");
+  EXPECT_EQ(bench::detail::partitionChart(json::object(), colours), "");
+  r["partition"]["transfers"] = trs;
+  std::ofstream(fs::temp_directory_path() / "triad-partition-test.html") << bench::renderHtml(r);
 }
