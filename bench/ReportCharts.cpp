@@ -31,7 +31,7 @@ std::string sciTick(double v) {
 
 /// "fpga @ 200 MHz" for a result with an FPGA section, else the target.
 std::string seriesName(const Result& r) {
-  if (const Json* f = getObject(*r.json, "fpga"))
+  if (const Json* f = r.atClock())
     if (auto mhz = num(*f, "clock_mhz")) return fmt::format("{} @ {} MHz", r.target, fmtNum(*mhz));
   return r.target;
 }
@@ -62,7 +62,7 @@ std::string latencyChart(const std::vector<Result>& rs, const Colours& col) {
     b.value = *v;
     b.colour = col.of(r->target);
     const Json* l = getObject(*r->json, "latency_ms");
-    if (const Json* f = getObject(*r->json, "fpga")) {
+    if (const Json* f = r->atClock()) {
       fpga = true;
       b.label = fmtDurationMs(*v) + fmt::format(" ({} cycles)", text(*f, "latency_cycles", "?"));
       b.tip = fmt::format("{}, batch {}: {} cycles at {} MHz = {}", r->target, r->batch,
@@ -123,7 +123,7 @@ std::string throughputChart(const std::vector<Result>& rs, const Colours& col) {
       size_t i = size_t(std::find(bs.begin(), bs.end(), r.batch) - bs.begin());
       se.values[i] = *v;
       any = true;
-      if (getObject(*r.json, "fpga")) {
+      if (r.atClock()) {
         se.name = seriesName(r);
         fpga = true;
       }

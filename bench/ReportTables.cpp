@@ -197,7 +197,7 @@ Section resultsSection(const std::vector<Result>& rs) {
     const Json* l = getObject(*r.json, "latency_ms");
     const Json empty = Json::object();
     const Json& lat = l ? *l : empty;
-    if (getObject(*r.json, "fpga")) anyFpga = true;
+    if (r.atClock()) anyFpga = true;
     t.row({c(r.target), c(fmtInt(double(r.batch))), n(num(*r.json, "compile_s")),
            c(text(lat, "count", kDash)), n(num(lat, "p50")), n(num(lat, "p90")), n(num(lat, "p99")),
            n(num(lat, "mean")), n(num(lat, "min")), n(num(lat, "max")),

@@ -98,9 +98,15 @@ std::string fmtPercent(double f, int decimals) {
   return fmt::format("{:.{}f}%", f * 100, decimals);
 }
 
+const Json* Result::atClock() const {
+  if (!json || !ok() || target != "fpga") return nullptr;
+  const Json* f = getObject(*json, "fpga");
+  return f && num(*f, "latency_us") ? f : nullptr;
+}
+
 std::optional<double> Result::chartLatencyMs() const {
   if (!json || !ok()) return std::nullopt;
-  if (const Json* f = getObject(*json, "fpga"))
+  if (const Json* f = atClock())
     if (auto us = num(*f, "latency_us")) return *us / 1000;
   if (const Json* l = getObject(*json, "latency_ms")) return num(*l, "p50");
   return std::nullopt;
@@ -108,7 +114,7 @@ std::optional<double> Result::chartLatencyMs() const {
 
 std::optional<double> Result::chartThroughput() const {
   if (!json || !ok()) return std::nullopt;
-  if (const Json* f = getObject(*json, "fpga"))
+  if (const Json* f = atClock())
     if (auto t = num(*f, "throughput_per_s")) return t;
   return num(*json, "throughput_per_s");
 }

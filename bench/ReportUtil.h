@@ -48,10 +48,13 @@ struct Result {
   std::string target, kind, status, why, device;
   long long batch = 0;
   bool ok() const { return status == "ok"; }
-  /// Latency per inference batch as charted: the FPGA's at its clock (fpga.latency_us) when the
-  /// result has an FPGA section, else the measured p50.
+  /// The FPGA section of an ok "fpga" result with a latency at its clock (an "auto" result
+  /// with FPGA partitions is measured end to end: its own times are charted); else nullptr.
+  const Json* atClock() const;
+  /// Latency per inference batch as charted: the FPGA's at its clock (fpga.latency_us) for an
+  /// FPGA result (atClock()), else the measured p50.
   std::optional<double> chartLatencyMs() const;
-  /// Throughput as charted: the FPGA's at its clock when it has one, else the measured one.
+  /// Throughput as charted: the FPGA's at its clock (atClock()), else the measured one.
   std::optional<double> chartThroughput() const;
 };
 /// All results in report order (entries that are not objects are skipped).

@@ -420,6 +420,19 @@ TEST(ReportHtml, PartitionDrawingWithLongAndBackwardTransfers) {
   json bare = {{"partitions", json::array({{{"id", 0}, {"target", "cpu"}}})}};
   EXPECT_EQ(test::xmlProblem(bench::detail::partitionChart(bare, colours)), "");
   EXPECT_EQ(bench::detail::partitionChart(json::object(), colours), "");
-  r["partition"]["transfers"] = trs;
-  std::ofstream(fs::temp_directory_path() / "triad-partition-test.html") << bench::renderHtml(r);
+  for (const std::string& svg : test::svgElements(bench::renderHtml(r)))
+    EXPECT_EQ(test::xmlProblem(svg), "");
+}
+
+TEST(ReportHtml, OnlyTheFpgaTargetIsChartedAtItsClock) {
+  // An "auto" result with FPGA partitions may carry an fpga section: its end-to-end measured
+  // time is what the latency chart shows, not the FPGA part's latency.
+  json r = sample();
+  ASSERT_EQ(r["results"][3]["target"], "auto");
+  r["results"][3]["fpga"] = r["results"][2]["fpga"];
+  std::string html = bench::renderHtml(r);
+  EXPECT_TRUE(contains(html, "13.45 µs")) << "auto's measured p50";
+  EXPECT_FALSE(contains(html, "auto @ 200 MHz"));
+  EXPECT_TRUE(contains(html, "fpga @ 200 MHz"));
+  EXPECT_TRUE(contains(bench::renderMarkdown(r), "| auto | 1 | 200 | 87 | 64 |")); // FPGA table
 }
