@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   add(cli::addDevices);
   add(cli::addTune);
   add(cli::addPartition);
+  add(cli::addReport);
 
   try {
     app.parse(argc, argv);
