@@ -42,5 +42,7 @@ Action addSynth(CLI::App& app, const ir::TargetRegistry& targets);
 Action addDevices(CLI::App& app, const ir::TargetRegistry& targets);
 Action addTune(CLI::App& app, const ir::TargetRegistry& targets);
 Action addBench(CLI::App& app, const ir::TargetRegistry& targets);
+Action addPartition(CLI::App& app, const ir::TargetRegistry& targets);
+Action addReport(CLI::App& app, const ir::TargetRegistry& targets);
 
 } // namespace triad::cli

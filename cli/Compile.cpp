@@ -11,6 +11,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 namespace triad::cli {
 
 namespace fs = std::filesystem;
@@ -36,6 +38,13 @@ ir::Tensor rawTensor(const std::vector<int64_t>& v, int64_t rows, int64_t cols) 
 
 nlohmann::json formatJson(const fpga::FixedFormat& f) {
   return {{"format", fpga::formatToString(f)}, {"width", f.width}, {"frac", f.fracBits()}};
+}
+
+nlohmann::json resourcesJson(const ir::Resources& r) {
+  return {{"lut", std::lround(r.lut)},
+          {"ff", std::lround(r.ff)},
+          {"dsp", std::lround(r.dsp)},
+          {"bram18", std::lround(r.bram18)}};
 }
 
 int runCompile(CompileOptions o, bool batchGiven) {
@@ -151,10 +160,13 @@ int runCompile(CompileOptions o, bool batchGiven) {
       l["reuse"] = s.reuse;
       l["stage_levels"] = s.stageLevels;
     }
+    l["estimate"] = resourcesJson(s.resources);
     mults += s.multipliers;
     j["layers"].push_back(l);
   }
   j["multipliers"] = mults;
+  // The resource estimate (fpga/layers/Resources.cpp): xc7 LUT, FF, DSP48E1, RAMB18.
+  j["estimate"] = resourcesJson(d.resources());
   j["clock_mhz"] = o.clockMhz;
   // What triad sim needs to recompute expected outputs for other inputs.
   j["compile"] = {{"model", fs::absolute(o.model.model).string()},

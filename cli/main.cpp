@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
   add(cli::addDevices);
   add(cli::addTune);
   add(cli::addBench);
+  add(cli::addPartition);
+  add(cli::addReport);
 
   try {
     app.parse(argc, argv);

@@ -1,5 +1,7 @@
 #include "fpga/FpgaTarget.h"
 
+#include "fpga/Cost.h"
+#include "fpga/Devices.h"
 #include "fpga/Emulator.h"
 #include "fpga/layers/Layer.h"
 #include "frontend/TensorIO.h"
@@ -33,6 +35,7 @@ public:
     VerilogOptions vo;
     vo.name = g.name.empty() ? "model" : g.name;
     vo.reuse = o.reuse;
+    vo.autoReuse = o.autoReuse;
     vo.clockMhz = o.clockMhz;
     try {
       design_ = emitVerilog(g, emu_, vo);
@@ -49,6 +52,7 @@ public:
       timing_.latencyCycles = design_.latency;
       for (const RtlStage& s : design_.stages)
         timing_.ii = std::max(timing_.ii, double(stageCycles(s)));
+      if (!o.part.empty()) requireFits(findDevice(o.part));
     }
     if (o.verilate) {
       if (g.outputs().size() != 1)
@@ -70,6 +74,7 @@ public:
   std::vector<ir::Tensor> run(std::span<const ir::Tensor> inputs) override {
     EmulatorResult r = emu_.run(inputs, false);
     ++runs_;
+    lastSamples_ = inputs.empty() || inputs[0].shape().empty() ? 1 : inputs[0].shape()[0];
     if (!o_.verilate) return std::move(r.values);
     // The RTL on the same inputs, checked bit for bit against the emulator.
     const Quant& q = emu_.inputQuant();
@@ -116,19 +121,46 @@ public:
 
   FpgaTiming timing() const override { return timing_; }
 
+  ir::Resources resources() const override {
+    return timing_.rtl ? design_.resources() : ir::Resources{};
+  }
+
+  double modelledSeconds() const override {
+    if (!timing_.rtl || lastSamples_ == 0) return -1;
+    return designSeconds(timing_.latencyCycles, timing_.ii, lastSamples_, o_.clockMhz);
+  }
+
 private:
+  // Unsupported naming the first resource the design's estimate exceeds on the part.
+  void requireFits(const Device& dev) const {
+    ir::Resources need = design_.resources(), have = dev.resources;
+    const std::pair<const char*, std::pair<double, double>> rows[] = {
+        {"LUT", {need.lut, have.lut}},
+        {"FF", {need.ff, have.ff}},
+        {"DSP", {need.dsp, have.dsp}},
+        {"RAMB18", {need.bram18, have.bram18}}};
+    for (const auto& [what, nh] : rows)
+      if (nh.first > nh.second)
+        fail(ErrorKind::Unsupported,
+             "design '{}' does not fit the {} ({}): it needs about {:.0f} {} (estimate), the part "
+             "has {:.0f}",
+             design_.top, dev.name, dev.description, nh.first, what, nh.second);
+  }
+
   FpgaTargetOptions o_;
   Emulator emu_;
   VerilogDesign design_;
   FpgaTiming timing_;
   fs::path dir_;
   bool profiling_ = false;
-  int64_t runs_ = 0, batch_ = 1;
+  int64_t runs_ = 0, batch_ = 1, lastSamples_ = 0;
 };
 
 class Target final : public ir::Target {
 public:
-  explicit Target(FpgaTargetOptions o) : o_(std::move(o)) {}
+  explicit Target(FpgaTargetOptions o) : o_(std::move(o)) {
+    if (!o_.part.empty()) findDevice(o_.part); // Usage listing the known parts
+  }
   std::string_view name() const override { return "fpga"; }
   std::string_view description() const override {
     return "FPGA: fixed-point dataflow (bit-accurate emulator; Verilog, Verilator, Yosys)";
@@ -137,6 +169,10 @@ public:
   std::unique_ptr<ir::Executable> compile(const ir::Graph& g,
                                           const ir::CompileSettings&) const override {
     return std::make_unique<Executable>(g, o_);
+  }
+  std::vector<ir::NodeCost> estimate(const ir::Graph& g,
+                                     const ir::CostContext& ctx) const override {
+    return estimateGraph(g, ctx, o_);
   }
 
 private:

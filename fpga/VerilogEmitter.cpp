@@ -111,6 +111,13 @@ std::vector<std::pair<std::string, std::string>> VerilogDesign::files() const {
   return f;
 }
 
+ir::Resources VerilogDesign::resources() const {
+  ir::Resources r = glue;
+  for (const RtlStage& s : stages)
+    r += s.resources;
+  return r;
+}
+
 std::string VerilogDesign::fileList() const {
   std::string s = fmt::format("// Sources of '{}' (top module: {}), in compile order.\n", top, top);
   for (const auto& [file, text] : files())
@@ -296,6 +303,11 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     int64_t lastOut = std::max(last + r.trailing + r.latency,
                                firstOut + (nOut - 1) * std::max<int64_t>(r.reuse, 1));
     if (nOut == 1) firstOut = lastOut;
+    int64_t operandsDone = 0; // the design input counts from its first transfer
+    for (int sv : ins)
+      if (sv != in->id()) operandsDone = std::max(operandsDone, streams.at(sv).last);
+    s.fillCycles = lastOut - operandsDone;
+    s.resources = estimateResources(*planned[li], ops, r);
     streams[L.output] = {r.out,       r.outFormat, arrival + look + r.latency,
                          lead + look, firstOut,    lastOut};
     stageIns.push_back(ins);
@@ -497,6 +509,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
                               {}});
         d.fifos.push_back({inst, s.layer, fifoDepth[i][k], bits, log2Exact(fifoDepth[i][k]),
                            o.fifoDepth.count(s.layer) > 0, why});
+        d.glue += estimateFifo(bits, fifoDepth[i][k]);
         c = {q + "_tdata", q + "_tvalid", q + "_tready"};
       }
       opConn.push_back(c);

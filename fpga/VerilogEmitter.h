@@ -46,6 +46,11 @@ struct RtlStage {
   int64_t memoryBits = 0;     // line buffers and tables
   int64_t cyclesPerFrame = 0; // cycles one sample takes at full speed (0: one per transfer)
   size_t layerIndex = 0;      // index in Emulator::layers()
+  /// The layer's share of the design latency: cycles from the last transfer of sample 0 on its
+  /// latest operand (the design input: its first transfer) to its own last output transfer.
+  /// Along a chain of layers these sum to VerilogDesign::latency.
+  int64_t fillCycles = 0;
+  ir::Resources resources; // estimateResources (LUT, FF, DSP48E1, RAMB18 on xc7)
 };
 
 /// A FIFO the driver inserted on the early operand of a join.
@@ -75,11 +80,14 @@ struct VerilogDesign {
   int64_t latency = 0;  // cycles from an input accepted to its output valid (no stalls)
   int stageLevels = 0;  // adder-tree levels per pipeline stage of the Dense/Conv cores (0: none)
   double clockMhz = 0;  // the clock they were chosen for (0: none given)
+  ir::Resources glue;   // the top's forks and FIFOs (estimate)
   std::vector<std::string> blocks; // the fpga/rtl/ modules the design instantiates
   std::string verilog;             // the generated module file
   std::string testbench;           // the generated Verilator testbench (C++)
   /// The rtl/ files of the design (its blocks, then the generated file; top module last).
   std::vector<std::pair<std::string, std::string>> files() const;
+  /// Every layer's estimated resources and the glue's.
+  ir::Resources resources() const;
   /// files.f: one file name per line (what lint and synthesis scripts read), top module named.
   std::string fileList() const;
 };

@@ -64,3 +64,13 @@ public:
 std::unique_ptr<ir::Target> makeGpuTarget(GpuOptions opts = {});
 
 } // namespace triad::gpu
+
+#include "ir/partition/Partition.h"
+
+namespace triad::gpu {
+
+/// The host<->device link of an OpenCL device, measured: blocking writes and reads of 16 MiB for
+/// the bandwidth and of 4 bytes for the latency (medians of a few, host wall time).
+ir::partition::Link measureHostLink(const std::string& device = {});
+
+} // namespace triad::gpu

@@ -16,7 +16,7 @@ APT_PACKAGES=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
   python3 python3-venv python3-pip
   verilator yosys nextpnr-ice40 fpga-icestorm ccache
-  libbenchmark-dev libopenblas-dev libsqlite3-dev
+  libbenchmark-dev libopenblas-dev libsqlite3-dev chromium
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
 )
 

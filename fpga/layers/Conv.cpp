@@ -34,6 +34,15 @@ void Window2d::addCosts(RtlLayer& r, int elemWidth) const {
   r.cyclesPerFrame = (H + padT + padB) * (W + padL + padR);
   r.trailing = padB * (W + padL + padR) + padR;
   r.memoryBits = ((KH - 1) * DH * (W + padL + padR) + KW) * C * elemWidth;
+  // triad_window's shift register: taps at ky*DH*Wp + kx*DW; the runs between them.
+  int64_t wp = W + padL + padR;
+  r.delay = {C * elemWidth, KH * KW, {}};
+  for (int64_t ky = 0; ky < KH; ++ky)
+    for (int64_t kx = 0; kx < KW; ++kx) {
+      if (ky == 0 && kx == 0) continue;
+      int64_t gap = kx > 0 ? DW - 1 : DH * wp - (KW - 1) * DW - 1;
+      if (gap > 0) r.delay.runs.push_back(gap);
+    }
 }
 
 int64_t Window2d::lookahead() const {

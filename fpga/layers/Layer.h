@@ -64,6 +64,14 @@ struct StreamGeom {
   bool operator==(const StreamGeom&) const = default;
 };
 
+/// A window generator's delay line (triad_window's shift register), for the resource estimate:
+/// `lanes` parallel bit lanes (channels x element bits), `taps` taps per lane (flip-flops), and
+/// the runs of stages between consecutive taps (shift-register LUTs, SRLC32E, when long).
+struct DelayLine {
+  int64_t lanes = 0, taps = 0;
+  std::vector<int64_t> runs;
+};
+
 /// One data operand of a layer's RTL.
 struct RtlOperand {
   StreamGeom geom;
@@ -97,6 +105,7 @@ struct RtlLayer {
   int64_t memoryBits = 0;       // line buffers and tables
   std::set<std::string> blocks; // fpga/rtl/ modules instantiated
   std::string summary;          // one line for the design header
+  DelayLine delay;              // a window's line buffer (none: lanes = 0)
 };
 
 /// One planned layer.
@@ -111,6 +120,17 @@ public:
   /// when a form has no RTL.
   virtual RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings& s) const = 0;
 };
+
+/// The layer's resources on a 7-series part (LUT including shift-register and RAM LUTs, FF,
+/// DSP48E1, RAMB18) for its RTL `r` on operands `ops`: an estimate from the layer's data (the
+/// multiply-accumulate array's products, their operand widths and its adder tree; delay lines,
+/// tables, pipeline and stream registers), calibrated against Yosys' synth_xilinx
+/// (fpga/layers/Resources.cpp; accuracy in docs/fpga.md, "Resources (estimate)").
+ir::Resources estimateResources(const Layer& l, std::span<const RtlOperand> ops, const RtlLayer& r);
+
+/// A triad_fifo of `depth` x `width` bits (LUT RAM up to 64 deep, else block RAM) and its
+/// pointers.
+ir::Resources estimateFifo(int64_t width, int64_t depth);
 
 struct LayerKind {
   std::string_view name;

@@ -827,18 +827,17 @@ public:
       graphInputs_.push_back(v);
     for (const Value* v : g.outputs())
       graphOutputs_.push_back(v);
-    // Each part is compiled where it stays: executables keep a reference to their graph (the
-    // CPU's and the FPGA's do), so the parts must not move after compile().
-    parts_.reserve(p.partitions.size());
     for (const Partition& pp : p.partitions) {
-      Part& part = parts_.emplace_back();
-      part.graph = extractSubgraph(g, pp.nodes, &part.inputs, &part.outputs);
-      part.graph.name = fmt::format("{}_p{}_{}", g.name.empty() ? "model" : g.name, pp.id,
+      Part part;
+      // Targets may keep a reference to the graph they compiled: it stays where it is.
+      part.graph = std::make_unique<Graph>(extractSubgraph(g, pp.nodes, &part.inputs, &part.outputs));
+      part.graph->name = fmt::format("{}_p{}_{}", g.name.empty() ? "model" : g.name, pp.id,
                                     pp.target);
       const Target* t = reg.find(pp.target);
       if (!t) fail(ErrorKind::Usage, "target '{}' is not available", pp.target);
-      part.exe = t->compile(part.graph, s);
+      part.exe = t->compile(*part.graph, s);
       part.exe->setProfiling(true);
+      parts_.push_back(std::move(part));
     }
     times_.partitionSeconds.assign(parts_.size(), 0);
     times_.transferSeconds.assign(p.transfers.size(), 0);
@@ -956,7 +955,7 @@ public:
 
 private:
   struct Part {
-    Graph graph;
+    std::unique_ptr<Graph> graph;
     std::vector<const Value*> inputs, outputs;
     std::unique_ptr<Executable> exe;
   };
