@@ -303,7 +303,11 @@ std::unique_ptr<Participant> Bench::startWorker(const WorkerSpec& s, const std::
   } else {
     for (const char* k : {"compile_s", "warmup_runs", "device", "threads"})
       if (ready->contains(k)) p->result[k] = (*ready)[k];
-    if (ready->contains("note")) p->result["note"] = (*ready)["note"];
+    if (ready->contains("notes")) {
+      p->result["notes"] = (*ready)["notes"];
+      for (const json& n : (*ready)["notes"])
+        progress_.note(fmt::format("triad bench: {}: {}", s.target, n.get<std::string>()));
+    }
   }
   progress_.finish(p->ok()
                        ? fmt::format("ok, compile {:.2f} s", p->result["compile_s"].get<double>())
@@ -547,7 +551,7 @@ void Bench::benchBatch(int64_t batch) {
     parts.push_back(startWorker(spec(t, batch), fmt::format("compiling {}, batch {}", t, batch)));
   }
   // Per-layer profiles first: they are the measured costs `auto` plans with.
-  std::map<std::string, std::map<std::string, double>> measured;
+  std::map<std::string, std::vector<std::pair<std::string, double>>> profiles;
   std::vector<std::string> autoTargets;
   for (auto& p : parts) {
     if (!p->ok()) continue;
@@ -557,7 +561,9 @@ void Bench::benchBatch(int64_t batch) {
     if (!p->ok() || (p->target != "cpu" && p->target != "gpu" && p->target != "fpga")) continue;
     autoTargets.push_back(p->target);
     for (const json& l : p->result["layers"])
-      measured[p->target][l["layer"].get<std::string>()] += l["ms"].get<double>() * 1e-3;
+      if (l["kind"] == "layer" || l["kind"] == "cycles")
+        profiles[p->target].push_back(
+            {l["layer"].get<std::string>(), l["ms"].get<double>() * 1e-3});
   }
   if (std::find(o_.targets.begin(), o_.targets.end(), "auto") != o_.targets.end()) {
 #if TRIAD_HAVE_PARTITIONER
@@ -570,7 +576,8 @@ void Bench::benchBatch(int64_t batch) {
     } else {
       WorkerSpec s = spec("auto", batch);
       s.autoTargets = autoTargets;
-      s.measured = measured;
+      s.profiles = profiles;
+      s.planCosts = o_.planCosts;
       parts.push_back(
           startWorker(s, fmt::format("partitioning and compiling auto, batch {}", batch)));
       if (parts.back()->ok()) profile(*parts.back()); // one row per partition and transfer

@@ -11,11 +11,13 @@
 #pragma once
 
 #include "ir/Target.h"
+#include "ir/partition/Partition.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,11 @@ struct BenchOptions {
   std::string db;               // empty: the default history database
   bool noDb = false;
   std::string command; // the command line, for the report
+  /// `auto`'s cost context: fills po.costs.devices and po.links and may drop targets that
+  /// cannot run here (the CLI: device models measured on this machine and cached, the GPU link
+  /// measured; cli/Targets.h). Runs in the auto worker; lines for the user go to `notes`.
+  /// Unset: the cost model's defaults.
+  std::function<void(ir::partition::Options& po, std::vector<std::string>* notes)> planCosts;
 };
 
 /// Runs the benchmark and writes the reports; returns the process exit code (0 when the

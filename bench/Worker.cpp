@@ -9,6 +9,7 @@
 #include "gpu/GpuTarget.h"
 #include "ir/passes/Pass.h"
 #if TRIAD_HAVE_PARTITIONER
+#include "ir/partition/Calibration.h"
 #include "ir/partition/Partition.h"
 #endif
 // The FPGA's resource estimate, device budgets and energy estimate, where this build has them.
@@ -171,7 +172,8 @@ public:
     r["device"] = device();
     r["threads"] = name == "cpu" || name == "auto" ? json(s_.threads) : json(nullptr);
     if (name == "interp") r["threads"] = 1;
-    if (!note_.empty()) r["note"] = note_;
+    if (!note_.empty()) notes_.push_back(note_);
+    if (!notes_.empty()) r["notes"] = notes_;
     return r;
   }
 
@@ -427,7 +429,9 @@ private:
     ir::partition::Options po;
     po.mode = ir::partition::Mode::Auto;
     po.targets = s_.autoTargets;
-    po.costs.measured = s_.measured;
+    if (s_.planCosts) s_.planCosts(po, &notes_);
+    for (const auto& [target, layers] : s_.profiles)
+      po.costs.measured[target] = ir::partition::measuredFromProfile(g, layers);
     po.costs.fpgaPart = s_.fpgaPart;
 #if TRIAD_BENCH_FPGA_COSTS
     if (!s_.fpgaPart.empty()) po.costs.fpgaBudget = fpga::findDevice(s_.fpgaPart).resources;
@@ -486,6 +490,7 @@ private:
   double gpuSum_[4] = {0, 0, 0, 0};
   int64_t timedRuns_ = 0;
   std::string basis_ = "wall", note_;
+  std::vector<std::string> notes_;
 #if TRIAD_HAVE_PARTITIONER
   ir::TargetRegistry autoTargets_;
   std::unique_ptr<ir::partition::Plan> plan_;

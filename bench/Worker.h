@@ -13,8 +13,10 @@
 #pragma once
 
 #include "ir/Target.h"
+#include "ir/partition/Partition.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,9 +38,12 @@ struct WorkerSpec {
   std::string reuse = "auto";
   std::string precision; // empty: the built-in default
   bool fpgaRtl = false;
-  // auto: candidate targets and measured per-node seconds per run (target -> node -> s)
+  // auto: candidate targets, their per-layer profiles from this run (target -> (layer, seconds
+  // per run); layers named like nodes, or fused groups of them, become measured node costs),
+  // and the hook that fills the device models and links (BenchOptions::planCosts)
   std::vector<std::string> autoTargets;
-  std::map<std::string, std::map<std::string, double>> measured;
+  std::map<std::string, std::vector<std::pair<std::string, double>>> profiles;
+  std::function<void(ir::partition::Options&, std::vector<std::string>*)> planCosts;
 };
 
 /// The worker's body; reads commands from fd `in`, writes replies to fd `out`. Never returns.

@@ -2,6 +2,7 @@
 // (bench/Bench.h; docs/cli.md; docs/report-schema.md).
 #include "bench/Bench.h"
 #include "cli/Commands.h"
+#include "cli/Targets.h"
 #include "fpga/QuantConfig.h"
 
 #include <fmt/format.h>
@@ -78,6 +79,18 @@ int runBenchCommand(BenchCliOptions& o, const ir::TargetRegistry& targets) {
   }
   if (!b.precision.empty()) fpga::QuantConfig::fromCommandLine("", b.precision, {});
   if (!(b.timeoutS > 0)) fail(ErrorKind::Usage, "--timeout {}: expected seconds > 0", b.timeoutS);
+  // `auto` plans over device models measured on this machine (cached) and the measured GPU
+  // link, as `triad partition` does (cli/Targets.h); it runs inside the auto worker.
+  PlanTargetOptions pto;
+  pto.threads = b.threads;
+  pto.reuse = b.reuse;
+  pto.clockMhz = b.clockMhz;
+  pto.fpgaPart = b.fpgaPart;
+  b.planCosts = [pto](ir::partition::Options& po, std::vector<std::string>* notes) {
+    Targets t = makeTargets(pto);
+    fillCosts(t, pto, po, true, false,
+              [notes](const std::string& line) { notes->push_back(line); });
+  };
   return bench::runBench(b, targets);
 }
 

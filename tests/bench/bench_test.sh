@@ -4,7 +4,8 @@
 #             every required field with plausible values, the partition plan with measured
 #             times; an unknown target is a usage error (exit 2)
 #   failures  a worker that aborts, one that hangs past --timeout, a peer that dies and one that
-#             is not ready: each "failed"/"skipped" with its reason, the bench goes on
+#             is not ready, an FPGA design larger than the part: each "failed"/"skipped" with
+#             its reason, the bench goes on
 #   kill      SIGTERM and SIGINT mid-run: exit 143/130, the earlier report.json byte-identical,
 #             no worker left, the temporary folder removed
 #   peers     the fake peer interleaved with Triad's targets: sample counts and round order
@@ -22,6 +23,8 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 M="$SRC/models"
 DIGITS=(--data "$M/digits_test_x_flat.npy" --labels "$M/digits_test_y.npy")
+# digits_mlp at reuse 1 needs ~7,500 DSPs, more than the default part (xcku115) has: reuse 4.
+FPGA=(--reuse 4)
 
 check() { # PYTHON-ASSERTIONS over the report at $1
   "$PY" - "$@" <<'PY'
@@ -47,7 +50,7 @@ digits)
   grep -q "no target 'nosuch'" "$TMP/usage.log" || { cat "$TMP/usage.log"; exit 1; }
   echo "ok   unknown target: usage error, exit 2"
   "$TRIAD" bench "$M/digits_mlp.onnx" --targets interp,cpu,fpga,auto --batch 1,4 --repeat 5 \
-    "${DIGITS[@]}" -o "$TMP/out" --no-db > "$TMP/stdout" 2> "$TMP/log" || { cat "$TMP/log"; exit 1; }
+    "${DIGITS[@]}" "${FPGA[@]}" -o "$TMP/out" --no-db > "$TMP/stdout" 2> "$TMP/log" || { cat "$TMP/log"; exit 1; }
   grep -q "report" "$TMP/stdout" || { echo "FAIL no report path printed"; exit 1; }
   cat > "$TMP/checks.py" <<'PY'
 check(rep["schema"] == "triad-bench/1", "schema triad-bench/1")
@@ -116,7 +119,8 @@ failures)
   export TRIAD_PEERS_DIR="$SRC/tests/bench/peers"
   # The FPGA worker aborts at its first timed run; the peer dies at its second run command.
   TRIAD_BENCH_TEST_CRASH=fpga:run FAKE_PEER_MODE=die "$TRIAD" bench "$M/digits_mlp.onnx" \
-    --targets interp,fpga --peers fake --repeat 4 --rounds 4 "${DIGITS[@]}" -o "$TMP/crash" --no-db \
+    --targets interp,fpga --peers fake --repeat 4 --rounds 4 "${DIGITS[@]}" "${FPGA[@]}" \
+    -o "$TMP/crash" --no-db \
     > /dev/null 2> "$TMP/log" || { cat "$TMP/log"; exit 1; }
   cat > "$TMP/checks.py" <<'PY'
 check(R[("interp", 1)]["status"] == "ok", "interp ok beside the failures")
@@ -129,7 +133,7 @@ PY
   check "$TMP/crash/report.json" "$TMP/checks.py"
   # A worker that hangs is stopped at --timeout; a peer that is not ready is skipped.
   TRIAD_BENCH_TEST_CRASH=fpga:hang FAKE_PEER_MODE=notready "$TRIAD" bench "$M/digits_mlp.onnx" \
-    --targets interp,fpga --peers fake --repeat 2 --timeout 3 -o "$TMP/hang" --no-db \
+    --targets interp,fpga --peers fake --repeat 2 --timeout 3 "${FPGA[@]}" -o "$TMP/hang" --no-db \
     > /dev/null 2> "$TMP/log" || { cat "$TMP/log"; exit 1; }
   cat > "$TMP/checks.py" <<'PY'
 check(R[("interp", 1)]["status"] == "ok", "interp ok beside the time-out")
@@ -140,6 +144,14 @@ check(p["status"] == "skipped" and "not to be ready" in p["why"], f"peer not rea
 check(R[("interp", 1)]["accuracy"]["why"].startswith("no --labels"), "random inputs: error vs interpreter only")
 PY
   check "$TMP/hang/report.json" "$TMP/checks.py"
+  # A design larger than the part is skipped with why (the FPGA target's budget check).
+  "$TRIAD" bench "$M/digits_mlp.onnx" --targets fpga --reuse 1 --fpga-part xcku115 --repeat 1 \
+    -o "$TMP/big" --no-db > /dev/null 2> "$TMP/log" || { cat "$TMP/log"; exit 1; }
+  cat > "$TMP/checks.py" <<'PY'
+f = R[("fpga", 1)]
+check(f["status"] == "skipped" and "does not fit the xcku115" in f["why"], f"too large for the part: skipped ({f['why']})")
+PY
+  check "$TMP/big/report.json" "$TMP/checks.py"
   ;;
 
 kill)
@@ -150,7 +162,7 @@ kill)
   for sig in TERM INT; do
     # The interpreter's runs hang (test hook), so the bench is mid-run when the signal comes.
     TMPDIR="$TMP/tmpdir" TRIAD_BENCH_TEST_CRASH=interp:hang "$TRIAD" bench "$M/digits_mlp.onnx" \
-      --targets interp,fpga --repeat 2 -o "$TMP/out" --no-db > /dev/null 2> "$TMP/log.$sig" &
+      --targets interp,fpga --repeat 2 "${FPGA[@]}" -o "$TMP/out" --no-db > /dev/null 2> "$TMP/log.$sig" &
     pid=$!
     for _ in $(seq 100); do grep -q "per-layer profile of fpga" "$TMP/log.$sig" 2>/dev/null && break; sleep 0.1; done
     sleep 0.5
@@ -176,7 +188,7 @@ kill)
 peers)
   export TRIAD_PEERS_DIR="$SRC/tests/bench/peers" FAKE_PEER_LOG="$TMP/peer.log"
   "$TRIAD" bench "$M/digits_mlp.onnx" --targets interp,fpga --peers fake --batch 1,2 --repeat 10 \
-    --rounds 5 --threads 1 "${DIGITS[@]}" -o "$TMP/out" --no-db > /dev/null 2> "$TMP/log" \
+    --rounds 5 --threads 1 "${DIGITS[@]}" "${FPGA[@]}" -o "$TMP/out" --no-db > /dev/null 2> "$TMP/log" \
     || { cat "$TMP/log"; exit 1; }
   cp "$TMP/peer.log" "$TMP/out/peer.log"
   cat > "$TMP/checks.py" <<'PY'
