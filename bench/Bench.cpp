@@ -2,20 +2,14 @@
 
 #include "bench/Data.h"
 #include "bench/Energy.h"
+#include "bench/History.h"
 #include "bench/Process.h"
 #include "bench/Progress.h"
+#include "bench/Report.h"
 #include "bench/Sha256.h"
 #include "bench/Stats.h"
 #include "bench/SystemInfo.h"
 #include "bench/Worker.h"
-// The report renderers and the SQLite history, where this build has them.
-#if __has_include("bench/Report.h") && __has_include("bench/History.h")
-#include "bench/History.h"
-#include "bench/Report.h"
-#define TRIAD_BENCH_HAVE_REPORT 1
-#else
-#define TRIAD_BENCH_HAVE_REPORT 0
-#endif
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
 #include "ir/System.h"
@@ -566,7 +560,6 @@ void Bench::benchBatch(int64_t batch) {
             {l["layer"].get<std::string>(), l["ms"].get<double>() * 1e-3});
   }
   if (std::find(o_.targets.begin(), o_.targets.end(), "auto") != o_.targets.end()) {
-#if TRIAD_HAVE_PARTITIONER
     if (autoTargets.empty()) {
       auto p = std::make_unique<Participant>();
       p->target = "auto", p->kind = "triad", p->batch = batch;
@@ -582,13 +575,6 @@ void Bench::benchBatch(int64_t batch) {
           startWorker(s, fmt::format("partitioning and compiling auto, batch {}", batch)));
       if (parts.back()->ok()) profile(*parts.back()); // one row per partition and transfer
     }
-#else
-    auto p = std::make_unique<Participant>();
-    p->target = "auto", p->kind = "triad", p->batch = batch;
-    p->result = emptyResult("auto", "triad", batch);
-    p->setFailed("partitioner not built", true);
-    parts.push_back(std::move(p));
-#endif
   }
   for (const std::string& peer : o_.peers)
     parts.push_back(startPeer(peer, batch));
@@ -660,10 +646,9 @@ int Bench::run() {
   fs::path dir =
       o_.outDir.empty() ? fs::path("out") / "bench" / fs::path(o_.model).stem() : o_.outDir;
   fs::path shown = writeReports(dir, report);
-  if (!o_.noDb) {
-    std::string note = appendHistory(o_.db, report);
-    if (!note.empty()) progress_.note("triad bench: " + note);
-  }
+  if (!o_.noDb)
+    progress_.note(fmt::format("triad bench: run {} added to the history {}", id,
+                               appendHistory(o_.db, report).string()));
   int ok = 0;
   for (const json& r : results_)
     ok += r["status"] == "ok";
@@ -676,27 +661,14 @@ int Bench::run() {
 } // namespace
 
 fs::path writeReports(const fs::path& dir, const json& report) {
-#if TRIAD_BENCH_HAVE_REPORT
   writeReportFiles(dir, report); // report.json, report.md, report.html; atomic each
   return dir / "report.html";
-#else
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) fail(ErrorKind::Io, "cannot create {}: {}", dir.string(), ec.message());
-  frontend::writeFileAtomic(dir / "report.json", report.dump(2) + "\n");
-  return dir / "report.json";
-#endif
 }
 
-std::string appendHistory(const std::string& db, const json& report) {
-#if TRIAD_BENCH_HAVE_REPORT
-  appendRun(db.empty() ? defaultDbPath() : fs::path(db), report); // one transaction
-  return "";
-#else
-  (void)db;
-  (void)report;
-  return "history not recorded: the SQLite history (bench/History.h) is not in this build";
-#endif
+fs::path appendHistory(const std::string& db, const json& report) {
+  fs::path path = db.empty() ? defaultDbPath() : fs::path(db);
+  appendRun(path, report); // one transaction
+  return path;
 }
 
 int runBench(const BenchOptions& o, const ir::TargetRegistry& targets) {

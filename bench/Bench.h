@@ -56,11 +56,12 @@ struct BenchOptions {
 /// nothing written). Usage errors, an unreadable model or data throw triad::Error.
 int runBench(const BenchOptions& o, const ir::TargetRegistry& targets);
 
-/// The run's report files under `dir` (report.json, and report.md/report.html where the
-/// renderer is built); returns the path to print (report.html, else report.json).
+/// The run's report files under `dir` (report.json, report.md, report.html: bench/Report.h);
+/// returns the path to print (report.html).
 std::filesystem::path writeReports(const std::filesystem::path& dir, const nlohmann::json& report);
 
-/// Appends the run to the history database; returns a note for the user ("" when stored).
-std::string appendHistory(const std::string& db, const nlohmann::json& report);
+/// Appends the run to the history database `db` (empty: bench/History.h's default) in one
+/// transaction; returns the database's path.
+std::filesystem::path appendHistory(const std::string& db, const nlohmann::json& report);
 
 } // namespace triad::bench

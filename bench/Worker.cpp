@@ -3,24 +3,16 @@
 #include "bench/Data.h"
 #include "bench/Energy.h"
 #include "cpu/CpuTarget.h"
+#include "fpga/Cost.h"
+#include "fpga/Devices.h"
+#include "fpga/Emulator.h"
 #include "fpga/FpgaTarget.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
 #include "gpu/GpuTarget.h"
-#include "ir/passes/Pass.h"
-#if TRIAD_HAVE_PARTITIONER
 #include "ir/partition/Calibration.h"
 #include "ir/partition/Partition.h"
-#endif
-// The FPGA's resource estimate, device budgets and energy estimate, where this build has them.
-#if __has_include("fpga/Cost.h") && __has_include("fpga/Devices.h")
-#include "fpga/Cost.h"
-#include "fpga/Devices.h"
-#include "fpga/Emulator.h"
-#define TRIAD_BENCH_FPGA_COSTS 1
-#else
-#define TRIAD_BENCH_FPGA_COSTS 0
-#endif
+#include "ir/passes/Pass.h"
 
 #include <nlohmann/json.hpp>
 
@@ -93,29 +85,14 @@ void testHook(const std::string& target, const char* phase) {
 void testHook(const std::string&, const char*) {}
 #endif
 
-// --reuse auto where the FPGA target has it (FpgaTargetOptions::autoReuse), else reuse 1.
-template <class O> void setAutoReuse(O& o, std::string* note) {
-  if constexpr (requires { o.autoReuse = true; })
-    o.autoReuse = true;
-  else {
-    o.reuse = 1;
-    *note = "--reuse auto: the FPGA target has no automatic reuse yet; ran at reuse 1";
-  }
-}
-
-// The part's budget where the FPGA target holds designs against one (FpgaTargetOptions::part).
-template <class O> void setPart(O& o, const std::string& part) {
-  if constexpr (requires { o.part = part; }) o.part = part;
-}
-
-fpga::FpgaTargetOptions fpgaOptions(const WorkerSpec& s, std::string* note) {
+fpga::FpgaTargetOptions fpgaOptions(const WorkerSpec& s) {
   fpga::FpgaTargetOptions fo;
   if (!s.precision.empty()) fo.config = fpga::QuantConfig::fromCommandLine("", s.precision, {});
   fo.clockMhz = s.clockMhz;
   fo.verilate = s.fpgaRtl;
-  setPart(fo, s.fpgaPart);
+  fo.part = s.fpgaPart; // the target refuses a design larger than the part
   if (s.reuse == "auto")
-    setAutoReuse(fo, note);
+    fo.autoReuse = true;
   else
     fo.reuse = std::stoll(s.reuse);
   return fo;
@@ -152,7 +129,7 @@ public:
       compileAuto(g, cs);
     } else {
       if (name == "fpga") {
-        ownTarget_ = fpga::makeFpgaTarget(fpgaOptions(s_, &note_));
+        ownTarget_ = fpga::makeFpgaTarget(fpgaOptions(s_));
         target_ = ownTarget_.get();
       } else {
         target_ = targets_.find(name);
@@ -172,7 +149,6 @@ public:
     r["device"] = device();
     r["threads"] = name == "cpu" || name == "auto" ? json(s_.threads) : json(nullptr);
     if (name == "interp") r["threads"] = 1;
-    if (!note_.empty()) notes_.push_back(note_);
     if (!notes_.empty()) r["notes"] = notes_;
     return r;
   }
@@ -278,9 +254,7 @@ public:
       r["energy_source"] = "nvml";
     }
     if (fpga_) r["fpga"] = fpgaJson();
-#if TRIAD_HAVE_PARTITIONER
     if (pexe_) r["partition"] = partitionJson();
-#endif
     return r;
   }
 
@@ -345,7 +319,6 @@ private:
     auto resJson = [](const ir::Resources& r) {
       return json{{"lut", r.lut}, {"ff", r.ff}, {"dsp", r.dsp}, {"bram18", r.bram18}};
     };
-#if TRIAD_BENCH_FPGA_COSTS
     // The design's resource estimate, the part's budget and the energy estimate (fpga/Cost.h).
     ir::Resources res = fpga_->resources();
     f["budget"] = nullptr;
@@ -377,19 +350,6 @@ private:
     } catch (const std::exception& e) {
       f["energy_why"] = e.what();
     }
-#else
-    // Before fpga/Cost.h: the sum of the target's per-node estimates, where it gives them.
-    ir::CostContext ctx;
-    ctx.fpgaPart = s_.fpgaPart;
-    ir::Resources res;
-    for (const ir::NodeCost& c : target_->estimate(graph_->graph, ctx))
-      res += c.resources;
-    f["budget"] = nullptr;
-    f["fits"] = nullptr;
-    f["fits_why"] = "no device budgets (fpga/Devices.h) in this build";
-    f["energy_estimate"] = nullptr;
-    f["energy_why"] = "no FPGA energy model (fpga/Cost.h) in this build";
-#endif
     if (res.empty()) {
       f["resources"] = nullptr;
       f["resources_why"] = "the FPGA target gives no resource estimate for this design";
@@ -401,26 +361,24 @@ private:
     return f;
   }
 
-#if TRIAD_BENCH_FPGA_COSTS
-  // The design's activity for the energy estimate: the same design emitted again (the
-  // executable does not expose it), with the target's options.
+  // The design's activity for the energy estimate: the same design emitted again with the
+  // target's options (fpga/FpgaTarget.cpp; the executable does not expose its design).
   double activity() {
-    fpga::FpgaTargetOptions fo = fpgaOptions(s_, &note_);
+    fpga::FpgaTargetOptions fo = fpgaOptions(s_);
     fpga::Emulator emu(graph_->graph, fo.config);
     fpga::VerilogOptions vo;
     vo.name = graph_->graph.name.empty() ? "model" : graph_->graph.name;
     vo.reuse = fo.reuse;
+    vo.autoReuse = fo.autoReuse;
     vo.clockMhz = fo.clockMhz;
     return fpga::designActivity(fpga::emitVerilog(graph_->graph, emu, vo));
   }
-#endif
 
   void compileAuto([[maybe_unused]] ir::Graph& g, [[maybe_unused]] const ir::CompileSettings& cs) {
-#if TRIAD_HAVE_PARTITIONER
     std::vector<std::unique_ptr<ir::Target>> own;
     for (const std::string& t : s_.autoTargets) {
       if (t == "fpga")
-        autoTargets_.add(fpga::makeFpgaTarget(fpgaOptions(s_, &note_)));
+        autoTargets_.add(fpga::makeFpgaTarget(fpgaOptions(s_)));
       else if (t == "cpu")
         autoTargets_.add(cpu::makeCpuTarget());
       else if (t == "gpu")
@@ -433,22 +391,16 @@ private:
     for (const auto& [target, layers] : s_.profiles)
       po.costs.measured[target] = ir::partition::measuredFromProfile(g, layers);
     po.costs.fpgaPart = s_.fpgaPart;
-#if TRIAD_BENCH_FPGA_COSTS
     if (!s_.fpgaPart.empty()) po.costs.fpgaBudget = fpga::findDevice(s_.fpgaPart).resources;
-#endif
     plan_ = std::make_unique<ir::partition::Plan>(ir::partition::plan(g, autoTargets_, po));
     auto pe = ir::partition::compilePlan(g, *plan_, autoTargets_, cs);
     pexe_ = pe.get();
     exe_ = std::move(pe);
     partSums_.assign(plan_->partitions.size(), 0.0);
     transferSums_.assign(plan_->transfers.size(), 0.0);
-#else
-    fail(ErrorKind::Unsupported, "partitioner not built");
-#endif
   }
 
   void accumulatePartition() {
-#if TRIAD_HAVE_PARTITIONER
     if (!pexe_) return;
     const ir::partition::RunTimes& t = pexe_->lastTimes();
     for (size_t i = 0; i < t.partitionSeconds.size() && i < partSums_.size(); ++i)
@@ -456,10 +408,8 @@ private:
     for (size_t i = 0; i < t.transferSeconds.size() && i < transferSums_.size(); ++i)
       transferSums_[i] += t.transferSeconds[i];
     totalSum_ += t.totalSeconds;
-#endif
   }
 
-#if TRIAD_HAVE_PARTITIONER
   // The plan with the mean measured times of the timed runs (ir::partition::planJson).
   json partitionJson() const {
     ir::partition::RunTimes mean = pexe_->lastTimes();
@@ -473,7 +423,6 @@ private:
     mean.totalSeconds = totalSum_ / n;
     return json::parse(ir::partition::planJson(*plan_, timedRuns_ ? &mean : nullptr));
   }
-#endif
 
   const WorkerSpec& s_;
   const ir::TargetRegistry& targets_;
@@ -489,15 +438,13 @@ private:
   double compileS_ = 0, startRss_ = 0;
   double gpuSum_[4] = {0, 0, 0, 0};
   int64_t timedRuns_ = 0;
-  std::string basis_ = "wall", note_;
+  std::string basis_ = "wall";
   std::vector<std::string> notes_;
-#if TRIAD_HAVE_PARTITIONER
   ir::TargetRegistry autoTargets_;
   std::unique_ptr<ir::partition::Plan> plan_;
   ir::partition::PartitionedExecutable* pexe_ = nullptr;
   std::vector<double> partSums_, transferSums_;
   double totalSum_ = 0;
-#endif
 };
 
 } // namespace

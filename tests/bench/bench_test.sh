@@ -6,8 +6,8 @@
 #   failures  a worker that aborts, one that hangs past --timeout, a peer that dies and one that
 #             is not ready, an FPGA design larger than the part: each "failed"/"skipped" with
 #             its reason, the bench goes on
-#   kill      SIGTERM and SIGINT mid-run: exit 143/130, the earlier report.json byte-identical,
-#             no worker left, the temporary folder removed
+#   kill      SIGTERM and SIGINT mid-run: exit 143/130, the earlier report.json and history
+#             byte-identical, no worker left, the temporary folder removed
 #   peers     the fake peer interleaved with Triad's targets: sample counts and round order
 #   gpu       the GPU target when an OpenCL platform exists (else skipped with why)
 # Crashes and hangs are provoked with TRIAD_BENCH_TEST_CRASH (test builds only).
@@ -51,7 +51,11 @@ digits)
   echo "ok   unknown target: usage error, exit 2"
   "$TRIAD" bench "$M/digits_mlp.onnx" --targets interp,cpu,fpga,auto --batch 1,4 --repeat 5 \
     "${DIGITS[@]}" "${FPGA[@]}" -o "$TMP/out" --no-db > "$TMP/stdout" 2> "$TMP/log" || { cat "$TMP/log"; exit 1; }
-  grep -q "report" "$TMP/stdout" || { echo "FAIL no report path printed"; exit 1; }
+  [ "$(cat "$TMP/stdout")" = "$TMP/out/report.html" ] || { echo "FAIL printed $(cat "$TMP/stdout")"; exit 1; }
+  for f in report.json report.md report.html; do
+    [ -s "$TMP/out/$f" ] || { echo "FAIL $f missing"; exit 1; }
+  done
+  echo "ok   report.json, report.md, report.html written; the html path printed"
   cat > "$TMP/checks.py" <<'PY'
 check(rep["schema"] == "triad-bench/1", "schema triad-bench/1")
 check(rep["run"]["status"] == "complete" and rep["run"]["id"] and "triad bench" in rep["run"]["command"],
@@ -155,14 +159,16 @@ PY
   ;;
 
 kill)
-  "$TRIAD" bench "$M/digits_mlp.onnx" --targets interp --repeat 2 -o "$TMP/out" --no-db \
+  "$TRIAD" bench "$M/digits_mlp.onnx" --targets interp --repeat 2 -o "$TMP/out" --db "$TMP/h.db" \
     > /dev/null 2> "$TMP/log" || { cat "$TMP/log"; exit 1; }
   cp "$TMP/out/report.json" "$TMP/before.json"
+  cp "$TMP/h.db" "$TMP/before.db"
   mkdir "$TMP/tmpdir"
   for sig in TERM INT; do
     # The interpreter's runs hang (test hook), so the bench is mid-run when the signal comes.
     TMPDIR="$TMP/tmpdir" TRIAD_BENCH_TEST_CRASH=interp:hang "$TRIAD" bench "$M/digits_mlp.onnx" \
-      --targets interp,fpga --repeat 2 "${FPGA[@]}" -o "$TMP/out" --no-db > /dev/null 2> "$TMP/log.$sig" &
+      --targets interp,fpga --repeat 2 "${FPGA[@]}" -o "$TMP/out" --db "$TMP/h.db" \
+      > /dev/null 2> "$TMP/log.$sig" &
     pid=$!
     for _ in $(seq 100); do grep -q "per-layer profile of fpga" "$TMP/log.$sig" 2>/dev/null && break; sleep 0.1; done
     sleep 0.5
@@ -176,12 +182,13 @@ kill)
     want=$([ $sig = TERM ] && echo 143 || echo 130)
     [ $rc -eq $want ] || { echo "FAIL SIG$sig: exit $rc, want $want"; cat "$TMP/log.$sig"; exit 1; }
     cmp "$TMP/before.json" "$TMP/out/report.json" || { echo "FAIL SIG$sig changed report.json"; exit 1; }
+    cmp "$TMP/before.db" "$TMP/h.db" || { echo "FAIL SIG$sig changed the history"; exit 1; }
     for k in $kids; do
       if kill -0 $k 2>/dev/null; then echo "FAIL SIG$sig left worker $k running"; exit 1; fi
     done
     [ -z "$(ls -A "$TMP/tmpdir")" ] || { echo "FAIL SIG$sig left $(ls "$TMP/tmpdir")"; exit 1; }
     grep -q "interrupted by SIG$sig" "$TMP/log.$sig" || { cat "$TMP/log.$sig"; exit 1; }
-    echo "ok   SIG$sig: exit $rc, report.json unchanged, workers gone, temporary folder removed"
+    echo "ok   SIG$sig: exit $rc, report.json and the history unchanged, workers gone, temporary folder removed"
   done
   ;;
 
