@@ -2,6 +2,7 @@
 
 #include "cli/Commands.h"
 #include "cpu/CpuTarget.h"
+#include "fpga/Devices.h"
 #include "fpga/FpgaTarget.h"
 #include "gpu/GpuTarget.h"
 #include "ir/partition/Calibration.h"
@@ -36,6 +37,7 @@ Targets makeTargets(const PlanTargetOptions& o) {
   t.registry.add(gpu::makeGpuTarget(go));
   fpga::FpgaTargetOptions fo;
   fo.clockMhz = o.clockMhz;
+  fo.part = o.fpgaPart;
   if (o.reuse == "auto") {
     fo.autoReuse = true;
   } else {
@@ -66,6 +68,11 @@ void fillCosts(const Targets& t, const PlanTargetOptions& o, ir::partition::Opti
                bool calibrate, bool force, const std::function<void(const std::string&)>& note) {
   ir::CompileSettings s;
   s.threads = o.threads;
+  if (!o.fpgaPart.empty()) {
+    const fpga::Device& d = fpga::findDevice(o.fpgaPart);
+    po.costs.fpgaPart = d.name;
+    po.costs.fpgaBudget = d.resources;
+  }
   std::vector<std::string> kept;
   bool gpuLinkFromFile = po.links.toHost.count("gpu") &&
                          po.links.toHost.at("gpu").basis.rfind("links file", 0) == 0;
