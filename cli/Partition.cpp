@@ -1,5 +1,6 @@
 // triad partition: plan one graph across targets (ir/partition), print why each node went where,
 // draw it, and optionally run the partitioned graph and compare predicted with measured times.
+#include "ir/partition/Partition.h"
 #include "cli/Commands.h"
 #include "cli/Targets.h"
 #include "frontend/TensorIO.h"
@@ -7,7 +8,6 @@
 #include "ir/Interpreter.h"
 #include "ir/System.h"
 #include "ir/partition/Calibration.h"
-#include "ir/partition/Partition.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -81,8 +81,9 @@ std::vector<std::pair<std::string, double>> readRunProfile(const std::string& pa
     fail(ErrorKind::Usage, "profile '{}' is not JSON: {}", path, e.what());
   }
   if (!j.is_object() || !j.contains("layers") || !j["layers"].is_array())
-    fail(ErrorKind::Usage, "profile '{}' has no \"layers\" list (write it with `triad run "
-                           "--profile --json FILE`)",
+    fail(ErrorKind::Usage,
+         "profile '{}' has no \"layers\" list (write it with `triad run "
+         "--profile --json FILE`)",
          path);
   std::vector<std::pair<std::string, double>> out;
   for (const auto& l : j["layers"])
@@ -236,10 +237,12 @@ Action addPartition(CLI::App& app, const ir::TargetRegistry&) {
                   "single (all on the first target), manual (--place), auto (least modelled "
                   "latency), pipeline (most throughput over a stream)")
       ->capture_default_str();
-  cmd->add_option("--targets", o->targets, "Candidate targets, comma-separated; the first is the "
-                                           "default for single/manual")
+  cmd->add_option("--targets", o->targets,
+                  "Candidate targets, comma-separated; the first is the "
+                  "default for single/manual")
       ->capture_default_str();
-  cmd->add_option("--place", o->place, "NODE=TARGET: pin a node (repeatable; in auto, a constraint)");
+  cmd->add_option("--place", o->place,
+                  "NODE=TARGET: pin a node (repeatable; in auto, a constraint)");
   cmd->add_option("--place-file", o->placeFile, "File of NODE=TARGET lines (# comments)");
   cmd->add_option("--links", o->links,
                   "JSON link model: {\"gpu\": {\"gbytes_per_s\": 12, \"latency_us\": 10}, ...} "

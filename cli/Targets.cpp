@@ -74,8 +74,8 @@ void fillCosts(const Targets& t, const PlanTargetOptions& o, ir::partition::Opti
     po.costs.fpgaBudget = d.resources;
   }
   std::vector<std::string> kept;
-  bool gpuLinkFromFile = po.links.toHost.count("gpu") &&
-                         po.links.toHost.at("gpu").basis.rfind("links file", 0) == 0;
+  bool gpuLinkFromFile =
+      po.links.toHost.count("gpu") && po.links.toHost.at("gpu").basis.rfind("links file", 0) == 0;
   for (const std::string& name : po.targets) {
     if (name == "fpga") { // the cycle model needs no device model
       kept.push_back(name);
@@ -91,7 +91,8 @@ void fillCosts(const Targets& t, const PlanTargetOptions& o, ir::partition::Opti
       if (name == "gpu") key = gpu::selectDevice(o.device).name;
       po.costs.devices[name] = ir::partition::calibratedDevice(
           *t.registry.find(name), s, key, ir::partition::defaultCalibrationPath(), force, note);
-      if (name == "gpu" && !gpuLinkFromFile) po.links.toHost["gpu"] = gpu::measureHostLink(o.device);
+      if (name == "gpu" && !gpuLinkFromFile)
+        po.links.toHost["gpu"] = gpu::measureHostLink(o.device);
       kept.push_back(name);
     } catch (const Error& e) {
       if (note) note(fmt::format("{}: left out of the plan: {}", name, e.what()));

@@ -14,10 +14,10 @@ namespace triad::cli {
 
 struct PlanTargetOptions {
   int threads = 0;
-  std::string device;        // OpenCL device selector
-  std::string reuse = "1";   // FPGA reuse factor, or "auto"
-  double clockMhz = 200;     // FPGA clock
-  std::string fpgaPart;      // named FPGA part (its budget); empty: no limit
+  std::string device;      // OpenCL device selector
+  std::string reuse = "1"; // FPGA reuse factor, or "auto"
+  double clockMhz = 200;   // FPGA clock
+  std::string fpgaPart;    // named FPGA part (its budget); empty: no limit
 };
 
 void addPlanTargetOptions(CLI::App& cmd, PlanTargetOptions& o);

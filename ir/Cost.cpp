@@ -58,10 +58,9 @@ std::vector<NodeCost> Target::estimate(const Graph& g, const CostContext& ctx) c
       }
     NodeWork w = nodeWork(*n);
     c.seconds = analyticSeconds(w, d);
-    c.basis = w.macs > 0 ? fmt::format("analytic: {:.3g} MMAC at {:.3g} GFLOP/s", w.macs * 1e-6,
-                                       d.gflops)
-                         : fmt::format("analytic: {:.3g} KB at {:.3g} GB/s", w.bytes * 1e-3,
-                                       d.gbytesPerS);
+    c.basis = w.macs > 0
+                  ? fmt::format("analytic: {:.3g} MMAC at {:.3g} GFLOP/s", w.macs * 1e-6, d.gflops)
+                  : fmt::format("analytic: {:.3g} KB at {:.3g} GB/s", w.bytes * 1e-3, d.gbytesPerS);
     out.push_back(std::move(c));
   }
   return out;

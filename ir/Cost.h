@@ -31,8 +31,8 @@ struct Resources {
 
 /// What a device does, measured on this machine (ir/partition/Calibration) or given.
 struct DeviceModel {
-  double gflops = 10;        // sustained multiply-adds x2 per second on dense layers, 1e9/s
-  double gbytesPerS = 10;    // memory bandwidth seen by element-wise layers, GB/s
+  double gflops = 10;         // sustained multiply-adds x2 per second on dense layers, 1e9/s
+  double gbytesPerS = 10;     // memory bandwidth seen by element-wise layers, GB/s
   double layerOverheadUs = 1; // fixed cost per layer (a call, a kernel launch), microseconds
 };
 
@@ -64,8 +64,8 @@ struct NodeCost {
 struct CostContext {
   std::map<std::string, DeviceModel> devices;
   std::map<std::string, std::map<std::string, double>> measured;
-  std::string fpgaPart;  // e.g. "xcku115" (empty: no resource limit)
-  Resources fpgaBudget;  // the part's resources (all zero: no limit)
+  std::string fpgaPart; // e.g. "xcku115" (empty: no resource limit)
+  Resources fpgaBudget; // the part's resources (all zero: no limit)
   const DeviceModel& device(const std::string& target) const;
 };
 

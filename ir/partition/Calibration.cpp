@@ -74,7 +74,8 @@ DeviceModel measureDevice(const Target& t, const CompileSettings& s) {
     g.name = "calibrate_matmul";
     Value* a = g.addInput("a", {DType::F32, {256, 512}, {}});
     Value* w = g.addConstant("w", filled({512, 512}, 0.01f));
-    Node* n = g.addNode(OpKind::MatMul, "matmul", {a, w}, attrs, {"y"}, {{DType::F32, {256, 512}, {}}});
+    Node* n =
+        g.addNode(OpKind::MatMul, "matmul", {a, w}, attrs, {"y"}, {{DType::F32, {256, 512}, {}}});
     g.addOutput(n->output(0));
     double sec = timeGraph(t, s, std::move(g), {filled({256, 512}, 0.5f)}, runs);
     d.gflops = 2.0 * 256 * 512 * 512 / sec * 1e-9;
@@ -131,7 +132,8 @@ DeviceModel calibratedDevice(const Target& t, const CompileSettings& s, const st
     d.layerOverheadUs = e.value("layer_overhead_us", d.layerOverheadUs);
     if (d.gflops > 0 && d.gbytesPerS > 0 && d.layerOverheadUs >= 0) return d;
   }
-  if (progress) progress(fmt::format("calibrating {} (dense, element-wise, per-layer cost)", t.name()));
+  if (progress)
+    progress(fmt::format("calibrating {} (dense, element-wise, per-layer cost)", t.name()));
   DeviceModel d = measureDevice(t, s);
   if (progress)
     progress(fmt::format("  {}: {:.3g} GFLOP/s, {:.3g} GB/s, {:.3g} us per layer", t.name(),

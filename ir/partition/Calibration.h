@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
-#include <string>
 
 namespace triad::ir::partition {
 

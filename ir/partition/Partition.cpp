@@ -42,7 +42,8 @@ double Link::seconds(int64_t bytes) const {
 
 Links Links::defaults() {
   Links l;
-  Link pcie{"pcie-gen3-x16", 12, 10, "default: PCIe Gen3 x16, 12 GB/s sustained, 10 us per transfer"};
+  Link pcie{"pcie-gen3-x16", 12, 10,
+            "default: PCIe Gen3 x16, 12 GB/s sustained, 10 us per transfer"};
   l.toHost["gpu"] = pcie;
   l.toHost["fpga"] = pcie;
   return l;
@@ -68,8 +69,8 @@ Links Links::load(const std::string& path) {
       continue;
     }
     if (!v.is_object())
-      fail(ErrorKind::Usage, "links file '{}': '{}' must be an object with gbytes_per_s, latency_us",
-           path, target);
+      fail(ErrorKind::Usage,
+           "links file '{}': '{}' must be an object with gbytes_per_s, latency_us", path, target);
     Link link = l.toHost.count(target) ? l.toHost[target] : Link{};
     link.name = v.value("name", link.name.empty() ? target + "-link" : link.name);
     for (const char* key : {"gbytes_per_s", "latency_us"}) {
@@ -78,7 +79,8 @@ Links Links::load(const std::string& path) {
           (std::string(key) == "gbytes_per_s" && v[key].get<double>() == 0))
         fail(ErrorKind::Usage, "links file '{}': {}.{} must be a positive number", path, target,
              key);
-      (std::string(key) == "gbytes_per_s" ? link.gbytesPerS : link.latencyUs) = v[key].get<double>();
+      (std::string(key) == "gbytes_per_s" ? link.gbytesPerS : link.latencyUs) =
+          v[key].get<double>();
     }
     link.basis = v.value("basis", fmt::format("links file {}", path));
     l.toHost[target] = link;
@@ -109,8 +111,8 @@ double Links::seconds(const std::string& from, const std::string& to, const Tens
     if (isHost(t)) continue;
     auto it = toHost.find(t);
     if (it == toHost.end())
-      fail(ErrorKind::Usage, "no link to the host is known for target '{}' (add it to the links file)",
-           t);
+      fail(ErrorKind::Usage,
+           "no link to the host is known for target '{}' (add it to the links file)", t);
     if (t == "fpga") {
       int64_t words = int64_t(std::ceil(double(v.numElements()) * fpgaBytesPerElement));
       s += it->second.seconds(words) + double(v.numElements()) * conversionNsPerElement * 1e-9;
@@ -133,10 +135,14 @@ namespace {
 
 const char* modeName(Mode m) {
   switch (m) {
-  case Mode::Single: return "single";
-  case Mode::Manual: return "manual";
-  case Mode::Auto: return "auto";
-  case Mode::Pipeline: return "pipeline";
+  case Mode::Single:
+    return "single";
+  case Mode::Manual:
+    return "manual";
+  case Mode::Auto:
+    return "auto";
+  case Mode::Pipeline:
+    return "pipeline";
   }
   return "?";
 }
@@ -210,8 +216,8 @@ struct Problem {
              name);
       auto ti = std::find(targets.begin(), targets.end(), target);
       if (ti == targets.end())
-        fail(ErrorKind::Usage, "--place '{}={}': '{}' is not one of the targets ({})", name,
-             target, target, fmt::join(targets, ", "));
+        fail(ErrorKind::Usage, "--place '{}={}': '{}' is not one of the targets ({})", name, target,
+             target, fmt::join(targets, ", "));
       size_t i = size_t(it - nodes.begin()), t = size_t(ti - targets.begin());
       if (!cost[i][t].supported)
         fail(ErrorKind::Unsupported, "--place '{}={}': node '{}' ({}) cannot run on {}: {}", name,
@@ -234,8 +240,8 @@ struct Problem {
   double usage(const Resources& r) const {
     const Resources& b = o.costs.fpgaBudget;
     auto frac = [](double x, double cap) { return cap > 0 ? x / cap : 0.0; };
-    return std::max({frac(r.lut, b.lut), frac(r.ff, b.ff), frac(r.dsp, b.dsp),
-                     frac(r.bram18, b.bram18)});
+    return std::max(
+        {frac(r.lut, b.lut), frac(r.ff, b.ff), frac(r.dsp, b.dsp), frac(r.bram18, b.bram18)});
   }
 
   double transfer(int a, int b, const Value* v) const {
@@ -429,8 +435,7 @@ Plan plan(const Graph& g, const TargetRegistry& targets, const Options& o) {
       x[i] = pb.fixed[i] >= 0 ? pb.fixed[i] : 0;
       if (!pb.cost[i][size_t(x[i])].supported)
         fail(ErrorKind::Unsupported, "node '{}' ({}) cannot run on {}: {}{}", pb.nodes[i]->name(),
-             pb.nodes[i]->def().onnxName, pb.targets[size_t(x[i])],
-             pb.cost[i][size_t(x[i])].reason,
+             pb.nodes[i]->def().onnxName, pb.targets[size_t(x[i])], pb.cost[i][size_t(x[i])].reason,
              o.mode == Mode::Manual ? " (place it elsewhere with --place NODE=TARGET)" : "");
     }
     break;
@@ -440,9 +445,10 @@ Plan plan(const Graph& g, const TargetRegistry& targets, const Options& o) {
                       : "alpha-expansion min-cut (local optimum, within 2x of the best)";
     x = solveAuto(pb, &lambda);
     if (lambda > 0)
-      p.algorithm += fmt::format(", the {} budget as a Lagrange multiplier ({})",
-                                 o.costs.fpgaPart.empty() ? "FPGA" : o.costs.fpgaPart,
-                                 std::isinf(lambda) ? "FPGA left empty" : fmt::format("{:.3g} s", lambda));
+      p.algorithm +=
+          fmt::format(", the {} budget as a Lagrange multiplier ({})",
+                      o.costs.fpgaPart.empty() ? "FPGA" : o.costs.fpgaPart,
+                      std::isinf(lambda) ? "FPGA left empty" : fmt::format("{:.3g} s", lambda));
     break;
   case Mode::Pipeline:
     p.algorithm = "dynamic program over contiguous stages (one per device)";
@@ -512,8 +518,7 @@ Plan plan(const Graph& g, const TargetRegistry& targets, const Options& o) {
     p.predictedSeconds += pp.predictedSeconds;
   for (const Transfer& t : p.transfers)
     p.predictedSeconds += t.predictedSeconds;
-  if (o.mode == Mode::Pipeline)
-    p.predictedThroughputPerS = bottleneck > 0 ? 1 / bottleneck : 0;
+  if (o.mode == Mode::Pipeline) p.predictedThroughputPerS = bottleneck > 0 ? 1 / bottleneck : 0;
 
   // Why each node went where it did.
   Labelling lab = pb.labelling(0);
@@ -628,8 +633,8 @@ std::string planText(const Plan& p, const Graph& g) {
   for (const NodePlacement& n : p.nodes) {
     std::string costs;
     for (const auto& [t, c] : n.costs)
-      costs += fmt::format("{}{}={}", costs.empty() ? "" : " ", t,
-                           c.supported ? ms(c.seconds) : "-");
+      costs +=
+          fmt::format("{}{}={}", costs.empty() ? "" : " ", t, c.supported ? ms(c.seconds) : "-");
     s += fmt::format("  {:<28} {:<18} -> {:<6} [{}]  {}\n", n.node->name(), n.node->def().onnxName,
                      n.target, costs, n.why);
   }
@@ -668,18 +673,18 @@ std::string planJson(const Plan& p, const RunTimes* m) {
   for (size_t i = 0; i < p.transfers.size(); ++i) {
     const Transfer& t = p.transfers[i];
     bool measured = m && i < m->transferMeasured.size() && m->transferMeasured[i];
-    xfers.push_back({{"from", t.from},
-                     {"to", t.to},
-                     {"tensor", t.value->name()},
-                     {"bytes", t.bytes},
-                     {"link", t.link.empty() ? "host" : t.link},
-                     {"conversion", t.conversion},
-                     {"predicted_ms", t.predictedSeconds * 1e3},
-                     {"measured_ms", measured ? nlohmann::json(m->transferSeconds[i] * 1e3)
-                                              : nlohmann::json()},
-                     {"modelled_ms", m && i < m->transferSeconds.size()
-                                         ? nlohmann::json(m->transferSeconds[i] * 1e3)
-                                         : nlohmann::json()}});
+    xfers.push_back(
+        {{"from", t.from},
+         {"to", t.to},
+         {"tensor", t.value->name()},
+         {"bytes", t.bytes},
+         {"link", t.link.empty() ? "host" : t.link},
+         {"conversion", t.conversion},
+         {"predicted_ms", t.predictedSeconds * 1e3},
+         {"measured_ms", measured ? nlohmann::json(m->transferSeconds[i] * 1e3) : nlohmann::json()},
+         {"modelled_ms", m && i < m->transferSeconds.size()
+                             ? nlohmann::json(m->transferSeconds[i] * 1e3)
+                             : nlohmann::json()}});
   }
   j["transfers"] = xfers;
   nlohmann::json nodes = nlohmann::json::array();
@@ -716,16 +721,18 @@ std::string planDot(const Plan& p, const Graph& g) {
   for (const Partition& pp : p.partitions)
     for (const Node* n : pp.nodes)
       partOf[n] = pp.id;
-  std::string s = fmt::format("digraph {} {{\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", "
-                              "fontname=\"Helvetica\", fontcolor=white];\n",
-                              q(g.name.empty() ? "model" : g.name));
+  std::string s =
+      fmt::format("digraph {} {{\n  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", "
+                  "fontname=\"Helvetica\", fontcolor=white];\n",
+                  q(g.name.empty() ? "model" : g.name));
   s += fmt::format("  label={}; labelloc=t;\n",
                    q(fmt::format("{}: {} partitions, predicted {}", p.algorithm,
                                  p.partitions.size(), ms(p.predictedSeconds))));
   for (const Value* v : g.inputs())
     s += fmt::format("  {} [shape=ellipse, style=solid, fontcolor=black];\n", q("in:" + v->name()));
   for (const Value* v : g.outputs())
-    s += fmt::format("  {} [shape=ellipse, style=solid, fontcolor=black];\n", q("out:" + v->name()));
+    s +=
+        fmt::format("  {} [shape=ellipse, style=solid, fontcolor=black];\n", q("out:" + v->name()));
   for (const Partition& pp : p.partitions) {
     s += fmt::format("  subgraph cluster_{} {{\n    label={}; style=dashed; color={};\n", pp.id,
                      q(fmt::format("P{} {} {}", pp.id, pp.target, ms(pp.predictedSeconds))),
@@ -741,10 +748,9 @@ std::string planDot(const Plan& p, const Graph& g) {
         if (!v || v->isConstant()) continue;
         std::string from = v->producer() ? "n:" + v->producer()->name() : "in:" + v->name();
         bool cut = v->producer() ? partOf[v->producer()] != pp.id : pp.target != "cpu";
-        s += fmt::format("  {} -> {}{};\n", q(from), q("n:" + n->name()),
-                         cut ? fmt::format(" [color=\"#d62728\", penwidth=2, label={}]",
-                                           q(v->name()))
-                             : "");
+        s += fmt::format(
+            "  {} -> {}{};\n", q(from), q("n:" + n->name()),
+            cut ? fmt::format(" [color=\"#d62728\", penwidth=2, label={}]", q(v->name())) : "");
       }
   for (const Value* v : g.outputs())
     if (v->producer())
@@ -830,9 +836,10 @@ public:
     for (const Partition& pp : p.partitions) {
       Part part;
       // Targets may keep a reference to the graph they compiled: it stays where it is.
-      part.graph = std::make_unique<Graph>(extractSubgraph(g, pp.nodes, &part.inputs, &part.outputs));
-      part.graph->name = fmt::format("{}_p{}_{}", g.name.empty() ? "model" : g.name, pp.id,
-                                    pp.target);
+      part.graph =
+          std::make_unique<Graph>(extractSubgraph(g, pp.nodes, &part.inputs, &part.outputs));
+      part.graph->name =
+          fmt::format("{}_p{}_{}", g.name.empty() ? "model" : g.name, pp.id, pp.target);
       const Target* t = reg.find(pp.target);
       if (!t) fail(ErrorKind::Usage, "target '{}' is not available", pp.target);
       part.exe = t->compile(*part.graph, s);

@@ -26,10 +26,10 @@ namespace triad::ir::partition {
 
 /// A host<->device link. The CPU (and the interpreter) are the host: no link.
 struct Link {
-  std::string name;         // "pcie-gen3-x16"
-  double gbytesPerS = 12;   // sustained, GB/s
-  double latencyUs = 10;    // per transfer
-  std::string basis;        // "default", "config FILE", "measured (OpenCL, 16 MiB)"
+  std::string name;       // "pcie-gen3-x16"
+  double gbytesPerS = 12; // sustained, GB/s
+  double latencyUs = 10;  // per transfer
+  std::string basis;      // "default", "config FILE", "measured (OpenCL, 16 MiB)"
   double seconds(int64_t bytes) const;
 };
 
@@ -56,8 +56,8 @@ Mode parseMode(const std::string& s); // throws Usage
 
 struct Options {
   Mode mode = Mode::Auto;
-  std::vector<std::string> targets;              // candidates (auto/pipeline); first = default
-  std::map<std::string, std::string> place;      // manual: node name -> target
+  std::vector<std::string> targets;         // candidates (auto/pipeline); first = default
+  std::map<std::string, std::string> place; // manual: node name -> target
   Links links = Links::defaults();
   CostContext costs;
 };
@@ -74,8 +74,8 @@ struct Transfer {
   int from = -1, to = -1; // partition ids; -1: the graph's inputs / outputs (host)
   const Value* value = nullptr;
   int64_t bytes = 0;
-  std::string link;           // the link crossed ("gpu", "fpga", "gpu+fpga")
-  std::string conversion;     // "float->fixed" / "fixed->float" at an FPGA boundary, or ""
+  std::string link;       // the link crossed ("gpu", "fpga", "gpu+fpga")
+  std::string conversion; // "float->fixed" / "fixed->float" at an FPGA boundary, or ""
   double predictedSeconds = 0;
 };
 
@@ -89,12 +89,12 @@ struct NodePlacement {
 struct Plan {
   Mode mode = Mode::Auto;
   std::string algorithm;
-  std::vector<NodePlacement> nodes; // graph order
+  std::vector<NodePlacement> nodes;  // graph order
   std::vector<Partition> partitions; // execution order
   std::vector<Transfer> transfers;
-  double predictedSeconds = 0;         // one inference, end to end
-  double predictedThroughputPerS = 0;  // pipeline mode: inferences per second in steady state
-  Resources fpgaResources;             // all FPGA partitions together
+  double predictedSeconds = 0;        // one inference, end to end
+  double predictedThroughputPerS = 0; // pipeline mode: inferences per second in steady state
+  Resources fpgaResources;            // all FPGA partitions together
   std::string fpgaPart;
 };
 
@@ -115,7 +115,6 @@ std::string planText(const Plan& p, const Graph& g);
 std::string planJson(const Plan& p, const RunTimes* measured = nullptr); // a JSON object
 std::string planDot(const Plan& p, const Graph& g);
 
-
 /// A partitioned graph compiled: one executable per partition, run in order, tensors passed at
 /// the cuts. Its profile() has one row per partition and transfer.
 class PartitionedExecutable : public Executable {
@@ -124,9 +123,8 @@ public:
   virtual const RunTimes& lastTimes() const = 0;
 };
 
-std::unique_ptr<PartitionedExecutable> compilePlan(const Graph& g, const Plan& p,
-                                                   const TargetRegistry& targets,
-                                                   const CompileSettings& s);
+std::unique_ptr<PartitionedExecutable>
+compilePlan(const Graph& g, const Plan& p, const TargetRegistry& targets, const CompileSettings& s);
 
 /// The partition's nodes as a graph of their own: its inputs are the values it reads from
 /// other partitions or the graph's inputs (constants are copied), its outputs the values read
