@@ -182,7 +182,8 @@ measuredFromProfile(const Graph& g, const std::vector<std::pair<std::string, dou
       }
       std::string joined;
       for (size_t j = i; j < nodes.size() && joined.size() < layer.size(); ++j) {
-        joined += (joined.empty() ? "" : "_") + sanitize(nodes[j]->name());
+        if (!joined.empty()) joined += '_';
+        joined += sanitize(nodes[j]->name());
         if (joined != layer) continue;
         DeviceModel unit;
         double total = 0;
