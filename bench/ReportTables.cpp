@@ -205,9 +205,9 @@ Section resultsSection(const std::vector<Result>& rs) {
   }
   if (!t.rows.empty()) s.table(std::move(t));
   if (anyFpga)
-    s.para("FPGA rows: the times measured are the bit-accurate emulator's on the host; the "
-           "FPGA's latency and throughput at its clock (cycles / clock) are in the FPGA section, "
-           "and the charts use those.");
+    s.para("FPGA rows: the device time at the FPGA's clock from the RTL's cycle model (latency + "
+           "(batch - 1) x II cycles; measured in Verilator with --fpga-rtl), without host "
+           "transfers; the emulator's own host time is fpga.emulator_ms in the JSON.");
   if (anyBad) {
     Table bad;
     bad.header = {"Target", "Kind", "Batch", "Status", "Why"};
