@@ -145,8 +145,9 @@ Labelling randomLabelling(std::mt19937& rng, int nodes, int labels) {
       p.pairs.push_back({a, b, [w](int x, int y) { return x == y ? 0.0 : w; }});
     } else { // through the host: label 0 is the host, every other label has a link to it
       double s = 0.5 + u(rng);
-      p.pairs.push_back(
-          {a, b, [L, s](int x, int y) { return x == y ? 0.0 : s * (L[size_t(x)] + L[size_t(y)]); }});
+      p.pairs.push_back({a, b, [L, s](int x, int y) {
+                           return x == y ? 0.0 : s * (L[size_t(x)] + L[size_t(y)]);
+                         }});
     }
   }
   return p;
@@ -561,7 +562,7 @@ TEST(PartitionExecution, ThreeWayPlanRunsNearTheInterpreter) {
   ir::Graph g = digits(x.shape()[0]);
   ir::TargetRegistry reg = registry();
   Options o = baseOptions(Mode::Manual, {"interp", "cpu", "fpga"});
-  o.place = {{"/conv1/Conv", "interp"}, {"/Relu", "interp"},  {"/conv2/Conv", "cpu"},
+  o.place = {{"/conv1/Conv", "interp"}, {"/Relu", "interp"},      {"/conv2/Conv", "cpu"},
              {"/Relu_1", "cpu"},        {"/pool/MaxPool", "cpu"}, {"/Flatten", "cpu"},
              {"/fc/Gemm", "fpga"},      {"/Softmax", "fpga"}};
   Plan p = plan(g, reg, o);
