@@ -150,6 +150,11 @@ int runCompile(CompileOptions o, bool batchGiven) {
     if (s.op == "Gemm" || s.op == "MatMul" || s.op == "Conv") {
       l["reuse"] = s.reuse;
       l["stage_levels"] = s.stageLevels;
+      // The registered adder-tree levels (0: the products), from the delay model or the levels.
+      nlohmann::json regs = nlohmann::json::array();
+      for (int b = 0; b < 64; ++b)
+        if (s.stageMask >> b & 1) regs.push_back(b);
+      l["stage_registers"] = regs;
     }
     mults += s.multipliers;
     j["layers"].push_back(l);

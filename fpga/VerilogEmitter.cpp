@@ -268,6 +268,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     s.nOut = r.out.c;
     s.reuse = r.reuse > 0 ? r.reuse : 1;
     s.stageLevels = r.stageLevels;
+    s.stageMask = r.stageMask;
     s.multipliers = r.multipliers;
     s.latency = r.latency;
     s.lookahead = r.lookahead;

@@ -93,7 +93,8 @@ struct RtlLayer {
                               // (a window's bottom and right padding)
   int64_t multipliers = 0;
   int64_t reuse = 0;            // Dense-like layers: the reuse factor used
-  int stageLevels = 0;          // Dense-like layers: adder-tree levels per pipeline stage
+  int stageLevels = 0;          // Dense-like layers: the settings' adder-tree levels per stage
+  uint64_t stageMask = 0;       // Dense-like layers: the registered tree levels (bit l: level l)
   int64_t memoryBits = 0;       // line buffers and tables
   std::set<std::string> blocks; // fpga/rtl/ modules instantiated
   std::string summary;          // one line for the design header
