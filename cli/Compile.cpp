@@ -23,6 +23,7 @@ struct CompileOptions {
   std::vector<std::string> precision, fifoDepth;
   std::string reuse = "1";
   double clockMhz = 200;
+  int shiftAddDigits = 2;
 };
 
 ir::Tensor readF32(const std::string& path) {
@@ -60,6 +61,9 @@ int runCompile(CompileOptions o, bool batchGiven) {
   if (!(o.clockMhz > 0 && o.clockMhz <= 1000))
     fail(ErrorKind::Usage, "--clock-mhz {}: expected a clock in (0, 1000] MHz", o.clockMhz);
   vo.clockMhz = o.clockMhz;
+  if (o.shiftAddDigits < 0 || o.shiftAddDigits > 2)
+    fail(ErrorKind::Usage, "--shift-add-digits {}: expected 0, 1 or 2", o.shiftAddDigits);
+  vo.shiftAddDigits = o.shiftAddDigits;
   for (const std::string& f : o.fifoDepth) {
     auto eq = f.rfind('=');
     try {
@@ -161,6 +165,7 @@ int runCompile(CompileOptions o, bool batchGiven) {
   }
   j["multipliers"] = mults;
   j["clock_mhz"] = o.clockMhz;
+  j["shift_add_digits"] = o.shiftAddDigits;
   // What triad sim needs to recompute expected outputs for other inputs.
   j["compile"] = {{"model", fs::absolute(o.model.model).string()},
                   {"dims", o.model.dims},
@@ -345,8 +350,13 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
                   "Reuse factor of Dense and Conv layers (divides the input count), or 'auto': per "
                   "layer, the largest that keeps the design's II");
   cmd->add_option("--clock-mhz", o->clockMhz,
-                  "Target clock: adder trees are registered every k levels so that each stage "
-                  "fits it (delay model in docs/fpga.md)")
+                  "Target clock: adder trees and the Softmax are registered where the delay model "
+                  "(docs/fpga.md) says a stage would not fit it")
+      ->capture_default_str();
+  cmd->add_option("--shift-add-digits", o->shiftAddDigits,
+                  "At reuse 1, products by constant weights of at most this many nonzero signed "
+                  "digits (0, +-2^k, +-2^a +-2^b) are shifts and adds instead of multipliers "
+                  "(0: all multipliers; 1; 2)")
       ->capture_default_str();
   cmd->add_option("--fifo-depth", o->fifoDepth,
                   "LAYER=DEPTH: the FIFO in front of a joining layer by hand (a power of two), "

@@ -238,6 +238,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     rs.reuse = it != o.layerReuse.end() ? it->second : o.reuse;
     rs.stageLevels = o.stageLevels;
     rs.clockMhz = o.clockMhz;
+    rs.shiftAddDigits = o.shiftAddDigits;
     rs.module = fmt::format("{}_{}", d.top, verilogName(L.name));
     RtlLayer r;
     try {

@@ -148,8 +148,8 @@ public:
     addWindowInstance(r.module, win, a.format.width, 0, "win");
     r.stageLevels = s.stageLevels;
     r.stageMask = stageMaskFor(core, s.reuse, s);
-    r.multipliers =
-        addDenseInstance(r.module, core, info.name, {}, s.reuse, r.stageMask, "win", "out");
+    r.multipliers = addDenseInstance(r.module, core, info.name, {}, s.reuse, r.stageMask,
+                                     s.shiftAddDigits, "win", "out");
     r.blocks = {"triad_window", "triad_dense"};
     r.reuse = s.reuse;
     r.latency = 1 + denseLatency(s.reuse, core.K / s.reuse, r.stageMask);

@@ -17,10 +17,6 @@ namespace {
 
 using i128 = __int128;
 
-// Products by a constant with at most this many nonzero signed digits are built from shifts
-// and adds at reuse 1 (docs/fpga.md, "Pipelined arithmetic and the clock").
-constexpr int kConstTerms = 2;
-
 } // namespace
 
 void DenseCore::row(const int64_t* x, int64_t* y, LayerReport& rep) const {
@@ -79,15 +75,6 @@ DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vect
   info.weights = c.w;
   info.biases = c.b;
   return c;
-}
-
-// fpga/layers/DelayModel.h: an adder level of the accumulator's width, a stage's budget; the
-// last stage also holds the accumulate (one more level) and the output cast.
-int adderLevelsPerStage(double clockMhz, int accWidth, int depth) {
-  double level = delay::adderLevel(accWidth), budget = delay::stageBudget(clockMhz);
-  for (int k = std::max(1, int(budget / level)); k > 1; --k)
-    if (double(depth % k + 1) * level + delay::kCast <= budget) return k;
-  return 1;
 }
 
 namespace {
@@ -183,7 +170,8 @@ uint16_t constTerms(int64_t w, int maxTerms) {
 
 int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& layer,
                          const std::vector<int64_t>& perm, int64_t reuse, uint64_t stageMask,
-                         const std::string& inPrefix, const std::string& outPrefix) {
+                         int shiftAddDigits, const std::string& inPrefix,
+                         const std::string& outPrefix) {
   int64_t nIn = perm.empty() ? c.K : int64_t(perm.size());
   if (reuse < 1 || nIn % reuse != 0) {
     std::vector<int64_t> valid;
@@ -223,17 +211,17 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
   m.add(hdl::LocalParam{"BIASES", c.N * bf.width, b + "}", {}});
   // The largest |w| bounds the products (and the adder tree's widths).
   int wMag = std::min(weightMagnitudeBits(c), wf.width);
-  // At reuse 1 every weight is a constant: the ones with at most kConstTerms digits become
-  // shifts and adds (triad_dense's W_TERMS) instead of multipliers.
+  // At reuse 1 every weight is a constant: the ones with at most shiftAddDigits signed digits
+  // become shifts and adds (triad_dense's W_TERMS) instead of multipliers.
   std::string terms;
   int64_t lutProducts = 0;
-  if (reuse == 1) {
+  if (reuse == 1 && shiftAddDigits > 0) {
     terms = "{";
     for (int64_t o = c.N; o-- > 0;) {
       terms += "\n      ";
       for (int64_t i = nIn; i-- > 0;) {
         int64_t src = perm.empty() ? i : perm[size_t(i)];
-        uint16_t t = constTerms(src < 0 ? 0 : c.w[size_t(o * c.K + src)], kConstTerms);
+        uint16_t t = constTerms(src < 0 ? 0 : c.w[size_t(o * c.K + src)], shiftAddDigits);
         lutProducts += t != 0;
         terms += fmt::format("16'h{:04x}", t) + (i > 0 || o > 0 ? (i > 0 ? ", " : ",") : "");
       }
@@ -269,7 +257,7 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
                  {"BIASES", "BIASES"}};
   if (stageMask != 0) inst.params.push_back({"STAGE_MASK", fmt::format("64'h{:x}", stageMask)});
   inst.params.push_back({"W_MAG", std::to_string(wMag)});
-  if (reuse == 1) inst.params.push_back({"W_TERMS", "W_TERMS"});
+  if (!terms.empty()) inst.params.push_back({"W_TERMS", "W_TERMS"});
   inst.ports = hdl::streamConnections(inPrefix, outPrefix);
   m.add(std::move(inst));
   return c.N * nIn / reuse;
@@ -356,8 +344,8 @@ public:
     }
     r.stageLevels = s.stageLevels;
     r.stageMask = stageMaskFor(core, s.reuse, s);
-    r.multipliers =
-        addDenseInstance(r.module, core, info.name, perm, s.reuse, r.stageMask, src, "out");
+    r.multipliers = addDenseInstance(r.module, core, info.name, perm, s.reuse, r.stageMask,
+                                     s.shiftAddDigits, src, "out");
     r.blocks.insert("triad_dense");
     r.reuse = s.reuse;
     r.latency += denseLatency(s.reuse, core.K / s.reuse, r.stageMask);

@@ -24,20 +24,18 @@ DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vect
 
 /// Adds WEIGHTS and BIASES localparams and a triad_dense instance to `m`, reading weight column
 /// j of the RTL's input vector from column perm[j] of the core (identity when perm is empty);
-/// `stageMask`: the registered tree levels (stageMaskFor). Returns the multipliers. Usage error
-/// listing the valid factors when `reuse` does not divide K.
+/// `stageMask`: the registered tree levels (stageMaskFor); at reuse 1 the products by weights
+/// of at most `shiftAddDigits` signed digits are shifts and adds (constTerms). Returns the
+/// multipliers. Usage error listing the valid factors when `reuse` does not divide K.
 int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& layer,
                          const std::vector<int64_t>& perm, int64_t reuse, uint64_t stageMask,
-                         const std::string& inPrefix, const std::string& outPrefix);
+                         int shiftAddDigits, const std::string& inPrefix,
+                         const std::string& outPrefix);
 
 /// triad_dense's W_TERMS code of a constant weight (its header): how to build x * w from at
 /// most `maxTerms` (<= 2) shifted copies of x, or 0 (a multiplier).
 uint16_t constTerms(int64_t w, int maxTerms);
 
-/// The most adder-tree levels per stage such that a stage of that many levels of `accWidth`
-/// bits, and the last stage (the levels left over, the accumulate and the output cast), fit
-/// one period at `clockMhz` (fpga/layers/DelayModel.h); at least 1.
-int adderLevelsPerStage(double clockMhz, int accWidth, int depth);
 /// triad_dense's leaf width (the cast products: range-sized by the largest |w|).
 int denseLeafWidth(const DenseCore& c);
 /// The registers of every k-th tree level (bit l: after level l), levels 0..depth; 0 for k = 0.

@@ -44,6 +44,18 @@ if [[ $rc -ne 2 ]] || ! grep -q "valid: 1, 2, 4, 8, 16" "$TMP/err"; then
   echo "FAIL reuse 3: exit $rc"; cat "$TMP/err"; fail=1
 else echo "ok   reuse 3 rejected with the valid values"; fi
 
+"$TRIAD" compile "$MODEL" --target fpga --shift-add-digits 3 -o "$TMP/bad" 2>"$TMP/err"
+rc=$?
+if [[ $rc -ne 2 ]] || ! grep -q "expected 0, 1 or 2" "$TMP/err"; then
+  echo "FAIL shift-add-digits 3: exit $rc"; cat "$TMP/err"; fail=1
+else echo "ok   --shift-add-digits 3 rejected"; fi
+# At reuse 1 the products by weights of few signed digits are shifts and adds (W_TERMS), none
+# with --shift-add-digits 0.
+if ! "$TRIAD" compile "$MODEL" --target fpga --shift-add-digits 0 -o "$TMP/d0" >/dev/null ||
+   grep -q "W_TERMS" "$TMP/d0/rtl/jet_mlp.v"; then
+  echo "FAIL --shift-add-digits 0 still writes W_TERMS"; fail=1
+else echo "ok   --shift-add-digits 0: every product a multiplier"; fi
+
 for r in 1 4; do
   d=$TMP/jet_r$r
   if ! "$TRIAD" compile "$MODEL" --target fpga --reuse $r --input "$TMP/x.npy" -o "$d"; then
@@ -72,6 +84,12 @@ for l in dl:
     regs, depth = l["stage_registers"], math.ceil(math.log2(l["inputs"] // r))
     assert regs and regs[0] == 0 and regs == sorted(set(regs)) and regs[-1] <= depth, l
 dense = sum(r + 1 + len(l["stage_registers"]) for l in dl)
+assert s["shift_add_digits"] == 2, s
+if r == 1:  # 732 of jet_mlp's 4,256 products: 0, +-2^k or two signed digits (not both negative)
+    v = open(sys.argv[2].replace("summary.json", "rtl/jet_mlp.v")).read()
+    import re
+    built = sum(int(n) for n in re.findall(r"products built from shifts and adds: (\d+) of", v))
+    assert built == 732, built
 assert s["layers"][-1]["latency_cycles"] == 8, s["layers"][-1]
 assert j["latency_cycles"] == s["latency_cycles"] == dense + 3 + 8, (j, s["latency_cycles"])
 PYEOF

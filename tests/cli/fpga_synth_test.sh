@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # triad synth on a tiny model (x[4] -> Dense 4->3 -> ReLU -> Dense 3->2 -> Softmax) at reuse 1:
 # the JSON has every layer module and the top's glue, non-zero LUT and FF counts, one DSP48E1 per
-# multiplier (the weights are neither 0 nor powers of two, so none reduces to a shift), the
+# multiplier (the weights have 3 or more signed digits, so none is built from shifts and adds), the
 # Softmax's three tables (two exp, one reciprocal) in block RAM, and a logic depth; ice40 maps the
 # dense layers' 16x16 products to one SB_MAC16 each. On xc7 every layer has an estimated Fmax that
 # is its slowest register-to-register path by the delay model, at least the 200 MHz it was compiled
