@@ -25,6 +25,7 @@ struct CompileOptions {
   std::vector<std::string> precision, fifoDepth;
   std::string reuse = "1";
   double clockMhz = 200;
+  int shiftAddDigits = 2;
 };
 
 ir::Tensor readF32(const std::string& path) {
@@ -69,6 +70,9 @@ int runCompile(CompileOptions o, bool batchGiven) {
   if (!(o.clockMhz > 0 && o.clockMhz <= 1000))
     fail(ErrorKind::Usage, "--clock-mhz {}: expected a clock in (0, 1000] MHz", o.clockMhz);
   vo.clockMhz = o.clockMhz;
+  if (o.shiftAddDigits < 0 || o.shiftAddDigits > 2)
+    fail(ErrorKind::Usage, "--shift-add-digits {}: expected 0, 1 or 2", o.shiftAddDigits);
+  vo.shiftAddDigits = o.shiftAddDigits;
   for (const std::string& f : o.fifoDepth) {
     auto eq = f.rfind('=');
     try {
@@ -159,6 +163,11 @@ int runCompile(CompileOptions o, bool batchGiven) {
     if (s.op == "Gemm" || s.op == "MatMul" || s.op == "Conv") {
       l["reuse"] = s.reuse;
       l["stage_levels"] = s.stageLevels;
+      // The registered adder-tree levels (0: the products), from the delay model or the levels.
+      nlohmann::json regs = nlohmann::json::array();
+      for (int b = 0; b < 64; ++b)
+        if (s.stageMask >> b & 1) regs.push_back(b);
+      l["stage_registers"] = regs;
     }
     l["estimate"] = resourcesJson(s.resources);
     mults += s.multipliers;
@@ -168,6 +177,7 @@ int runCompile(CompileOptions o, bool batchGiven) {
   // The resource estimate (fpga/layers/Resources.cpp): xc7 LUT, FF, DSP48E1, RAMB18.
   j["estimate"] = resourcesJson(d.resources());
   j["clock_mhz"] = o.clockMhz;
+  j["shift_add_digits"] = o.shiftAddDigits;
   // What triad sim needs to recompute expected outputs for other inputs.
   j["compile"] = {{"model", fs::absolute(o.model.model).string()},
                   {"dims", o.model.dims},
@@ -352,8 +362,13 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
                   "Reuse factor of Dense and Conv layers (divides the input count), or 'auto': per "
                   "layer, the largest that keeps the design's II");
   cmd->add_option("--clock-mhz", o->clockMhz,
-                  "Target clock: adder trees are registered every k levels so that each stage "
-                  "fits it (delay model in docs/fpga.md)")
+                  "Target clock: adder trees and the Softmax are registered where the delay model "
+                  "(docs/fpga.md) says a stage would not fit it")
+      ->capture_default_str();
+  cmd->add_option("--shift-add-digits", o->shiftAddDigits,
+                  "At reuse 1, products by constant weights of at most this many nonzero signed "
+                  "digits (0, +-2^k, +-2^a +-2^b) are shifts and adds instead of multipliers "
+                  "(0: all multipliers; 1; 2)")
       ->capture_default_str();
   cmd->add_option("--fifo-depth", o->fifoDepth,
                   "LAYER=DEPTH: the FIFO in front of a joining layer by hand (a power of two), "

@@ -47,8 +47,22 @@ nlohmann::json pathJson(const sim::PathMix& p) {
           {"dsp", p.dsp}, {"dsp_cascade", p.dspCascade}};
 }
 
+nlohmann::json stepsJson(const std::vector<sim::TimingStep>& steps) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const sim::TimingStep& s : steps)
+    a.push_back({{"kind", s.kind},
+                 {"cell", s.type},
+                 {"from", s.from},
+                 {"to", s.to},
+                 {"net", s.net},
+                 {"net_ns", s.netNs},
+                 {"cell_ns", s.cellNs}});
+  return a;
+}
+
 nlohmann::json delayModelJson(const sim::Xc7DelayModel& m) {
-  return {{"what", "estimate for a -1 Artix-7 from the ltp path's cells (docs/fpga.md)"},
+  return {{"what", "estimate for a -1 Artix-7: the slowest register-to-register path of the "
+                   "netlist by these cell and net delays (docs/fpga.md)"},
           {"clock_to_q_ns", m.clockToQ},
           {"setup_ns", m.setup},
           {"net_ns", m.net},
@@ -58,6 +72,11 @@ nlohmann::json delayModelJson(const sim::Xc7DelayModel& m) {
           {"muxf_ns", m.muxf},
           {"dsp_ns", m.dsp},
           {"dsp_cascade_ns", m.dspCascade},
+          {"reset_setup_ns", m.resetSetup},
+          {"bram_clock_to_out_ns", m.bramClockToOut},
+          {"bram_clock_to_out_reg_ns", m.bramClockToOutReg},
+          {"srl_clock_to_out_ns", m.srlClockToOut},
+          {"lutram_setup_ns", m.lutRamSetup},
           {"clock_cap_mhz", m.clockCapMhz}};
 }
 
@@ -81,10 +100,9 @@ int runSynth(const SynthCliOptions& o) {
              r.total.ff, r.total.dsp, bram(r.total), depthText(r.maxLogicDepth),
              xc7 ? fmaxText(r.fmaxMhz) : "");
   if (xc7 && r.fmaxMhz)
-    fmt::print(
-        "Fmax~: estimated from each layer's longest path (ltp) with a -1 Artix-7 delay model, "
-        "not a timing analysis; the design's is its slowest layer's ({})\n",
-        r.slowestModule);
+    fmt::print("Fmax~: each layer's slowest register-to-register path by a -1 Artix-7 delay model "
+               "(no placement or routing: an estimate); the design's is its slowest layer's ({})\n",
+               r.slowestModule);
   if (r.pnr) {
     const sim::PnrResult& p = *r.pnr;
     fmt::print("place and route ({}, {} {}): Fmax {:.2f} MHz (target {:g}), logic cells {}/{}, "
@@ -115,6 +133,12 @@ int runSynth(const SynthCliOptions& o) {
       m["logic_depth"] = u.logicDepth ? nlohmann::json(*u.logicDepth) : nlohmann::json();
       if (xc7) {
         m["path"] = u.path ? pathJson(*u.path) : nlohmann::json();
+        if (u.path) {
+          m["path_launch"] = u.path->launch;
+          m["path_capture"] = u.path->capture;
+        }
+        m["critical_path"] = stepsJson(u.critical);
+        if (!u.timingNote.empty()) m["timing_note"] = u.timingNote;
         m["period_ns"] = optionalJson(u.periodNs);
         m["fmax_mhz"] = optionalJson(u.fmaxMhz);
       }

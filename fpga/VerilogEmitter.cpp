@@ -245,6 +245,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     rs.reuse = it != o.layerReuse.end() ? it->second : o.reuse;
     rs.stageLevels = o.stageLevels;
     rs.clockMhz = o.clockMhz;
+    rs.shiftAddDigits = o.shiftAddDigits;
     rs.module = fmt::format("{}_{}", d.top, verilogName(L.name));
     RtlLayer r;
     try {
@@ -275,6 +276,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     s.nOut = r.out.c;
     s.reuse = r.reuse > 0 ? r.reuse : 1;
     s.stageLevels = r.stageLevels;
+    s.stageMask = r.stageMask;
     s.multipliers = r.multipliers;
     s.latency = r.latency;
     s.lookahead = r.lookahead;

@@ -26,7 +26,8 @@ struct VerilogOptions {
   std::map<std::string, int64_t> layerReuse; // per layer (ONNX name)
   std::string until;                         // last layer of the design (empty: the whole graph)
   int stageLevels = 0;                       // adder-tree levels per pipeline stage (0: none)
-  double clockMhz = 0; // > 0: stageLevels from the delay model at this clock (adderLevelsPerStage)
+  double clockMhz = 0;    // > 0: the stages from the delay model at this clock (stageMaskFor)
+  int shiftAddDigits = 2; // reuse 1: constant products of <= this many signed digits in logic
   /// FIFO depths by hand, by the joining layer's name (a power of two >= 2), instead of the
   /// static analysis: to tighten them after a simulation, or to provoke a deadlock in a test.
   std::map<std::string, int64_t> fifoDepth;
@@ -36,7 +37,8 @@ struct VerilogOptions {
 struct RtlStage {
   std::string layer, module, op;
   int64_t nIn = 0, nOut = 0, reuse = 1; // elements per transfer in and out
-  int stageLevels = 0;                  // Dense/Conv: adder-tree levels per pipeline stage
+  int stageLevels = 0;                  // Dense/Conv: the options' adder-tree levels per stage
+  uint64_t stageMask = 0;               // Dense/Conv: the registered tree levels (bit l: level l)
   StreamGeom inGeom, outGeom;
   FixedFormat in, out;
   FixedFormat in2; // a second operand's format (Add, Concat)

@@ -29,7 +29,8 @@ struct SynthCounts {
   void add(const SynthCounts& o);
 };
 
-/// The cells on a module's longest path (ltp) by kind; their sum is the logic depth.
+/// The combinational cells on a module's critical path by kind (sim/Timing.h), and what
+/// launches and captures it.
 struct PathMix {
   int64_t lut = 0;        // LUT1..LUT6 and other logic (LUT RAM reads)
   int64_t carryEntry = 0; // a CARRY4 whose predecessor on the path is not a CARRY4
@@ -37,14 +38,18 @@ struct PathMix {
   int64_t muxf = 0;       // MUXF7/MUXF8
   int64_t dsp = 0;        // a DSP48E1 entered from general routing (A/B -> P, multiply)
   int64_t dspCascade = 0; // a DSP48E1 fed by the previous DSP48E1 (PCOUT -> PCIN)
+  std::string launch;     // "flip-flop", "DSP48E1 P register", "block RAM read", "input port X"
+  std::string capture;    // the endpoint's cell type and pin, or "output port X"
   int64_t levels() const { return lut + carryEntry + carry + muxf + dsp + dspCascade; }
 };
 
-/// A register-to-register delay model for a -1 Artix-7 (docs/fpga.md, "Fmax estimate"): the
-/// path's period is clockToQ + setup + finalNet plus, per cell on it, net + the cell's delay
-/// (no net for cells fed on dedicated wires: a carry chain, MUXF, a DSP cascade). Cell delays are
-/// the prjxray-db Artix-7 numbers that Yosys' own techlibs/xilinx/cells_sim.v carries, except the
-/// LUT (about the datasheet's T_ILO); the net delay is a typical single hop of general routing.
+/// A register-to-register delay model for a -1 Artix-7 (docs/fpga.md, "Fmax estimate"): a
+/// path's period is its launch (clock-to-out), per cell on it the net into it and the cell's
+/// delay (no net for cells fed on dedicated wires: a carry chain, MUXF, a DSP cascade, a LUT into
+/// its slice's carry or MUXF), and the last net and the endpoint's setup. Cell delays are the
+/// prjxray-db Artix-7 numbers that Yosys' own techlibs/xilinx/cells_sim.v carries, except the LUT
+/// (about the datasheet's T_ILO); the net delay is a typical single hop of general routing.
+/// DSP48E1 pins take cells_sim.v's figures for the cell's registers (sim/Timing.cpp).
 struct Xc7DelayModel {
   double clockToQ = 0.30;   // FDRE C -> Q (cells_sim.v: 303 ps)
   double setup = 0.10;      // FDRE D/CE setup (cells_sim.v: 0 and 109 ps)
@@ -55,18 +60,32 @@ struct Xc7DelayModel {
   double muxf = 0.30;       // MUXF7 S -> O (cells_sim.v: 296 ps)
   double dsp = 2.82;        // DSP48E1 A -> P through the multiplier, no registers (2823 ps)
   double dspCascade = 1.11; // DSP48E1 PCIN -> P (1107 ps)
+  double resetSetup = 0.40; // FDRE R / FDSE S setup (cells_sim.v: 404 ps), also a DSP's RST*
+  double bramClockToOut = 2.454;    // RAMB18E1 CLK -> DO without the output register (cells_sim.v)
+  double bramClockToOutReg = 0.882; // ... with DOA_REG/DOB_REG
+  double srlClockToOut = 1.30; // SRL16E/SRLC32E CLK -> Q (not in cells_sim.v; ~T_REG of a LUT RAM)
+  double lutRamSetup = 0.50;   // LUT RAM / SRL write-side setup (~T_WS, DS181)
   double clockCapMhz = 464; // a BUFG's F_MAX at -1 (DS181): no path is faster than the clock tree
-  double periodNs(const PathMix& p) const;
-  double fmaxMhz(const PathMix& p) const;
+  double fmaxMhz(double periodNs) const;
+};
+
+/// One step of a critical path: a cell entered at pin `from` after a net of `netNs`, left at pin
+/// `to` after `cellNs` more; the first step launches (`cellNs` = clock-to-out), the last captures
+/// (`cellNs` = setup). `net`: the net the step drives (the launch and the cells) or captures.
+struct TimingStep {
+  std::string type, from, to, kind, net; // kind: a PathMix field, "launch" or "capture"
+  double netNs = 0, cellNs = 0;
 };
 
 struct SynthUnit {
   std::string module, layer, op; // layer/op empty for the top's glue
   SynthCounts counts;
-  std::optional<int64_t> logicDepth; // ltp -noff, flip-flops and block RAMs excluded
-  std::optional<PathMix> path;       // xc7: the cells on that path by kind
-  std::optional<double> periodNs;    // xc7: Xc7DelayModel on the path
+  std::optional<int64_t> logicDepth; // ltp -noff: cells between registers (registered DSPs cut)
+  std::optional<PathMix> path;       // xc7: the cells on the critical path by kind
+  std::vector<TimingStep> critical;  // xc7: that path step by step
+  std::optional<double> periodNs;    // xc7: its delay (sim/Timing.h)
   std::optional<double> fmaxMhz;     // xc7: 1000 / periodNs, an estimate (not a timing analysis)
+  std::string timingNote;            // xc7: why there is no estimate
   double seconds = 0;
   std::string log; // the Yosys log file
 };

@@ -155,12 +155,13 @@ public:
     r.module.addStreamWires("win", win.size() * a.format.width,
                             fmt::format("windows: {} x {}", win.size(), formatToString(a.format)));
     addWindowInstance(r.module, win, a.format.width, 0, "win");
-    r.stageLevels = stageLevelsFor(core, s.reuse, s);
-    r.multipliers =
-        addDenseInstance(r.module, core, info.name, {}, s.reuse, r.stageLevels, "win", "out");
+    r.stageLevels = s.stageLevels;
+    r.stageMask = stageMaskFor(core, s.reuse, s);
+    r.multipliers = addDenseInstance(r.module, core, info.name, {}, s.reuse, r.stageMask,
+                                     s.shiftAddDigits, "win", "out");
     r.blocks = {"triad_window", "triad_dense"};
     r.reuse = s.reuse;
-    r.latency = 1 + denseLatency(s.reuse, core.K / s.reuse, r.stageLevels);
+    r.latency = 1 + denseLatency(s.reuse, core.K / s.reuse, r.stageMask);
     win.addCosts(r, a.format.width);
     r.out = {win.OH, win.OW, core.N, false};
     r.outFormat = outF;

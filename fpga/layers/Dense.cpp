@@ -2,12 +2,14 @@
 // matrix. Per row: y_n = cast(sum_k cast(x_k * w_nk) + cast(b_n)) (DenseCore). In RTL one
 // triad_dense per layer; a Dense after Flatten of a pixel stream first collects the frame's
 // transfers into one vector (triad_collect) and reads its weights in that order.
+#include "fpga/layers/DelayModel.h"
 #include "fpga/layers/DenseCore.h"
 #include "ir/ops/Linear.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 
 namespace triad::fpga {
 
@@ -75,38 +77,101 @@ DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vect
   return c;
 }
 
-// The cell delays of `triad synth`'s estimate (sim/Synth.cpp, prjxray's -1 Artix-7 figures): a
-// LUT and its net 0.57 ns, a carry chain 0.5 ns to start and 0.11 ns per further CARRY4; a stage
-// pays 0.85 ns of clock-to-out, setup and the last net; the output cast (rounding and
-// saturation) about two LUT levels and a MUXF7, 1.44 ns.
-int adderLevelsPerStage(double clockMhz, int accWidth, int depth) {
-  double level = 0.57 + 0.5 + 0.11 * double(std::max(0, (accWidth + 3) / 4 - 1));
-  double budget = 1000.0 / clockMhz - 0.85, cast = 1.44;
-  for (int k = std::max(1, int(budget / level)); k > 1; --k)
-    if (double(depth % k + 1) * level + cast <= budget) return k;
-  return 1;
-}
+namespace {
 
-int stageLevelsFor(const DenseCore& c, int64_t reuse, const RtlSettings& s) {
-  if (s.stageLevels > 0 || s.clockMhz <= 0) return s.stageLevels;
+int treeDepth(int64_t kPerOutput) {
   int depth = 0;
-  while ((int64_t(1) << depth) < c.K / std::max<int64_t>(reuse, 1))
-    ++depth;
-  return adderLevelsPerStage(s.clockMhz, c.q->acc().format.width, depth);
-}
-
-int64_t denseLatency(int64_t reuse, int64_t kPerOutput, int stageLevels) {
-  // triad_dense's LATENCY: R + 1, and with pipelining a register after the products plus one
-  // after every k adder levels, the accumulate counting as level D + 1.
-  int64_t depth = 0;
   while ((int64_t(1) << depth) < kPerOutput)
     ++depth;
-  return reuse + 1 + (stageLevels == 0 ? 0 : 1 + depth / stageLevels);
+  return depth;
+}
+
+// Bits of the largest |w| (triad_dense's W_MAG).
+int weightMagnitudeBits(const DenseCore& c) {
+  int64_t maxAbs = 0;
+  for (int64_t v : c.w)
+    maxAbs = std::max(maxAbs, v < 0 ? -v : v);
+  int bits = 0;
+  while (bits < 62 && (int64_t(1) << bits) <= maxAbs)
+    ++bits;
+  return bits;
+}
+
+} // namespace
+
+int denseLeafWidth(const DenseCore& c) {
+  const FixedFormat& wf = c.q->weight().format;
+  const FixedFormat& af = c.q->acc().format;
+  int pw = c.in.width + wf.width, pfrac = c.in.fracBits() + wf.fracBits();
+  int ew = std::min(pw, c.in.width + weightMagnitudeBits(c));
+  int shl = std::max(0, af.fracBits() - pfrac), shr = std::max(0, pfrac - af.fracBits());
+  int range = shr == 0 ? ew + shl : std::max(2, ew + 1 - shr);
+  return std::min(range, af.width);
+}
+
+uint64_t uniformStageMask(int stageLevels, int depth) {
+  uint64_t mask = 0;
+  for (int l = 0; stageLevels > 0 && l <= depth && l < 64; ++l)
+    if (l % stageLevels == 0) mask |= uint64_t(1) << l;
+  return mask;
+}
+
+uint64_t stageMaskFor(const DenseCore& c, int64_t reuse, const RtlSettings& s) {
+  int depth = treeDepth(c.K / std::max<int64_t>(reuse, 1));
+  if (s.stageLevels > 0 || s.clockMhz <= 0) return uniformStageMask(s.stageLevels, depth);
+  using namespace delay;
+  const int accW = c.q->acc().format.width, leafW = denseLeafWidth(c);
+  const double budget = stageBudget(s.clockMhz);
+  // Level l adds nodes of min(leaf + l, acc) bits. The first adder stage starts at the
+  // products' registers, which synthesis puts inside the DSP48E1s (their M registers: the
+  // post-adder's output 1.82 ns after the clock, not 0.30): it holds fewer levels.
+  uint64_t mask = 1;
+  double left = budget - (kDspMregOut - kFfOut);
+  for (int l = 1; l <= depth; ++l) {
+    double c = adderLevel(std::min(leafW + l, accW));
+    if (c > left && l > 1) {
+      mask |= uint64_t(1) << (l - 1);
+      left = budget;
+    }
+    left -= c;
+  }
+  // The last stage: the accumulate (acc or bias + the tree's output) and the output cast.
+  if (adderLevel(accW) + kCast > left) mask |= uint64_t(1) << depth;
+  return mask;
+}
+
+int64_t denseLatency(int64_t reuse, int64_t kPerOutput, uint64_t stageMask) {
+  // triad_dense's LATENCY: R + 1 + the registered levels (bit 0: the products).
+  int depth = treeDepth(kPerOutput);
+  uint64_t levels = depth >= 63 ? ~uint64_t(0) : (uint64_t(2) << depth) - 1;
+  return reuse + 1 + std::popcount(stageMask & levels);
+}
+
+uint16_t constTerms(int64_t w, int maxTerms) {
+  if (maxTerms <= 0) return 0;
+  if (w == 0) return uint16_t(1u << 14);
+  // Canonical signed digits (non-adjacent form), least significant first.
+  std::vector<std::pair<int, bool>> digits; // shift, negative
+  int64_t v = w;
+  for (int k = 0; v != 0; ++k, v /= 2) {
+    if (v % 2 == 0) continue;
+    int64_t d = 2 - (((v % 4) + 4) % 4); // +1 or -1
+    digits.push_back({k, d < 0});
+    v -= d;
+  }
+  if (int(digits.size()) > std::min(maxTerms, 2) || digits.back().first > 31) return 0;
+  auto [a, negA] = digits.back();
+  if (digits.size() == 1) return uint16_t((2u << 14) | (negA ? 1u << 13 : 0) | unsigned(a) << 8);
+  auto [bShift, negB] = digits.front();
+  if (negA && negB) return 0; // -(2^a + 2^b): a negation more; left to a multiplier
+  return uint16_t((3u << 14) | (negA ? 1u << 13 : 0) | unsigned(a) << 8 | (negB ? 1u << 7 : 0) |
+                  unsigned(bShift));
 }
 
 int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& layer,
-                         const std::vector<int64_t>& perm, int64_t reuse, int stageLevels,
-                         const std::string& inPrefix, const std::string& outPrefix) {
+                         const std::vector<int64_t>& perm, int64_t reuse, uint64_t stageMask,
+                         int shiftAddDigits, const std::string& inPrefix,
+                         const std::string& outPrefix) {
   int64_t nIn = perm.empty() ? c.K : int64_t(perm.size());
   if (reuse < 1 || nIn % reuse != 0) {
     std::vector<int64_t> valid;
@@ -144,6 +209,30 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
   for (int64_t o = c.N; o-- > 0;)
     b += hdl::hexLiteral(c.b.empty() ? 0 : c.b[size_t(o)], bf.width) + (o > 0 ? ", " : "");
   m.add(hdl::LocalParam{"BIASES", c.N * bf.width, b + "}", {}});
+  // The largest |w| bounds the products (and the adder tree's widths).
+  int wMag = std::min(weightMagnitudeBits(c), wf.width);
+  // At reuse 1 every weight is a constant: the ones with at most shiftAddDigits signed digits
+  // become shifts and adds (triad_dense's W_TERMS) instead of multipliers.
+  std::string terms;
+  int64_t lutProducts = 0;
+  if (reuse == 1 && shiftAddDigits > 0) {
+    terms = "{";
+    for (int64_t o = c.N; o-- > 0;) {
+      terms += "\n      ";
+      for (int64_t i = nIn; i-- > 0;) {
+        int64_t src = perm.empty() ? i : perm[size_t(i)];
+        uint16_t t = constTerms(src < 0 ? 0 : c.w[size_t(o * c.K + src)], shiftAddDigits);
+        lutProducts += t != 0;
+        terms += fmt::format("16'h{:04x}", t) + (i > 0 || o > 0 ? (i > 0 ? ", " : ",") : "");
+      }
+    }
+    terms += "\n  }";
+    m.add(hdl::LocalParam{
+        "W_TERMS", c.N * nIn * 16, terms,
+        fmt::format("products built from shifts and adds: {} of {} (16 bits per weight: 0 "
+                    "multiply, else kind, signs and shifts of its digits)",
+                    lutProducts, c.N * nIn)});
+  }
   hdl::Instance inst;
   inst.module = "triad_dense";
   inst.name = "u_dense";
@@ -166,7 +255,9 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
                  {"RES_SATURATE", std::to_string(saturateCode(q.result().overflow))},
                  {"WEIGHTS", "WEIGHTS"},
                  {"BIASES", "BIASES"}};
-  if (stageLevels > 0) inst.params.push_back({"STAGE_LEVELS", std::to_string(stageLevels)});
+  if (stageMask != 0) inst.params.push_back({"STAGE_MASK", fmt::format("64'h{:x}", stageMask)});
+  inst.params.push_back({"W_MAG", std::to_string(wMag)});
+  if (!terms.empty()) inst.params.push_back({"W_TERMS", "W_TERMS"});
   inst.ports = hdl::streamConnections(inPrefix, outPrefix);
   m.add(std::move(inst));
   return c.N * nIn / reuse;
@@ -251,12 +342,13 @@ public:
       src = "col";
       r.latency += 1;
     }
-    r.stageLevels = stageLevelsFor(core, s.reuse, s);
-    r.multipliers =
-        addDenseInstance(r.module, core, info.name, perm, s.reuse, r.stageLevels, src, "out");
+    r.stageLevels = s.stageLevels;
+    r.stageMask = stageMaskFor(core, s.reuse, s);
+    r.multipliers = addDenseInstance(r.module, core, info.name, perm, s.reuse, r.stageMask,
+                                     s.shiftAddDigits, src, "out");
     r.blocks.insert("triad_dense");
     r.reuse = s.reuse;
-    r.latency += denseLatency(s.reuse, core.K / s.reuse, r.stageLevels);
+    r.latency += denseLatency(s.reuse, core.K / s.reuse, r.stageMask);
     r.out = {1, 1, core.N, false};
     if (!collect) r.out = {a.geom.h, a.geom.w, core.N, false};
     r.outFormat = outF;

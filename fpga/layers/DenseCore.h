@@ -23,21 +23,30 @@ DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vect
                         std::optional<double> outRange);
 
 /// Adds WEIGHTS and BIASES localparams and a triad_dense instance to `m`, reading weight column
-/// j of the RTL's input vector from column perm[j] of the core (identity when perm is empty).
-/// Returns the multipliers. Usage error listing the valid factors when `reuse` does not divide K.
+/// j of the RTL's input vector from column perm[j] of the core (identity when perm is empty);
+/// `stageMask`: the registered tree levels (stageMaskFor); at reuse 1 the products by weights
+/// of at most `shiftAddDigits` signed digits are shifts and adds (constTerms). Returns the
+/// multipliers. Usage error listing the valid factors when `reuse` does not divide K.
 int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& layer,
-                         const std::vector<int64_t>& perm, int64_t reuse, int stageLevels,
-                         const std::string& inPrefix, const std::string& outPrefix);
+                         const std::vector<int64_t>& perm, int64_t reuse, uint64_t stageMask,
+                         int shiftAddDigits, const std::string& inPrefix,
+                         const std::string& outPrefix);
 
-/// The delay model of pipelined arithmetic on xc7 (docs/fpga.md): the most adder-tree levels per
-/// stage such that a stage of that many levels, and the last stage (the levels left over, the
-/// accumulate and the output cast), fit one period at `clockMhz`; at least 1. An adder level's
-/// delay grows with its carry chain (`accWidth` bits); `depth` is the tree's level count.
-int adderLevelsPerStage(double clockMhz, int accWidth, int depth);
-/// The STAGE_LEVELS of a core: the settings' own, else from the delay model at their clock.
-int stageLevelsFor(const DenseCore& c, int64_t reuse, const RtlSettings& s);
+/// triad_dense's W_TERMS code of a constant weight (its header): how to build x * w from at
+/// most `maxTerms` (<= 2) shifted copies of x, or 0 (a multiplier).
+uint16_t constTerms(int64_t w, int maxTerms);
+
+/// triad_dense's leaf width (the cast products: range-sized by the largest |w|).
+int denseLeafWidth(const DenseCore& c);
+/// The registers of every k-th tree level (bit l: after level l), levels 0..depth; 0 for k = 0.
+uint64_t uniformStageMask(int stageLevels, int depth);
+/// A core's STAGE_MASK: the settings' stageLevels when given (uniformStageMask), else from the
+/// delay model at their clock: each stage filled with the adder levels that fit (level l's nodes
+/// are min(leaf + l, acc) bits wide), the first one shorter (it starts at DSP48E1 registers), the
+/// last holding the accumulate and the output cast; 0 without a clock.
+uint64_t stageMaskFor(const DenseCore& c, int64_t reuse, const RtlSettings& s);
 
 /// Cycles through triad_dense from its input accepted to its output valid.
-int64_t denseLatency(int64_t reuse, int64_t kPerOutput, int stageLevels);
+int64_t denseLatency(int64_t reuse, int64_t kPerOutput, uint64_t stageMask);
 
 } // namespace triad::fpga

@@ -80,10 +80,11 @@ struct RtlOperand {
 
 /// Per-design settings a layer's RTL reads.
 struct RtlSettings {
-  int64_t reuse = 1;   // this layer's reuse factor (Dense-like layers)
-  std::string module;  // the (unique) module name to give the layer
-  int stageLevels = 0; // adder-tree levels per pipeline stage (0: from clockMhz, or none)
-  double clockMhz = 0; // > 0: each Dense/Conv core picks its levels per stage for this clock
+  int64_t reuse = 1;      // this layer's reuse factor (Dense-like layers)
+  std::string module;     // the (unique) module name to give the layer
+  int stageLevels = 0;    // adder-tree levels per pipeline stage (0: from clockMhz, or none)
+  double clockMhz = 0;    // > 0: each Dense/Conv core picks its levels per stage for this clock
+  int shiftAddDigits = 2; // reuse 1: products by constants of <= this many digits in logic
 };
 
 /// A layer's RTL: its module (clk, rst_n, in_* or a_*/b_* input streams, out_* stream), the
@@ -101,7 +102,8 @@ struct RtlLayer {
                               // (a window's bottom and right padding)
   int64_t multipliers = 0;
   int64_t reuse = 0;            // Dense-like layers: the reuse factor used
-  int stageLevels = 0;          // Dense-like layers: adder-tree levels per pipeline stage
+  int stageLevels = 0;          // Dense-like layers: the settings' adder-tree levels per stage
+  uint64_t stageMask = 0;       // Dense-like layers: the registered tree levels (bit l: level l)
   int64_t memoryBits = 0;       // line buffers and tables
   std::set<std::string> blocks; // fpga/rtl/ modules instantiated
   std::string summary;          // one line for the design header

@@ -1,12 +1,15 @@
 // Softmax over the last axis, hls4ml's stable form (docs/fpga.md): d_j = x_j - max x (exact),
 // e_j = exp table[d_j] (exp_precision), S = sum e_j (exact), inv = reciprocal table[S]
-// (inv_precision), y_j = cast(e_j * inv). RTL: triad_softmax, latency 5 cycles.
+// (inv_precision), y_j = cast(e_j * inv). RTL: triad_softmax, its stages sized by the delay
+// model for the design's clock (6 to 9 cycles).
+#include "fpga/layers/DelayModel.h"
 #include "fpga/layers/Layer.h"
 #include "ir/ops/Normalization.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace triad::fpga {
@@ -22,6 +25,44 @@ int log2Step(double v) {
   double m = std::frexp(v, &e);
   TRIAD_ASSERT(m == 0.5, "{} is not a power of two", v);
   return e - 1;
+}
+
+// triad_softmax's registers for a clock (its header): MAX_SPLIT when the comparisons and the
+// select of the maximum do not fit one stage; SUM_REGS where the adder tree over the exp
+// entries (fed by a block RAM's slow clock-to-out) and the reciprocal's index need them.
+struct SoftmaxStages {
+  bool maxSplit = false;
+  uint32_t sumRegs = 0;
+  int64_t latency() const { return (maxSplit ? 2 : 1) + 5 + std::popcount(sumRegs); }
+};
+
+SoftmaxStages softmaxStages(double clockMhz, int64_t n, int inW, int expW, int idxW, int invShift) {
+  SoftmaxStages st;
+  if (clockMhz <= 0) return st;
+  using namespace delay;
+  const double budget = stageBudget(clockMhz);
+  int ni = int(n);
+  double select = kLut * (lutLevels(std::max(1, ni - 1)) + lutLevels(2 * ni));
+  st.maxSplit = adderLevel(inW + 1) + select > budget;
+  int ds = 0;
+  while ((int64_t(1) << ds) < n)
+    ++ds;
+  // The first stage starts at the exp tables' outputs, later than a flip-flop's.
+  double left = budget - (kBramOut - kFfOut);
+  for (int l = 1; l <= ds; ++l) {
+    double c = adderLevel(expW + l);
+    if (c > left) {
+      st.sumRegs |= 1u << (l - 1);
+      left = budget;
+    }
+    left -= c;
+  }
+  // The reciprocal's index (the sum's bits above the table's range: saturate; a multiplexer)
+  // into the block RAM's address (a longer setup than a flip-flop's).
+  int high = std::max(1, expW + ds - std::max(0, invShift) - idxW);
+  double index = kLut * (lutLevels(high) + 1) + (kBramSetup - kFfSetup);
+  if (index > left) st.sumRegs |= 1u << ds;
+  return st;
 }
 
 ir::Support supportsSoftmax(const ir::Node& n) {
@@ -76,6 +117,8 @@ public:
       fail(ErrorKind::Unsupported, "layer '{}' (Softmax) takes rows of {}, the stream has {}",
            info.name, cols, a.geom.c);
     int64_t n = cols, size = int64_t(info.table.size());
+    SoftmaxStages st =
+        softmaxStages(s.clockMhz, n, a.format.width, ef.width, log2Exact(size), info.invShift);
     RtlLayer r;
     r.module = layerModule(s.module, {"in"}, {n * a.format.width}, n * outF.width);
     r.module.comment = fmt::format(
@@ -84,11 +127,12 @@ public:
         "0, {});\n"
         "  reciprocal table: {} entries over [0, {}) in {}, index = clamp(floor(sum / 2^{}), 0, "
         "{});\n"
-        "  y = cast(exp * reciprocal) to {} ({}, {}); latency 5 cycles",
+        "  y = cast(exp * reciprocal) to {} ({}, {}); latency {} cycles{}",
         info.name, n, formatToString(a.format), n, formatToString(outF), size, q.tableRange,
         formatToString(ef), info.tableShift, size, size - 1, size, q.invRange, formatToString(rf),
         info.invShift, size - 1, formatToString(outF), toString(q.result().rounding),
-        toString(q.result().overflow));
+        toString(q.result().overflow), st.latency(),
+        s.clockMhz > 0 ? fmt::format(" (stages for {:g} MHz)", s.clockMhz) : "");
     r.module.add(hdl::LocalParam{"EXP_TABLE", size * ef.width, tableLiteral(info.table, ef.width),
                                  "entry j at [j*W +: W], the last entry first"});
     r.module.add(
@@ -104,7 +148,9 @@ public:
                         {"EXP_FRAC", std::to_string(ef.fracBits())},
                         {"INV_SHIFT", std::to_string(info.invShift)},
                         {"INV_W", std::to_string(rf.width)},
-                        {"INV_FRAC", std::to_string(rf.fracBits())}},
+                        {"INV_FRAC", std::to_string(rf.fracBits())},
+                        {"MAX_SPLIT", st.maxSplit ? "1" : "0"},
+                        {"SUM_REGS", fmt::format("32'h{:x}", st.sumRegs)}},
                        hdl::streamConnections("in", "out"),
                        {}};
     for (auto& p : resultParams(outF, q.result()))
@@ -113,7 +159,7 @@ public:
     inst.params.push_back({"INV_TABLE", "INV_TABLE"});
     r.module.add(std::move(inst));
     r.blocks.insert("triad_softmax");
-    r.latency = 5;
+    r.latency = st.latency();
     r.multipliers = n;
     r.memoryBits = size * (ef.width + rf.width);
     r.out = a.geom;

@@ -8,36 +8,45 @@
 // accumulator format with ACC_ROUNDING/ACC_SATURATE; the bias is cast the same way; the sum
 // wraps modulo 2^ACC_W; the result is cast to OUT_W/OUT_FRAC with RES_ROUNDING/RES_SATURATE.
 // WEIGHTS holds w[o][i] at bit (o*N_IN + i)*W_W, BIASES b[o] at bit o*B_W (all signed raw).
+// W_MAG: bits of the largest |w| (W_W: unknown), which bounds the products and so the tree.
+//
+// Products by constants (REUSE = 1): W_TERMS holds 16 bits per weight at (o*N_IN + i)*16, in the
+// canonical signed digit form the emitter chose to build from shifts and adds instead of a
+// multiplier: [15:14] 0 multiply, 1 zero, 2 one term, 3 two terms; [13] a's sign, [12:8] its
+// shift; [7] b's sign, [4:0] its shift (w = +-2^a, or +-2^a +-2^b with not both negative).
 //
 // Adder tree: per output and column, the KPR = N_IN/REUSE cast products (the leaves, level 0)
 // are summed by a balanced tree of D = ceil(log2 KPR) levels (level l has ceil(KPR/2^l) nodes;
 // node j of level l = node 2j + node 2j+1 of level l-1, or node 2j alone when it has no
-// partner). Nodes are range-sized (P_W = IN_W + W_W, P_FRAC = IN_FRAC + W_FRAC; a product lies
-// in [-2^(P_W-2), 2^(P_W-2)]): a leaf, the product cast to the accumulator, is
-//   LEAF_W = P_W + ACC_FRAC - P_FRAC bits when ACC_FRAC >= P_FRAC (exact cast),
-//            max(2, P_W - S) bits when the cast drops S = P_FRAC - ACC_FRAC bits (rounded),
+// partner). Nodes are range-sized (P_W = IN_W + W_W, P_FRAC = IN_FRAC + W_FRAC; a product fits
+// E_W = min(P_W, IN_W + W_MAG) bits, |x * w| < 2^(E_W - 1)): a leaf, the product cast to the
+// accumulator, is
+//   LEAF_W = E_W + ACC_FRAC - P_FRAC bits when ACC_FRAC >= P_FRAC (exact cast),
+//            max(2, E_W + 1 - S) bits when the cast drops S = P_FRAC - ACC_FRAC bits (rounded),
 //   capped at ACC_W; below ACC_W the cast can never overflow, so its result is the leaf
 //   sign-extended and ACC_SATURATE does not matter; at ACC_W the leaf is the cast as it is
 //   (rounding, saturating or wrapping). A node of level l is min(LEAF_W + l, ACC_W) bits: exact
 //   while narrower than ACC_W, modulo 2^ACC_W at ACC_W, which is all the sum needs.
 //
-// Pipelining, STAGE_LEVELS = k (the accumulate, acc or bias + tree output, counts as adder
-// level D + 1):
-//   k = 0: as before: the column's products, tree, accumulate and output cast in one cycle.
-//   k > 0: registers (with the column's valid/first/last flags) after the product casts
-//          (level 0) and after every tree level l with l % k == 0, 0 < l <= D. So the first
-//          stage is the multiplies + casts (and no adder), every middle stage k adder levels,
-//          and the last stage the remaining 1..k adder levels of D + 1 (the last of them the
-//          accumulate) + the output cast into the output register. P = number of registered
-//          levels = 1 + floor(D/k); e.g. D = 4: k = 1: mult | 1 | 2 | 3 | 4 | acc + cast,
-//          k = 2: mult | 1-2 | 3-4 | acc + cast, k = 3: mult | 1-3 | 4 + acc + cast.
+// Pipelining, STAGE_MASK (bit l: a register after tree level l, 0 <= l <= D; bit 0, the
+// products, is set whenever any is), or else STAGE_LEVELS = k (the registers of
+// STAGE_MASK = every level l with l % k == 0); the accumulate, acc or bias + tree output,
+// counts as adder level D + 1:
+//   none: as before: the column's products, tree, accumulate and output cast in one cycle.
+//   else: registers (with the column's valid/first/last flags) after the product casts (level
+//         0) and after every tree level in the mask. So the first stage is the multiplies +
+//         casts (and no adder), the next ones the levels up to each register, and the last
+//         stage the levels after the last register, the accumulate and the output cast into
+//         the output register. P = number of registered levels; e.g. D = 4: k = 1: mult | 1 |
+//         2 | 3 | 4 | acc + cast, k = 2: mult | 1-2 | 3-4 | acc + cast, mask {0,1,3,4}:
+//         mult | 1 | 2-3 | 4 | acc + cast (the emitter's delay model picks the mask).
 // Stages: x_reg (the accepted input, held for REUSE cycles while cnt walks the columns) ->
 // P pipeline registers -> acc / out_tdata. All of them advance together on one enable, which
 // drops only when the last stage holds a vector's last column and out_tdata still holds an
 // unaccepted result: then nothing moves and in_tready is 0 (unless x_reg is empty).
 // Timing: II = REUSE; latency (input accepted -> output valid, no back-pressure):
-//   LATENCY = REUSE + 1 + (k == 0 ? 0 : 1 + floor(D / k)),   D = ceil(log2(N_IN / REUSE));
-//   e.g. N_IN 16, REUSE 1 (D = 4): k = 0/1/2/3/4 -> 2/7/5/4/4 cycles.
+//   LATENCY = REUSE + 1 + P,   D = ceil(log2(N_IN / REUSE));
+//   e.g. N_IN 16, REUSE 1 (D = 4): k = 0/1/2/3/4 -> 2/7/5/4/4 cycles, mask {0,1,3,4} -> 6.
 // The columns of one vector reach the accumulator on REUSE consecutive cycles, P cycles after
 // they were selected, so the accumulation across columns needs no change and II stays REUSE.
 module triad_dense #(
@@ -59,7 +68,10 @@ module triad_dense #(
     parameter integer RES_ROUNDING = 0,
     parameter integer RES_SATURATE = 1,
     parameter integer STAGE_LEVELS = 0,
+    parameter [63:0] STAGE_MASK = 0,
+    parameter integer W_MAG = W_W,
     parameter [N_OUT*N_IN*W_W-1:0] WEIGHTS = 0,
+    parameter [N_OUT*N_IN*16-1:0] W_TERMS = 0,
     parameter [N_OUT*B_W-1:0] BIASES = 0
 ) (
     input  wire                   clk,
@@ -77,16 +89,32 @@ module triad_dense #(
   localparam integer P_W = IN_W + W_W;
   localparam integer P_FRAC = IN_FRAC + W_FRAC;
   localparam [31:0] LAST = REUSE - 1;
-  localparam integer K_DIV = (STAGE_LEVELS > 0) ? STAGE_LEVELS : 1;
-  localparam integer P = (STAGE_LEVELS > 0) ? 1 + D / K_DIV : 0;
+  // The registered tree levels (bit l: after level l).
+  function [63:0] stage_mask(input integer k);
+    integer m;
+    begin
+      stage_mask = 0;
+      for (m = 0; m <= D && m < 64; m = m + 1) if (k > 0 && m % k == 0) stage_mask[m] = 1'b1;
+    end
+  endfunction
+  localparam [63:0] MASK = (STAGE_MASK != 0) ? (STAGE_MASK | 64'd1) : stage_mask(STAGE_LEVELS);
+  function integer regs(input [63:0] mask);
+    integer m;
+    begin
+      regs = 0;
+      for (m = 0; m <= D && m < 64; m = m + 1) regs = regs + {31'b0, mask[m]};
+    end
+  endfunction
+  localparam integer P = regs(MASK);
   /* verilator lint_off UNUSEDPARAM */
   // For the emitter and testbenches: cycles from an accepted input to its output.
-  localparam integer LATENCY = REUSE + 1 + ((STAGE_LEVELS > 0) ? 1 + D / K_DIV : 0);
+  localparam integer LATENCY = REUSE + 1 + P;
   /* verilator lint_on UNUSEDPARAM */
   // Leaf width: the bits a cast product can need (see the header).
   localparam integer SHL = (ACC_FRAC > P_FRAC) ? ACC_FRAC - P_FRAC : 0;
   localparam integer SHR = (ACC_FRAC < P_FRAC) ? P_FRAC - ACC_FRAC : 0;
-  localparam integer RANGE_W = (SHR == 0) ? P_W + SHL : ((P_W - SHR > 2) ? P_W - SHR : 2);
+  localparam integer E_W = (IN_W + W_MAG < P_W) ? IN_W + W_MAG : P_W;
+  localparam integer RANGE_W = (SHR == 0) ? E_W + SHL : ((E_W + 1 - SHR > 2) ? E_W + 1 - SHR : 2);
   localparam integer LEAF_W = (RANGE_W < ACC_W) ? RANGE_W : ACC_W;
 
   // Tree level l: ceil(KPR / 2^l) nodes of min(LEAF_W + l, ACC_W) bits, packed level after level.
@@ -122,7 +150,9 @@ module triad_dense #(
   wire en = ~(s_valid & s_last & out_tvalid & ~out_tready);
   assign in_tready = ~x_valid | (last & en);
 
-  wire [N_OUT*N_IN*W_W-1:0] w_rom = WEIGHTS;
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [N_OUT*N_IN*W_W-1:0] w_rom = WEIGHTS;  // at REUSE = 1 read only where a multiplier is
+  /* verilator lint_on UNUSEDSIGNAL */
   wire [N_OUT*ACC_W-1:0] b_acc;  // biases in the accumulator format
   wire [N_OUT*ACC_W-1:0] acc_next;
   wire [N_OUT*OUT_W-1:0] y;
@@ -178,11 +208,43 @@ module triad_dense #(
           localparam integer POS = OL + j * W;
           wire [W-1:0] v;
           if (l == 0) begin : g_leaf
-            wire [REUSE*IN_W-1:0] xs = x_reg[j*REUSE*IN_W+:REUSE*IN_W];
-            wire [REUSE*W_W-1:0] ws = w_rom[(o*N_IN+j*REUSE)*W_W+:REUSE*W_W];
-            wire signed [IN_W-1:0] xv = xs[cnt*IN_W+:IN_W];
-            wire signed [W_W-1:0] wv = ws[cnt*W_W+:W_W];
-            wire signed [P_W-1:0] p = xv * wv;  // exact
+            wire signed [P_W-1:0] p;  // exact
+            if (REUSE == 1) begin : g_const
+              // The weight is a constant: a multiplier, or the shifts and add of its digits.
+              localparam [15:0] T = W_TERMS[(o*N_IN+j)*16+:16];
+              /* verilator lint_off UNUSEDSIGNAL */
+              wire [IN_W-1:0] xj = x_reg[j*IN_W+:IN_W];
+              wire signed [P_W-1:0] xe = {{(P_W - IN_W) {xj[IN_W-1]}}, xj};
+              wire signed [P_W-1:0] ta = xe <<< T[12:8];
+              wire signed [P_W-1:0] tb = xe <<< T[4:0];
+              /* verilator lint_on UNUSEDSIGNAL */
+              if (T[15:14] == 2'd1) begin : g_zero
+                assign p = {P_W{1'b0}};
+              end else if (T[15:14] == 2'd2) begin : g_one
+                if (T[13]) begin : g_neg
+                  assign p = -ta;
+                end else begin : g_pos
+                  assign p = ta;
+                end
+              end else if (T[15:14] == 2'd3) begin : g_two
+                if (T[13]) begin : g_neg_a
+                  assign p = tb - ta;
+                end else if (T[7]) begin : g_neg_b
+                  assign p = ta - tb;
+                end else begin : g_pos
+                  assign p = ta + tb;
+                end
+              end else begin : g_mul
+                wire signed [W_W-1:0] wv = w_rom[(o*N_IN+j)*W_W+:W_W];
+                assign p = $signed(xj) * wv;
+              end
+            end else begin : g_mux
+              wire [REUSE*IN_W-1:0] xs = x_reg[j*REUSE*IN_W+:REUSE*IN_W];
+              wire [REUSE*W_W-1:0] ws = w_rom[(o*N_IN+j*REUSE)*W_W+:REUSE*W_W];
+              wire signed [IN_W-1:0] xv = xs[cnt*IN_W+:IN_W];
+              wire signed [W_W-1:0] wv = ws[cnt*W_W+:W_W];
+              assign p = xv * wv;
+            end
             // The cast's result fits in W signed bits: its upper bits are copies of the sign.
             /* verilator lint_off UNUSEDSIGNAL */
             wire [ACC_W-1:0] cp;
@@ -213,7 +275,7 @@ module triad_dense #(
               assign v = ae;
             end
           end
-          if (STAGE_LEVELS > 0 && l % K_DIV == 0) begin : g_reg
+          if (MASK[l]) begin : g_reg
             reg [W-1:0] r;
             always @(posedge clk) if (en) r <= v;
             assign tree[POS+:W] = r;

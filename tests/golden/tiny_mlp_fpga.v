@@ -51,7 +51,8 @@ module tiny_mlp_fc1_Gemm (
       .RES_ROUNDING(0),
       .RES_SATURATE(1),
       .WEIGHTS(WEIGHTS),
-      .BIASES(BIASES)
+      .BIASES(BIASES),
+      .W_MAG(12)
   ) u_dense (
       .clk(clk),
       .rst_n(rst_n),
@@ -134,7 +135,8 @@ module tiny_mlp_fc2_Gemm (
       .RES_ROUNDING(0),
       .RES_SATURATE(1),
       .WEIGHTS(WEIGHTS),
-      .BIASES(BIASES)
+      .BIASES(BIASES),
+      .W_MAG(12)
   ) u_dense (
       .clk(clk),
       .rst_n(rst_n),

@@ -3,8 +3,10 @@
 //
 // One configuration is given as KEY=VALUE arguments (N_IN, N_OUT, REUSE, IN_W, IN_FRAC, W_W,
 // W_FRAC, B_W, B_FRAC, ACC_W, ACC_FRAC, OUT_W, OUT_FRAC, ACC_ROUNDING, ACC_SATURATE,
-// RES_ROUNDING, RES_SATURATE, STAGE_LEVELS, SEED, SAMPLES). The weights and biases are drawn
-// from SEED, so the two builds of this file agree on them:
+// RES_ROUNDING, RES_SATURATE, STAGE_LEVELS, STAGE_MASK, TERMS, SEED, SAMPLES). The weights and
+// biases are drawn from SEED, so the two builds of this file agree on them. TERMS=1 draws a
+// quarter of the weights as 0, +-2^k or +-2^a +-2^b and passes W_TERMS (the emitter's codes:
+// shifts and adds instead of multipliers at REUSE 1) and W_MAG (the largest |w|'s bits):
 //   -DDENSE_TB_GEN: `dense_tb_gen KEY=VALUE...` prints the wrapper module tb_top (triad_dense
 //                   with the configuration and the random WEIGHTS/BIASES; its LATENCY
 //                   localparam on the port `latency`).
@@ -16,6 +18,7 @@
 //     3. a pass with ~10% input gaps and ~70% output back-pressure;
 //   in passes 2 and 3 every output vector must arrive once, in order, bit-identical, and no
 //   output may follow the last one. Prints one line; exit 0 on success.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +37,8 @@ struct Cfg {
       {"IN_FRAC", 10},     {"W_W", 16},         {"W_FRAC", 10},      {"B_W", 16},
       {"B_FRAC", 10},      {"ACC_W", 37},       {"ACC_FRAC", 20},    {"OUT_W", 16},
       {"OUT_FRAC", 10},    {"ACC_ROUNDING", 0}, {"ACC_SATURATE", 0}, {"RES_ROUNDING", 0},
-      {"RES_SATURATE", 1}, {"STAGE_LEVELS", 0}, {"SEED", 1},         {"SAMPLES", 300}};
+      {"RES_SATURATE", 1}, {"STAGE_LEVELS", 0}, {"SEED", 1},         {"SAMPLES", 300},
+      {"STAGE_MASK", 0},   {"TERMS", 0}};
   int operator[](const char* k) const { return int(v.at(k)); }
 };
 
@@ -51,7 +55,9 @@ bool parse(int argc, char** argv, Cfg& c) {
   return true;
 }
 
-i128 pow2(int n) { return i128(1) << n; }
+i128 pow2(int n) {
+  return i128(1) << n;
+}
 
 // The low w bits of v as a signed value.
 i128 wrap(i128 v, int w) {
@@ -95,17 +101,55 @@ struct Params {
   std::vector<long> w, b; // w[o*N_IN + i], b[o]
 };
 
+// A weight of at most two signed digits (within w bits), or 0.
+long fewDigits(std::mt19937_64& rng, int w) {
+  uint64_t pick = rng() % 4;
+  if (pick == 0) return 0;
+  long a = long(rng() % uint64_t(w - 1)), b = long(rng() % uint64_t(w - 1));
+  long v = (rng() & 1 ? -1 : 1) * (long(1) << a);
+  if (pick >= 2) v += (rng() & 1 ? -1 : 1) * (long(1) << b);
+  return long(wrap(v, w));
+}
+
+// triad_dense's W_TERMS code of w (the emitter's fpga::constTerms, at most two digits).
+unsigned constTerms(long w) {
+  if (w == 0) return 1u << 14;
+  std::vector<std::pair<int, bool>> digits;
+  long v = w;
+  for (int k = 0; v != 0; ++k, v /= 2) {
+    if (v % 2 == 0) continue;
+    long d = 2 - (((v % 4) + 4) % 4);
+    digits.push_back({k, d < 0});
+    v -= d;
+  }
+  if (digits.size() > 2) return 0;
+  auto [a, na] = digits.back();
+  if (digits.size() == 1) return (2u << 14) | (na ? 1u << 13 : 0) | unsigned(a) << 8;
+  auto [b, nb] = digits.front();
+  if (na && nb) return 0;
+  return (3u << 14) | (na ? 1u << 13 : 0) | unsigned(a) << 8 | (nb ? 1u << 7 : 0) | unsigned(b);
+}
+
 Params draw(const Cfg& c) {
   std::mt19937_64 rng{uint64_t(c["SEED"]) * 7919u + 17u};
   Params p;
-  for (int i = 0; i < c["N_OUT"] * c["N_IN"]; ++i) p.w.push_back(randRaw(rng, c["W_W"]));
-  for (int o = 0; o < c["N_OUT"]; ++o) p.b.push_back(randRaw(rng, c["B_W"]));
+  for (int i = 0; i < c["N_OUT"] * c["N_IN"]; ++i)
+    p.w.push_back(c["TERMS"] && rng() % 4 == 0 ? fewDigits(rng, c["W_W"]) : randRaw(rng, c["W_W"]));
+  for (int o = 0; o < c["N_OUT"]; ++o)
+    p.b.push_back(randRaw(rng, c["B_W"]));
   return p;
 }
 
 int expectedLatency(const Cfg& c) {
   int kpr = c["N_IN"] / c["REUSE"], d = 0, k = c["STAGE_LEVELS"];
-  while ((1 << d) < kpr) ++d;
+  while ((1 << d) < kpr)
+    ++d;
+  if (c["STAGE_MASK"] != 0) {
+    int p = 0;
+    for (int l = 0; l <= d; ++l)
+      p += l == 0 || (c["STAGE_MASK"] >> l & 1);
+    return c["REUSE"] + 1 + p;
+  }
   return c["REUSE"] + 1 + (k == 0 ? 0 : 1 + d / k);
 }
 
@@ -117,12 +161,12 @@ std::vector<long> reference(const Cfg& c, const Params& p, const std::vector<lon
                   c["ACC_SATURATE"]);
     for (int i = 0; i < c["N_IN"]; ++i) {
       i128 prod = i128(x[size_t(i)]) * p.w[size_t(o * c["N_IN"] + i)];
-      s = wrap(s + cast(prod, pFrac, c["ACC_W"], c["ACC_FRAC"], c["ACC_ROUNDING"],
-                        c["ACC_SATURATE"]),
-               c["ACC_W"]);
+      s = wrap(
+          s + cast(prod, pFrac, c["ACC_W"], c["ACC_FRAC"], c["ACC_ROUNDING"], c["ACC_SATURATE"]),
+          c["ACC_W"]);
     }
-    y.push_back(long(cast(s, c["ACC_FRAC"], c["OUT_W"], c["OUT_FRAC"], c["RES_ROUNDING"],
-                          c["RES_SATURATE"])));
+    y.push_back(long(
+        cast(s, c["ACC_FRAC"], c["OUT_W"], c["OUT_FRAC"], c["RES_ROUNDING"], c["RES_SATURATE"])));
   }
   return y;
 }
@@ -146,10 +190,10 @@ int main(int argc, char** argv) {
   Cfg c;
   if (!parse(argc, argv, c)) return 2;
   Params p = draw(c);
-  const char* names[] = {"N_IN",     "N_OUT",    "REUSE",        "IN_W",         "IN_FRAC",
-                         "W_W",      "W_FRAC",   "B_W",          "B_FRAC",       "ACC_W",
-                         "ACC_FRAC", "OUT_W",    "OUT_FRAC",     "ACC_ROUNDING", "ACC_SATURATE",
-                         "RES_ROUNDING", "RES_SATURATE", "STAGE_LEVELS"};
+  const char* names[] = {
+      "N_IN",     "N_OUT",        "REUSE",        "IN_W",         "IN_FRAC",      "W_W",
+      "W_FRAC",   "B_W",          "B_FRAC",       "ACC_W",        "ACC_FRAC",     "OUT_W",
+      "OUT_FRAC", "ACC_ROUNDING", "ACC_SATURATE", "RES_ROUNDING", "RES_SATURATE", "STAGE_LEVELS"};
   std::string s = "// Generated by dense_tb_gen.\nmodule tb_top (\n"
                   "    input wire clk,\n    input wire rst_n,\n";
   s += "    input wire [" + std::to_string(c["N_IN"] * c["IN_W"] - 1) + ":0] in_tdata,\n";
@@ -157,15 +201,31 @@ int main(int argc, char** argv) {
   s += "    output wire [" + std::to_string(c["N_OUT"] * c["OUT_W"] - 1) + ":0] out_tdata,\n";
   s += "    output wire out_tvalid,\n    input wire out_tready,\n"
        "    output wire [31:0] latency\n);\n  triad_dense #(\n";
-  for (const char* n : names) s += std::string("      .") + n + "(" + std::to_string(c[n]) + "),\n";
+  for (const char* n : names)
+    s += std::string("      .") + n + "(" + std::to_string(c[n]) + "),\n";
   // Concatenations: the last element first.
+  s += "      .STAGE_MASK(64'h" + literal(c["STAGE_MASK"], 64).substr(4) + "),\n";
+  if (c["TERMS"]) {
+    long maxAbs = 0;
+    for (long w : p.w)
+      maxAbs = std::max(maxAbs, w < 0 ? -w : w);
+    int mag = 0;
+    while ((1L << mag) <= maxAbs)
+      ++mag;
+    s += "      .W_MAG(" + std::to_string(mag < c["W_W"] ? mag : c["W_W"]) + "),\n";
+    s += "      .W_TERMS({";
+    for (size_t i = p.w.size(); i-- > 0;)
+      s += literal(long(constTerms(p.w[i])), 16) + (i ? ", " : "");
+    s += "}),\n";
+  }
   s += "      .WEIGHTS({";
   for (size_t i = p.w.size(); i-- > 0;)
     s += literal(p.w[i], c["W_W"]) + (i ? ", " : "");
   s += "}),\n      .BIASES({";
   for (size_t i = p.b.size(); i-- > 0;)
     s += literal(p.b[i], c["B_W"]) + (i ? ", " : "");
-  s += "})\n  ) u_dut (\n      .clk(clk), .rst_n(rst_n), .in_tdata(in_tdata), .in_tvalid(in_tvalid),\n"
+  s += "})\n  ) u_dut (\n      .clk(clk), .rst_n(rst_n), .in_tdata(in_tdata), "
+       ".in_tvalid(in_tvalid),\n"
        "      .in_tready(in_tready), .out_tdata(out_tdata), .out_tvalid(out_tvalid),\n"
        "      .out_tready(out_tready)\n  );\n  assign latency = u_dut.LATENCY;\nendmodule\n";
   std::fputs(s.c_str(), stdout);
@@ -187,7 +247,8 @@ void put(T& port, const std::vector<uint32_t>& w) {
   port = T(uint64_t(w[0]) | (sizeof(T) > 4 ? uint64_t(w[1]) << 32 : 0));
 }
 template <std::size_t N> void put(VlWide<N>& port, const std::vector<uint32_t>& w) {
-  for (std::size_t i = 0; i < N; ++i) port[i] = w[i];
+  for (std::size_t i = 0; i < N; ++i)
+    port[i] = w[i];
 }
 template <class T, std::enable_if_t<std::is_integral<T>::value, int> = 0>
 void get(const T& port, std::vector<uint32_t>& w) {
@@ -195,7 +256,8 @@ void get(const T& port, std::vector<uint32_t>& w) {
   w[1] = uint32_t(uint64_t(port) >> 32);
 }
 template <std::size_t N> void get(const VlWide<N>& port, std::vector<uint32_t>& w) {
-  for (std::size_t i = 0; i < N; ++i) w[i] = port[i];
+  for (std::size_t i = 0; i < N; ++i)
+    w[i] = port[i];
 }
 
 std::vector<uint32_t> pack(const std::vector<long>& v, int w) {
@@ -298,7 +360,8 @@ int main(int argc, char** argv) {
   std::vector<std::vector<long>> want;
   for (int s = 0; s < c["SAMPLES"]; ++s) {
     std::vector<long> x;
-    for (int i = 0; i < c["N_IN"]; ++i) x.push_back(randRaw(rng, c["IN_W"]));
+    for (int i = 0; i < c["N_IN"]; ++i)
+      x.push_back(randRaw(rng, c["IN_W"]));
     want.push_back(reference(c, prm, x));
     xs.push_back(std::move(x));
   }
@@ -325,9 +388,11 @@ int main(int argc, char** argv) {
       if (p.y[s] != want[s]) {
         if (mismatches < 3) {
           e += " vector " + std::to_string(s) + " got";
-          for (long v : p.y[s]) e += " " + std::to_string(v);
+          for (long v : p.y[s])
+            e += " " + std::to_string(v);
           e += " want";
-          for (long v : want[s]) e += " " + std::to_string(v);
+          for (long v : want[s])
+            e += " " + std::to_string(v);
           e += ";";
         }
         ++mismatches;
@@ -343,8 +408,8 @@ int main(int argc, char** argv) {
         if (p.out[s] - p.out[s - 1] != uint64_t(c["REUSE"]) ||
             p.accept[s] - p.accept[s - 1] != uint64_t(c["REUSE"])) {
           e += " II " + std::to_string(p.out[s] - p.out[s - 1]) + "/" +
-               std::to_string(p.accept[s] - p.accept[s - 1]) + " at vector " +
-               std::to_string(s) + ", want " + std::to_string(c["REUSE"]) + ";";
+               std::to_string(p.accept[s] - p.accept[s - 1]) + " at vector " + std::to_string(s) +
+               ", want " + std::to_string(c["REUSE"]) + ";";
           break;
         }
     }

@@ -92,6 +92,19 @@ add "wrap_exact_r2_k2" N_IN=12 N_OUT=3 REUSE=2 STAGE_LEVELS=2 IN_W=8 IN_FRAC=4 W
 add "sat_exact_r1_k3" N_IN=12 N_OUT=3 REUSE=1 STAGE_LEVELS=3 IN_W=8 IN_FRAC=4 W_W=8 W_FRAC=4 \
   B_W=8 B_FRAC=4 ACC_W=14 ACC_FRAC=8 ACC_SATURATE=1 OUT_W=10 OUT_FRAC=4 SEED=$((seed++))
 
+# Registers where the emitter's delay model puts them (STAGE_MASK: after the products, level 1,
+# level 3 and level 4; after level 2 of a 3-level tree), and products by constants of few
+# signed digits built from shifts and adds (TERMS: W_TERMS, and W_MAG narrowing the tree).
+add "mask_r1" N_IN=16 N_OUT=5 REUSE=1 STAGE_MASK=27 SEED=$((seed++))
+add "mask_r2" N_IN=16 N_OUT=4 REUSE=2 STAGE_MASK=5 SEED=$((seed++))
+add "terms_r1_k0" N_IN=16 N_OUT=5 REUSE=1 TERMS=1 SEED=$((seed++))
+add "terms_mask_r1" N_IN=12 N_OUT=3 REUSE=1 TERMS=1 STAGE_MASK=11 IN_W=8 IN_FRAC=3 W_W=6 \
+  W_FRAC=4 B_W=10 B_FRAC=5 ACC_W=20 ACC_FRAC=9 OUT_W=9 OUT_FRAC=4 RES_ROUNDING=2 \
+  RES_SATURATE=0 SEED=$((seed++))
+add "terms_lossy_r1" N_IN=10 N_OUT=4 REUSE=1 TERMS=1 STAGE_LEVELS=2 IN_W=10 IN_FRAC=6 W_W=8 \
+  W_FRAC=6 B_W=8 B_FRAC=4 ACC_W=11 ACC_FRAC=6 OUT_W=10 OUT_FRAC=5 ACC_ROUNDING=2 \
+  ACC_SATURATE=1 RES_ROUNDING=2 SEED=$((seed++))
+
 # One case: lint, generate the wrapper, Verilate, compile, run. Writes DIR/result.
 run_case() {
   local name=$1
@@ -102,7 +115,8 @@ run_case() {
   local g=() kv
   for kv in "$@"; do
     case $kv in
-      SEED=* | SAMPLES=*) ;;
+      SEED=* | SAMPLES=* | TERMS=*) ;;
+      STAGE_MASK=*) g+=("-GSTAGE_MASK=64'd${kv#*=}") ;;
       *) g+=("-G$kv") ;;
     esac
   done

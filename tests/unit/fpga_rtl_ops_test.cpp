@@ -114,21 +114,23 @@ TEST(FpgaRtlOps, EmitsEveryBlockWithForksAndAFifo) {
   triad::testing::expectGolden(d.verilog, "all_ops_fpga.v");
   EXPECT_EQ(d.stages.size(), 13u);
   EXPECT_EQ(d.outElems, 3);
-  std::vector<std::string> blocks = {
-      "triad_add",  "triad_cast",       "triad_clip", "triad_dense", "triad_fifo",
-      "triad_fork", "triad_leaky_relu", "triad_lut",  "triad_relu",  "triad_softmax",
-      "triad_table_index"};
+  std::vector<std::string> blocks = {"triad_add",        "triad_cast",       "triad_clip",
+                                     "triad_dense",      "triad_fifo",       "triad_fork",
+                                     "triad_leaky_relu", "triad_lut",        "triad_relu",
+                                     "triad_softmax",    "triad_table_index"};
   EXPECT_EQ(d.blocks, blocks);
   // Longest path at reuse 2 (Dense R + 1 = 3 cycles): fc0 3 + res0 1 + fc1 3 + LeakyRelu 1 +
-  // fc2 3 + res1 1 + Tanh, Clip, bias Add, Sigmoid, Relu 5 + fc3 3 + Softmax 5 = 25.
-  EXPECT_EQ(d.latency, 3 + 1 + 3 + 1 + 3 + 1 + 5 + 3 + 5);
+  // fc2 3 + res1 1 + Tanh, Clip, bias Add, Sigmoid, Relu 5 + fc3 3 + Softmax 6 = 26.
+  EXPECT_EQ(d.latency, 3 + 1 + 3 + 1 + 3 + 1 + 5 + 3 + 6);
   // The input is read by /fc0/Gemm and /res0/Add; the LeakyRelu by /fc2/Gemm and /res1/Add.
   EXPECT_NE(d.verilog.find("triad_fork"), std::string::npos);
   EXPECT_NE(d.verilog.find("u_fork_in"), std::string::npos);
   EXPECT_NE(d.verilog.find("u_fork_s4_LeakyRelu"), std::string::npos);
   // res0's x operand arrives 3 cycles before fc0's result: a FIFO of 8 (>= 3 + 2, power of 2).
-  EXPECT_NE(d.verilog.find("operand 0 of '/res0/Add' arrives early (3 cycles, 0 input transfers): a FIFO of 8"),
-            std::string::npos);
+  EXPECT_NE(
+      d.verilog.find(
+          "operand 0 of '/res0/Add' arrives early (3 cycles, 0 input transfers): a FIFO of 8"),
+      std::string::npos);
   // Multipliers: dense 36/2 + 24/2 + 16/2 + 12/2, LeakyRelu 4, Softmax 3.
   int64_t mults = 0;
   for (const auto& s : d.stages)
@@ -166,28 +168,35 @@ TEST(FpgaRtlOps, LintsCleanWithVerilator) {
 // modes, small tables and table indices that need a left shift.
 TEST(FpgaRtlOps, SimulationMatchesEmulator) {
   if (!sim::haveVerilator()) GTEST_SKIP() << "verilator is not on PATH";
+  // fixed<10,6> results (4 fraction bits): the 1024-entry Tanh table over [-4, 4) steps by
+  // 2^-7, so its index is the raw input shifted left by 3; convergent + wrap results, a
+  // rounding and saturating accumulator, narrow exp/reciprocal tables.
+  const char* kNarrow =
+      R"({"default": {"result": {"precision": "fixed<10,6>", "rounding": "convergent",
+             "overflow": "wrap"}, "accumulator": {"precision": "fixed<16,7>",
+             "rounding": "round_half_up", "overflow": "saturate"}, "weight": "fixed<8,3>"},
+            "layers": {"/Softmax": {"table_size": 64, "table_range": 4,
+                                    "exp_precision": "fixed<12,4>", "inv_precision": "fixed<12,6>",
+                                    "result": {"precision": "fixed<12,2>",
+                                               "rounding": "round_half_up"}},
+                       "/Sigmoid": {"table_size": 16, "result": "fixed<8,1>"},
+                       "/Clip": {"result": "fixed<9,3>"}}})";
   struct Case {
     const char* config;
     int64_t reuse;
     int stageLevels = 0;
+    double clockMhz = 0;
   } cases[] = {
       {R"({})", 1},
       // Pipelined adder trees (a register every level, and every 2 levels at reuse 2).
       {R"({})", 1, 1},
       {R"({})", 2, 2},
-      // fixed<10,6> results (4 fraction bits): the 1024-entry Tanh table over [-4, 4) steps by
-      // 2^-7, so its index is the raw input shifted left by 3; convergent + wrap results, a
-      // rounding and saturating accumulator, narrow exp/reciprocal tables.
-      {R"({"default": {"result": {"precision": "fixed<10,6>", "rounding": "convergent",
-           "overflow": "wrap"}, "accumulator": {"precision": "fixed<16,7>",
-           "rounding": "round_half_up", "overflow": "saturate"}, "weight": "fixed<8,3>"},
-          "layers": {"/Softmax": {"table_size": 64, "table_range": 4,
-                                  "exp_precision": "fixed<12,4>", "inv_precision": "fixed<12,6>",
-                                  "result": {"precision": "fixed<12,2>",
-                                             "rounding": "round_half_up"}},
-                     "/Sigmoid": {"table_size": 16, "result": "fixed<8,1>"},
-                     "/Clip": {"result": "fixed<9,3>"}}})",
-       2, 0},
+      {kNarrow, 2, 0},
+      // Stages from the delay model: at 500 MHz the Softmax registers its comparisons apart
+      // from the select (MAX_SPLIT) and every level of its sum (SUM_REGS 7), the Dense cores
+      // every adder level; the narrow formats at 200 MHz.
+      {R"({})", 1, 0, 500},
+      {kNarrow, 2, 0, 200},
   };
   const int64_t n = 400;
   std::mt19937 rng(3);
@@ -200,7 +209,11 @@ TEST(FpgaRtlOps, SimulationMatchesEmulator) {
     fpga::Emulator emu(g, fpga::QuantConfig::fromJson(cases[c].config, "t.json"));
     fpga::VerilogOptions o = opts(cases[c].reuse);
     o.stageLevels = cases[c].stageLevels;
+    o.clockMhz = cases[c].clockMhz;
     fpga::VerilogDesign d = fpga::emitVerilog(g, emu, o);
+    if (cases[c].clockMhz == 500) {
+      EXPECT_NE(d.verilog.find(".MAX_SPLIT(1),\n      .SUM_REGS(32'h7)"), std::string::npos);
+    }
     fs::path dir = writeDesign(d, "sim_c" + std::to_string(c));
     fpga::EmulatorResult res = emu.run(std::span<const Tensor>(&x, 1), false);
     std::vector<int64_t> in;

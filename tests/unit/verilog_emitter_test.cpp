@@ -2,6 +2,7 @@
 // PATH) lint and bit-exact simulation against the emulator for several rounding/overflow modes.
 #include "fpga/Emulator.h"
 #include "fpga/VerilogEmitter.h"
+#include "fpga/layers/DenseCore.h"
 #include "frontend/TensorIO.h"
 #include "ir/Graph.h"
 #include "ir/ops/Linear.h"
@@ -111,8 +112,16 @@ TEST(VerilogEmitter, SoftmaxEndsTheDesignUnlessCutWithUntil) {
   ASSERT_EQ(d.stages.size(), 4u);
   EXPECT_EQ(d.stages.back().op, "Softmax");
   EXPECT_EQ(d.stages.back().multipliers, 3);
-  // Dense R + 1 = 2, Relu 1, Dense 2, Softmax 5.
-  EXPECT_EQ(d.latency, 10);
+  // Dense R + 1 = 2, Relu 1, Dense 2, Softmax 6 (no clock given: its fewest registers).
+  EXPECT_EQ(d.latency, 11);
+  // At 200 MHz, a Softmax of 3 over fixed<18,8> exp entries: the sum's first level (19 bits)
+  // fits beside the exp tables' clock-to-out, the second (20 bits) takes a stage of its own with
+  // the reciprocal's index: a register after level 1, one cycle more.
+  fpga::VerilogOptions c = opts();
+  c.clockMhz = 200;
+  fpga::VerilogDesign dc = emitTiny({}, c, true);
+  EXPECT_NE(dc.verilog.find(".MAX_SPLIT(0),\n      .SUM_REGS(32'h2)"), std::string::npos);
+  EXPECT_EQ(dc.stages.back().latency, 7);
   fpga::VerilogOptions o = opts();
   o.until = "/fc2/Gemm";
   EXPECT_EQ(emitTiny({}, o, true).verilog, emitTiny({}, opts()).verilog);
@@ -256,4 +265,23 @@ TEST(VerilogEmitter, CollidingLayerNamesAreMadeUnique) {
   std::string cmd = "cd '" + (dir / "rtl").string() +
                     "' && verilator --lint-only -Wall --top-module wire_ *.v 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0);
+}
+
+// triad_dense's W_TERMS codes: a zero weight, +-2^a, and two digits with at most one negative
+// (canonical signed digits) are shifts and adds; the rest, and everything at maxTerms 0, stay
+// multipliers (0).
+TEST(VerilogEmitter, ConstantProductsAsShiftsAndAdds) {
+  EXPECT_EQ(fpga::constTerms(0, 2), 0x4000);
+  EXPECT_EQ(fpga::constTerms(8, 2), 0x8000 | 3 << 8);
+  EXPECT_EQ(fpga::constTerms(-8, 2), 0x8000 | 1 << 13 | 3 << 8);
+  EXPECT_EQ(fpga::constTerms(1, 2), 0x8000);
+  EXPECT_EQ(fpga::constTerms(3, 2), 0xc000 | 2 << 8 | 1 << 7);   // 4 - 1
+  EXPECT_EQ(fpga::constTerms(-3, 2), 0xc000 | 1 << 13 | 2 << 8); // -4 + 1
+  EXPECT_EQ(fpga::constTerms(10, 2), 0xc000 | 3 << 8 | 1);       // 8 + 2
+  EXPECT_EQ(fpga::constTerms(-5, 2), 0);                         // -4 - 1
+  EXPECT_EQ(fpga::constTerms(11, 2), 0);                         // 16 - 4 - 1
+  EXPECT_EQ(fpga::constTerms(3, 1), 0);
+  EXPECT_EQ(fpga::constTerms(-32768, 1), 0x8000 | 1 << 13 | 15 << 8);
+  EXPECT_EQ(fpga::constTerms(8, 0), 0);
+  EXPECT_EQ(fpga::constTerms(0, 0), 0);
 }
