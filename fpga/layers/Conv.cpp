@@ -157,6 +157,7 @@ public:
     addWindowInstance(r.module, win, a.format.width, 0, "win");
     r.stageLevels = s.stageLevels;
     r.stageMask = stageMaskFor(core, s.reuse, s);
+    r.shiftAddDigits = s.reuse == 1 ? s.shiftAddDigits : 0;
     r.multipliers = addDenseInstance(r.module, core, info.name, {}, s.reuse, r.stageMask,
                                      s.shiftAddDigits, "win", "out");
     r.blocks = {"triad_window", "triad_dense"};

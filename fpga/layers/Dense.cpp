@@ -344,6 +344,7 @@ public:
     }
     r.stageLevels = s.stageLevels;
     r.stageMask = stageMaskFor(core, s.reuse, s);
+    r.shiftAddDigits = s.reuse == 1 ? s.shiftAddDigits : 0;
     r.multipliers = addDenseInstance(r.module, core, info.name, perm, s.reuse, r.stageMask,
                                      s.shiftAddDigits, src, "out");
     r.blocks.insert("triad_dense");

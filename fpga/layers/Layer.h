@@ -104,6 +104,7 @@ struct RtlLayer {
   int64_t reuse = 0;            // Dense-like layers: the reuse factor used
   int stageLevels = 0;          // Dense-like layers: the settings' adder-tree levels per stage
   uint64_t stageMask = 0;       // Dense-like layers: the registered tree levels (bit l: level l)
+  int shiftAddDigits = 0;       // Dense-like layers at reuse 1: constant products in logic
   int64_t memoryBits = 0;       // line buffers and tables
   std::set<std::string> blocks; // fpga/rtl/ modules instantiated
   std::string summary;          // one line for the design header

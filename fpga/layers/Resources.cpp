@@ -28,6 +28,7 @@
 // Calibrated on jet_mlp at reuse 1 (docs/fpga.md) and checked against Yosys on small designs by
 // tests/unit/fpga_cost_test.cpp; accuracy on the measured designs in docs/fpga.md, "Resources
 // (estimate)".
+#include "fpga/layers/DenseCore.h"
 #include "fpga/layers/Layer.h"
 
 #include <algorithm>
@@ -96,7 +97,7 @@ ir::Resources macArray(const LayerInfo& info, const FixedFormat& in, const RtlLa
   ir::Resources res;
   const int64_t K = info.fanIn, N = info.fanOut, R = std::max<int64_t>(r.reuse, 1);
   const int64_t kpr = std::max<int64_t>(K / R, 1);
-  const int D = ceilLog2(kpr), k = r.stageLevels;
+  const int D = ceilLog2(kpr);
   const LayerQuant& q = info.quant;
   const FixedFormat &wf = q.weight().format, &af = q.acc().format, &of = info.outFormat;
   // Range-sized node widths, as triad_dense: the leaf is the product aligned to the accumulator.
@@ -106,7 +107,7 @@ ir::Resources macArray(const LayerInfo& info, const FixedFormat& in, const RtlLa
   int leafW = std::min(range, af.width);
   auto levelW = [&](int l) { return std::min(leafW + l, af.width); };
   auto levelCount = [&](int l) { return (kpr + (int64_t(1) << l) - 1) >> l; };
-  auto registered = [&](int l) { return k > 0 && l % k == 0 && l <= D; };
+  auto registered = [&](int l) { return l < 64 && l <= D && (r.stageMask >> l & 1); };
 
   // Products: per multiplier (output o, tree leaf j) the R weights it reads.
   int64_t dsp = 0, weightSelectBits = 0;
@@ -122,7 +123,15 @@ ir::Resources macArray(const LayerInfo& info, const FixedFormat& in, const RtlLa
         shift = shift && (w == 0 || powerOfTwo(w));
       }
       weightSelectBits += R > 1 ? wbits : 0;
-      if (R == 1 && (allZero || (shift && k == 0))) continue;
+      // At reuse 1 the products by constants of few signed digits are shifts (and one add).
+      if (R == 1 && (allZero || (shift && r.shiftAddDigits > 0))) continue;
+      if (R == 1 && r.shiftAddDigits > 1) {
+        size_t idx = size_t(o * K + j);
+        if (idx < info.weights.size() && constTerms(info.weights[idx], r.shiftAddDigits) != 0) {
+          res.lut += double(in.width + wbits); // the add of the two shifted copies
+          continue;
+        }
+      }
       dsp += dspsFor(in.width, R == 1 ? wbits : wf.width);
     }
   res.dsp = double(dsp);
