@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -62,6 +63,29 @@ std::string cpuModelName() {
   return u.machine;
 }
 
+namespace {
+
+// The commit of the source tree the binary was built from, asked at run time (a configure-time
+// value goes stale with incremental builds), "+dirty" with uncommitted changes; the configure-time
+// value outside a git checkout.
+std::string sourceCommit() {
+#ifdef TRIAD_SOURCE_DIR
+  int rc = 0;
+  std::string dir = shellQuote(TRIAD_SOURCE_DIR);
+  std::string head = runCapture("git -C " + dir + " rev-parse --short HEAD 2>/dev/null", &rc);
+  while (!head.empty() && std::isspace(static_cast<unsigned char>(head.back())))
+    head.pop_back();
+  if (rc == 0 && !head.empty()) {
+    int drc = 0;
+    std::string dirty =
+        runCapture("git -C " + dir + " status --porcelain --untracked-files=no 2>/dev/null", &drc);
+    return drc == 0 && !dirty.empty() ? head + "+dirty" : head;
+  }
+#endif
+  return TRIAD_GIT_COMMIT;
+}
+
+} // namespace
 nlohmann::json hostSystemJson() {
   nlohmann::json j;
   utsname u{};
@@ -76,7 +100,7 @@ nlohmann::json hostSystemJson() {
   j["compiler"] = toolVersion(shellQuote(cpuCompiler()) + " --version");
   j["verilator"] = toolVersion("verilator --version");
   j["yosys"] = toolVersion("yosys -V");
-  j["triad_commit"] = TRIAD_GIT_COMMIT;
+  j["triad_commit"] = sourceCommit();
   j["triad_version"] = TRIAD_VERSION;
   return j;
 }
