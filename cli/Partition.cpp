@@ -219,14 +219,9 @@ int runPartition(const PartitionOptions& o) {
                "interpreter| = {:.3g}\n",
                sum.totalSeconds * 1e3, plan.predictedSeconds * 1e3, maxErr);
     if (plan.mode == ir::partition::Mode::Pipeline) {
-      double slowest = 0;
-      for (double x : sum.partitionSeconds)
-        slowest = std::max(slowest, x);
-      for (double x : sum.transferSeconds)
-        slowest = std::max(slowest, x);
       fmt::print("  pipelined throughput (stages overlapped, from the measured stage times): "
                  "{:.4g} inferences/s, predicted {:.4g}\n",
-                 slowest > 0 ? 1 / slowest : 0.0, plan.predictedThroughputPerS);
+                 ir::partition::measuredThroughput(sum), plan.predictedThroughputPerS);
     }
     if (!o.json.empty())
       frontend::writeFileAtomic(o.json, ir::partition::planJson(plan, &sum) + "\n");

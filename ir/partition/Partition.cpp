@@ -641,6 +641,17 @@ std::string planText(const Plan& p, const Graph& g) {
   return s;
 }
 
+double measuredThroughput(const RunTimes& t) {
+  // The stages run one after another here; in a stream they overlap, so the measured stage and
+  // transfer times bound the throughput the same way the prediction does.
+  double slowest = 0;
+  for (double x : t.partitionSeconds)
+    slowest = std::max(slowest, x);
+  for (double x : t.transferSeconds)
+    slowest = std::max(slowest, x);
+  return slowest > 0 ? 1 / slowest : 0;
+}
+
 std::string planJson(const Plan& p, const RunTimes* m) {
   nlohmann::json j;
   j["mode"] = modeName(p.mode);
@@ -650,16 +661,8 @@ std::string planJson(const Plan& p, const RunTimes* m) {
   j["measured_ms"] = m ? nlohmann::json(m->totalSeconds * 1e3) : nlohmann::json();
   if (p.mode == Mode::Pipeline) {
     j["predicted_throughput_per_s"] = p.predictedThroughputPerS;
-    // The stages run one after another here; in a stream they overlap, so the measured stage
-    // and transfer times bound the throughput the same way the prediction does.
-    double slowest = 0;
-    if (m) {
-      for (double x : m->partitionSeconds)
-        slowest = std::max(slowest, x);
-      for (double x : m->transferSeconds)
-        slowest = std::max(slowest, x);
-    }
-    j["measured_throughput_per_s"] = slowest > 0 ? nlohmann::json(1 / slowest) : nlohmann::json();
+    double measured = m ? measuredThroughput(*m) : 0;
+    j["measured_throughput_per_s"] = measured > 0 ? nlohmann::json(measured) : nlohmann::json();
   }
   if (!p.fpgaPart.empty()) j["fpga_part"] = p.fpgaPart;
   if (!p.fpgaResources.empty())

@@ -109,6 +109,10 @@ struct RunTimes {
   double totalSeconds = 0;
 };
 
+/// Inferences per second of a pipeline plan from measured stage times: its stages overlap in a
+/// stream, so the slowest measured partition or transfer sets the rate (0 when none was timed).
+double measuredThroughput(const RunTimes& t);
+
 /// The plan as text (the `triad partition` table), as JSON (docs/report-schema.md's
 /// "partition"), and as Graphviz DOT coloured by target.
 std::string planText(const Plan& p, const Graph& g);
