@@ -53,7 +53,11 @@ class Stmt;
 class Db {
 public:
   Db(const fs::path& path, bool write) : path_(path) {
-    int flags = write ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+    // Readers open read-write too (never creating; SQLite falls back to read-only where the file
+    // is not writable): a writer killed mid-transaction leaves a hot journal, which only a
+    // connection that may write can roll back; a read-only one fails with "attempt to write a
+    // readonly database".
+    int flags = SQLITE_OPEN_READWRITE | (write ? SQLITE_OPEN_CREATE : 0);
     int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
