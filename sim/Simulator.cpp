@@ -57,7 +57,10 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
   fs::path tb = outdir / "tb" / "tb.cpp";
   int rc = 0;
   std::string version = runCapture("verilator --version 2>&1", &rc);
-  if (rc != 0) fail(ErrorKind::Io, "verilator is not on PATH (needed by triad sim)");
+  if (rc != 0)
+    fail(ErrorKind::Io,
+         "verilator is not on PATH (needed to simulate the RTL: triad sim, --fpga-rtl; run "
+         "scripts/setup.sh to install it)");
   const char* traceFlags = trace == Trace::Vcd   ? " --trace -CFLAGS -DTRIAD_TRACE_VCD"
                            : trace == Trace::Fst ? " --trace-fst -CFLAGS -DTRIAD_TRACE_FST"
                                                  : "";
