@@ -69,6 +69,8 @@ public:
       fail(ErrorKind::Io, "cannot open the benchmark history '{}': {}", path.string(), msg);
     }
     sqlite3_busy_timeout(db_, 10000);
+    // The default of a rollback journal, stated: a committed run is on disk before COMMIT returns.
+    if (write) exec("PRAGMA synchronous = FULL");
   }
   ~Db() { sqlite3_close(db_); }
   Db(const Db&) = delete;
