@@ -6,6 +6,7 @@
 #include "ir/Diagnostics.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fmt/format.h>
 
 namespace {
@@ -90,6 +91,9 @@ int main(int argc, char** argv) {
                "--max-memory bounds what a model may use)\n",
                errorKindName(ErrorKind::Resource));
     return exitCodeFor(ErrorKind::Resource);
+  } catch (const std::filesystem::filesystem_error& e) { // unwritable or full disk, named
+    fmt::print(stderr, "triad: {}: {}\n", errorKindName(ErrorKind::Io), e.what());
+    return exitCodeFor(ErrorKind::Io);
   } catch (const std::exception& e) {
     fmt::print(stderr, "triad: internal error: {}\n", e.what());
     return exitCodeFor(ErrorKind::Internal);

@@ -1,5 +1,6 @@
 #include "frontend/TensorIO.h"
 #include "frontend/OnnxTensor.h"
+#include "ir/Files.h"
 
 #include <cctype>
 #include <cerrno>
@@ -52,27 +53,7 @@ std::string readFile(const fs::path& path) {
 }
 
 void writeFileAtomic(const fs::path& path, std::string_view bytes) {
-  fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    fail(ErrorKind::Io, "cannot write '{}': folder '{}' does not exist", path.string(),
-         dir.string());
-  fs::path tmp = dir / fmt::format(".{}.tmp.{}", path.filename().string(), ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(ErrorKind::Io, "cannot write '{}'", tmp.string());
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      fail(ErrorKind::Io, "writing '{}' failed (disk full?)", path.string());
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    fail(ErrorKind::Io, "cannot replace '{}': {}", path.string(), ec.message());
-  }
+  triad::writeFileAtomic(path, bytes); // temporary, fsync, rename (ir/Files.h)
 }
 
 namespace {
