@@ -7,6 +7,7 @@
 #include "ir/ops/OpUtil.h"
 
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 namespace triad::ir {
@@ -270,6 +271,8 @@ std::shared_ptr<const Attrs> parseReshape(const ParseContext& ctx) {
       invalid("input 'shape' [{}] has invalid dimension {}", fmt::join(want, ","), d);
     }
     a->shape.push_back(d);
+    if (d > 0 && known > std::numeric_limits<int64_t>::max() / d)
+      invalid("input 'shape' [{}] has more elements than an int64 can count", fmt::join(want, ","));
     if (d != -1) known *= d;
   }
   int64_t n = numElements(in);
