@@ -32,8 +32,11 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 max_len=65536
 [[ $target == quant_config || $target == tensor_file ]] && max_len=8192
+dict=()
+here=$(dirname "$0")
+[[ -f $here/$target.dict ]] && dict=(-dict="$here/$target.dict")
 "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-  -max_len=$max_len -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$@" \
+  -max_len=$max_len -print_final_stats=1 -artifact_prefix="$work/artifacts/" "${dict[@]}" "$@" \
   "$work/corpus" "${existing[@]}" > "$work/log" 2>&1
 rc=$?
 # The last status line and the final statistics: executions, coverage (cov) and features (ft).
