@@ -167,8 +167,9 @@ void gemmAccumulate(int64_t M, int64_t N, int64_t K, const double* A, int64_t am
 
 namespace {
 
+// The dims after [N, C]; none for a rank below 3 (the parsers refuse those with a message).
 Shape spatialOf(const Shape& s) {
-  return Shape(s.begin() + 2, s.end());
+  return s.size() <= 2 ? Shape{} : Shape(s.begin() + 2, s.end());
 }
 
 template <typename T> std::vector<double> toDoubles(const Tensor& t) {
@@ -186,6 +187,7 @@ std::vector<int64_t> parseKernel(const ParseContext& ctx, const TensorType& X,
     invalid("input X must have rank >= 3 ([N, C, spatial...]), has shape {}",
             shapeToString(X.shape));
   size_t k = size_t(X.rank() - 2);
+  requireRank(W, X.rank(), "input W");
   std::vector<int64_t> kernel = intsOr(ctx.attrs, "kernel_shape", spatialOf(W.shape));
   if (kernel.size() != k)
     invalid("attribute 'kernel_shape' = [{}] does not match the {} spatial dims of input X {}",

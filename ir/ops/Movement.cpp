@@ -515,6 +515,9 @@ std::shared_ptr<const Attrs> parseSplit(const ParseContext& ctx) {
     int64_t sum = 0;
     for (int64_t s : *split) {
       if (s < 0) invalid("'split' [{}] has a negative size", fmt::join(*split, ","));
+      if (s > dim - sum) // (checked before adding: a sum beyond the axis could overflow)
+        invalid("'split' [{}] sums to more than axis {} of size {}", fmt::join(*split, ","),
+                a->axis, dim);
       sum += s;
     }
     if (sum != dim)
@@ -526,9 +529,12 @@ std::shared_ptr<const Attrs> parseSplit(const ParseContext& ctx) {
   int64_t n = 0;
   if (numOutputs) {
     n = *numOutputs;
-    if (n < 1) invalid("attribute 'num_outputs' is {}", n);
+    // The parts are the node's outputs: a count that differs (a huge one allocated as many
+    // sizes) is refused.
+    if (n < 1 || n != ctx.numOutputs)
+      invalid("attribute 'num_outputs' is {}, the node has {} outputs", n, ctx.numOutputs);
     // Opset 18: chunks of ceil(dim / n), the last one smaller.
-    int64_t chunk = (dim + n - 1) / n;
+    int64_t chunk = dim / n + (dim % n != 0);
     for (int64_t i = 0; i < n; ++i)
       a->split.push_back(std::clamp<int64_t>(dim - i * chunk, 0, chunk));
     return a;

@@ -52,8 +52,9 @@ std::vector<int64_t> paddedWindowCounts(const PoolAttrs& a, const Shape& inSp, c
 
 namespace {
 
+// The dims after [N, C]; none for a rank below 3 (the parsers refuse those with a message).
 Shape spatialOf(const Shape& s) {
-  return Shape(s.begin() + 2, s.end());
+  return s.size() <= 2 ? Shape{} : Shape(s.begin() + 2, s.end());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -219,8 +219,9 @@ void evalQLinearMatMul(const EvalContext& ctx) {
 // ---------------------------------------------------------------------------------------------
 // Integer convolution
 
+// The dims after [N, C]; none for a rank below 3 (the parsers refuse those with a message).
 Shape spatialOf(const Shape& s) {
-  return Shape(s.begin() + 2, s.end());
+  return s.size() <= 2 ? Shape{} : Shape(s.begin() + 2, s.end());
 }
 
 /// Conv attributes of ConvInteger (w = input 1) and QLinearConv (w = input 3).
@@ -231,6 +232,7 @@ std::shared_ptr<const Attrs> parseIntConv(const ParseContext& ctx, size_t wIndex
     invalid("input x must have rank >= 3 ([N, C, spatial...]), has shape {}",
             shapeToString(X.shape));
   size_t k = size_t(X.rank() - 2);
+  requireRank(W, X.rank(), "input w");
   auto a = std::make_shared<ConvAttrs>();
   a->kernel = intsOr(ctx.attrs, "kernel_shape", spatialOf(W.shape));
   if (a->kernel.size() != k)

@@ -3,8 +3,10 @@
 // that names the node, the op and what is wrong. The inputs the fuzzers found are replayed from
 // tests/fuzz/regressions/ as well.
 #include "frontend/OnnxImporter.h"
+#include "tests/unit/OpTestUtil.h"
 
 #include <gtest/gtest.h>
+#include <limits>
 #include <onnx/onnx_pb.h>
 
 using namespace triad;
@@ -32,7 +34,8 @@ onnx::TensorProto int64Init(const std::string& name, std::vector<int64_t> values
   return t;
 }
 
-// A model of one node `op` named "n" with float inputs x, x2 [2,3] and graph output y.
+// A model of one node `op` named "n" and graph output y. Graph inputs: x, x2 f32[2,3], an image
+// img f32[1,1,4,4], w1 f32[3] (a weight of rank 1), u8img u8[1,1,4,4] and u8w u8[3].
 onnx::ModelProto oneNodeModel(const std::string& op, const std::vector<std::string>& inputs,
                               const std::vector<std::string>& outputs = {"y"}, int opset = 13) {
   onnx::ModelProto m;
@@ -43,6 +46,10 @@ onnx::ModelProto oneNodeModel(const std::string& op, const std::vector<std::stri
   g->set_name("g");
   *g->add_input() = tensorInfo("x", onnx::TensorProto::FLOAT, {2, 3});
   *g->add_input() = tensorInfo("x2", onnx::TensorProto::FLOAT, {2, 3});
+  *g->add_input() = tensorInfo("img", onnx::TensorProto::FLOAT, {1, 1, 4, 4});
+  *g->add_input() = tensorInfo("w1", onnx::TensorProto::FLOAT, {3});
+  *g->add_input() = tensorInfo("u8img", onnx::TensorProto::UINT8, {1, 1, 4, 4});
+  *g->add_input() = tensorInfo("u8w", onnx::TensorProto::UINT8, {3});
   auto* n = g->add_node();
   n->set_op_type(op);
   n->set_name("n");
@@ -52,6 +59,13 @@ onnx::ModelProto oneNodeModel(const std::string& op, const std::vector<std::stri
     n->add_output(o);
   *g->add_output() = tensorInfo("y", 0, {});
   return m;
+}
+
+void setInt(onnx::ModelProto& m, const std::string& name, int64_t value) {
+  auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
 }
 
 template <typename F> void expectError(F&& f, ErrorKind kind, std::vector<std::string> needles) {
@@ -112,4 +126,41 @@ TEST(FuzzFindings, ReshapeToShapeBeyondInt64IsRefused) {
       int64Init("shape", {3615022833237690369, 7666072512169984057});
   expectError([&] { importModel(m); }, ErrorKind::InvalidModel,
               {"node 'n' (Reshape)", "more elements than an int64 can count"});
+}
+
+// A Conv, ConvTranspose or ConvInteger weight of rank below 3 had its spatial dims read past its
+// end (a std::vector of ~2^61 elements: length_error, an internal error).
+TEST(FuzzFindings, ConvWeightOfWrongRankIsRefused) {
+  expectError(
+      [&] {
+        importModel(oneNodeModel("Conv", {"img", "w1"}));
+      },
+      ErrorKind::InvalidModel, {"node 'n' (Conv)", "input W must have rank 4, has shape [3]"});
+  expectError(
+      [&] {
+        importModel(oneNodeModel("ConvInteger", {"u8img", "u8w"}));
+      },
+      ErrorKind::InvalidModel,
+      {"node 'n' (ConvInteger)", "input w must have rank 4, has shape [3]"});
+  // ConvTranspose through its parser alone: in a model, libonnx's shape inference crashes on it
+  // first (issue 14's first root cause, fixed in the importer separately).
+  using ir::DType;
+  optest::Types types = {ir::TensorType{DType::F32, {1, 1, 4, 4}, {}},
+                         ir::TensorType{DType::F32, {3}, {}}};
+  expectError([&] { optest::parseAttrs(ir::OpKind::ConvTranspose, {}, types); },
+              ErrorKind::InvalidModel, {"input W must have rank 4, has shape [3]"});
+}
+
+// Split's num_outputs (opset 18) sized a vector before it was compared with the node's outputs
+// (2^31 made an out-of-memory), and split sizes were summed without an overflow check.
+TEST(FuzzFindings, SplitCountsAndSizesAreChecked) {
+  auto m = oneNodeModel("Split", {"x"}, {"y", "z"}, 18);
+  setInt(m, "num_outputs", int64_t(1) << 31);
+  expectError([&] { importModel(m); }, ErrorKind::InvalidModel,
+              {"node 'n' (Split)", "'num_outputs' is 2147483648, the node has 2 outputs"});
+  auto sizes = oneNodeModel("Split", {"x", "s"}, {"y", "z"});
+  *sizes.mutable_graph()->add_initializer() =
+      int64Init("s", {1, std::numeric_limits<int64_t>::max()});
+  expectError([&] { importModel(sizes); }, ErrorKind::InvalidModel,
+              {"node 'n' (Split)", "sums to more than axis 0 of size 2"});
 }
