@@ -164,3 +164,56 @@ TEST(FuzzFindings, SplitCountsAndSizesAreChecked) {
   expectError([&] { importModel(sizes); }, ErrorKind::InvalidModel,
               {"node 'n' (Split)", "sums to more than axis 0 of size 2"});
 }
+
+// Integer operands (Reshape's shape, Slice's starts, Tile's repeats, ...) given as float tensors
+// were converted element by element; a value beyond int64 is undefined behaviour to convert.
+TEST(FuzzFindings, IntegerOperandsMustBeIntegerTensors) {
+  auto m = oneNodeModel("Reshape", {"x", "shape"});
+  onnx::TensorProto shape;
+  shape.set_name("shape");
+  shape.set_data_type(onnx::TensorProto::FLOAT);
+  shape.add_dims(2);
+  shape.add_float_data(-3.6e28f);
+  shape.add_float_data(2.0f);
+  *m.mutable_graph()->add_initializer() = shape;
+  expectError([&] { importModel(m); }, ErrorKind::InvalidModel,
+              {"node 'n' (Reshape)", "input 1 must be an integer tensor", "f32[2]"});
+}
+
+// Split of a scalar indexed the (empty) shape at the axis.
+TEST(FuzzFindings, SplitOfScalarIsRefused) {
+  using ir::DType;
+  optest::Types types = {ir::TensorType{DType::F32, {}, {}}};
+  expectError([&] { optest::parseAttrs(ir::OpKind::Split, {}, types, 13, 2); },
+              ErrorKind::InvalidModel, {"must have rank >= 1, is a scalar"});
+}
+
+// Counts computed from values were converted to int64 unchecked (OneHot's depth, Range's
+// element count from float or overflowing integer bounds): NaN, infinity or beyond int64.
+TEST(FuzzFindings, CountsFromValuesAreCheckedBeforeConversion) {
+  using ir::DType;
+  using ir::Tensor;
+  Tensor idx = Tensor::fromVector<int64_t>({2}, {0, 1});
+  Tensor values = Tensor::fromVector<float>({2}, {0, 1});
+  for (float depth : {std::numeric_limits<float>::quiet_NaN(), 1e30f, 0.5f}) {
+    Tensor d = Tensor::scalar(depth);
+    expectError(
+        [&] {
+          optest::runNode(ir::OpKind::OneHot, {&idx, &d, &values});
+        },
+        ErrorKind::InvalidModel, {"input 'depth' is", "must be a positive count"});
+  }
+  Tensor f0 = Tensor::scalar(0.0f), fBig = Tensor::scalar(3e38f), fTiny = Tensor::scalar(1e-30f);
+  expectError(
+      [&] {
+        optest::runNode(ir::OpKind::Range, {&f0, &fBig, &fTiny});
+      },
+      ErrorKind::InvalidModel, {"Range from 0 to", "too many to count"});
+  Tensor lo = Tensor::scalar(std::numeric_limits<int64_t>::min()),
+         hi = Tensor::scalar(std::numeric_limits<int64_t>::max()), one = Tensor::scalar(int64_t(1));
+  expectError(
+      [&] {
+        optest::runNode(ir::OpKind::Range, {&lo, &hi, &one});
+      },
+      ErrorKind::InvalidModel, {"spans more than int64 can count"});
+}
