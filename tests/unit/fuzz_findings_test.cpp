@@ -217,3 +217,38 @@ TEST(FuzzFindings, CountsFromValuesAreCheckedBeforeConversion) {
       },
       ErrorKind::InvalidModel, {"spans more than int64 can count"});
 }
+
+// Window attributes took any int64: (kernel - 1) * dilation, pads and strides overflowed in the
+// output-size arithmetic (signed overflow). Each is at most 2^31 - 1 now.
+TEST(FuzzFindings, WindowAttributesAreBounded) {
+  using ir::DType;
+  using optest::Ints;
+  using optest::LiteralAttrs;
+  optest::Types conv = {ir::TensorType{DType::F32, {1, 1, 8, 8}, {}},
+                        ir::TensorType{DType::F32, {1, 1, 3, 3}, {}}};
+  const int64_t huge = int64_t(1) << 62;
+  expectError(
+      [&] {
+        optest::parseAttrs(ir::OpKind::Conv, LiteralAttrs({{"dilations", Ints{huge, 1}}}), conv);
+      },
+      ErrorKind::InvalidModel, {"attribute 'dilations'", "is out of range (at most 2147483647)"});
+  expectError(
+      [&] {
+        optest::parseAttrs(ir::OpKind::Conv, LiteralAttrs({{"pads", Ints{0, 0, huge, 0}}}), conv);
+      },
+      ErrorKind::InvalidModel, {"attribute 'pads'", "out of range"});
+  expectError(
+      [&] {
+        optest::parseAttrs(ir::OpKind::ConvTranspose,
+                           LiteralAttrs({{"output_shape", Ints{-huge, 8}}}), conv);
+      },
+      ErrorKind::InvalidModel, {"attribute 'output_shape'", "must be positive"});
+  optest::Types pool = {conv[0]};
+  expectError(
+      [&] {
+        optest::parseAttrs(ir::OpKind::MaxPool,
+                           LiteralAttrs({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{huge, 1}}}),
+                           pool);
+      },
+      ErrorKind::InvalidModel, {"attribute 'strides'", "out of range"});
+}
