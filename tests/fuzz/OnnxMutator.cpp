@@ -282,15 +282,17 @@ private:
                                                       std::numeric_limits<int64_t>::max(),
                                                       std::numeric_limits<int64_t>::min(),
                                                       -1000};
+    // Arithmetic on the old value wraps (in uint64_t: signed overflow is undefined).
+    auto u = uint64_t(old);
     switch (below(6)) {
     case 0:
-      return old + (chance(2) ? 1 : -1);
+      return int64_t(chance(2) ? u + 1 : u - 1);
     case 1:
-      return -old;
+      return int64_t(0 - u);
     case 2:
       return int64_t(below(9)) - 4;
     case 3:
-      return old * 2;
+      return int64_t(u * 2);
     default:
       return pickConst(kInts);
     }

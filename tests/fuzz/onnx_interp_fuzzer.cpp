@@ -19,11 +19,22 @@ constexpr int64_t kMaxValueElements = int64_t(1) << 16; // one value
 constexpr int64_t kMaxTotalElements = int64_t(1) << 20; // all values of the graph together
 constexpr int64_t kMaxMacs = int64_t(1) << 24;          // ir::nodeWork over all nodes
 
+// Elements of a shape, or -1 when over kMaxValueElements (counted here: a product of dims
+// beyond int64 must not overflow in the harness itself).
+int64_t boundedElements(const ir::Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) {
+    if (d < 0 || (d > 0 && n > kMaxValueElements / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
 bool withinBudget(const ir::Graph& g) {
   int64_t total = 0, macs = 0;
   for (const auto& v : g.values()) {
-    int64_t n = v->type().numElements();
-    if (n < 0 || n > kMaxValueElements) return false;
+    int64_t n = boundedElements(v->type().shape);
+    if (n < 0) return false;
     total += n;
   }
   for (const auto& n : g.nodes()) {
