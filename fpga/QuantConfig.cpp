@@ -168,7 +168,7 @@ QuantConfig QuantConfig::fromJson(const std::string& text, const std::string& la
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) { // parse_error, and out_of_range for a number like 1e400
     fail(ErrorKind::Usage, "{}: not valid JSON: {}", label, e.what());
   }
   Ctx c{label};
