@@ -300,7 +300,7 @@ nlohmann::json loadRun(const fs::path& path, const std::string& id) {
   Json j;
   try {
     j = Json::parse(found[0].second);
-  } catch (const Json::parse_error&) {
+  } catch (const Json::exception&) { // parse_error, or out_of_range for a number such as 1e400
     fail(ErrorKind::Io, "the stored report of run '{}' in '{}' is not JSON", found[0].first,
          path.string());
   }

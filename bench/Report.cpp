@@ -138,6 +138,8 @@ nlohmann::json readReportFile(const fs::path& path) {
     j = Json::parse(bytes);
   } catch (const Json::parse_error& e) {
     fail(ErrorKind::Io, "'{}' is not JSON (parse error at byte {})", path.string(), e.byte);
+  } catch (const Json::exception& e) { // out_of_range: a number such as 1e400
+    fail(ErrorKind::Io, "'{}' is not JSON ({})", path.string(), e.what());
   }
   checkReport(j, path.string());
   return j;

@@ -15,6 +15,12 @@ using json = nlohmann::json;
 constexpr std::array<std::string_view, kNumRoles> kRoleKeys = {"weight", "bias", "accumulator",
                                                                "result"};
 
+// A JSON value in an error message. Strings from the command line (--precision) may hold any
+// bytes; json::dump() throws on invalid UTF-8, so those are shown with U+FFFD instead.
+std::string show(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 struct Ctx {
   const std::string& label;
   [[noreturn]] void error(const std::string& where, const std::string& msg) const {
@@ -32,7 +38,7 @@ template <typename F> auto withKey(const Ctx& c, const std::string& where, F&& f
 }
 
 std::string asString(const Ctx& c, const std::string& where, const json& j) {
-  if (!j.is_string()) c.error(where, fmt::format("expected a string, got {}", j.dump()));
+  if (!j.is_string()) c.error(where, fmt::format("expected a string, got {}", show(j)));
   return j.get<std::string>();
 }
 
@@ -48,15 +54,18 @@ RoleSpec parseRole(const Ctx& c, const std::string& where, const json& j) {
     return r;
   }
   if (!j.is_object())
-    c.error(where, fmt::format("expected a format string or an object, got {}", j.dump()));
+    c.error(where, fmt::format("expected a format string or an object, got {}", show(j)));
   for (auto& [k, v] : j.items()) {
     std::string w = where + "." + k;
+    // The lambdas capture `value`, not the structured binding `v`: clang 14, which builds the
+    // fuzz targets, cannot capture structured bindings.
+    const json& value = v;
     if (k == "precision")
       r.precision = formatAt(c, w, v);
     else if (k == "rounding")
-      r.rounding = withKey(c, w, [&] { return parseRounding(asString(c, w, v)); });
+      r.rounding = withKey(c, w, [&] { return parseRounding(asString(c, w, value)); });
     else if (k == "overflow")
-      r.overflow = withKey(c, w, [&] { return parseOverflow(asString(c, w, v)); });
+      r.overflow = withKey(c, w, [&] { return parseOverflow(asString(c, w, value)); });
     else
       c.error(w, "unknown key (expected precision, rounding, overflow)");
   }
@@ -64,12 +73,12 @@ RoleSpec parseRole(const Ctx& c, const std::string& where, const json& j) {
 }
 
 double positiveNumber(const Ctx& c, const std::string& where, const json& j, bool powerOfTwo) {
-  if (!j.is_number()) c.error(where, fmt::format("expected a number, got {}", j.dump()));
+  if (!j.is_number()) c.error(where, fmt::format("expected a number, got {}", show(j)));
   double v = j.get<double>();
   int e = 0;
   if (!(v > 0) || (powerOfTwo && std::frexp(v, &e) != 0.5))
     c.error(where, fmt::format("expected a positive {}, got {}", powerOfTwo ? "power of two" : "",
-                               j.dump()));
+                               show(j)));
   return v;
 }
 
@@ -80,7 +89,7 @@ LayerSpec parseLayer(const Ctx& c, const std::string& where, const json& j) {
     return l;
   }
   if (!j.is_object())
-    c.error(where, fmt::format("expected a format string or an object, got {}", j.dump()));
+    c.error(where, fmt::format("expected a format string or an object, got {}", show(j)));
   for (auto& [k, v] : j.items()) {
     std::string w = where + "." + k;
     auto role = std::find(kRoleKeys.begin(), kRoleKeys.end(), k);
@@ -159,7 +168,7 @@ QuantConfig QuantConfig::fromJson(const std::string& text, const std::string& la
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) { // parse_error, and out_of_range for a number like 1e400
     fail(ErrorKind::Usage, "{}: not valid JSON: {}", label, e.what());
   }
   Ctx c{label};
@@ -172,7 +181,7 @@ QuantConfig QuantConfig::fromJson(const std::string& text, const std::string& la
       q.input = parseRole(c, k, v);
     } else if (k == "auto_margin") {
       if (!v.is_number_integer() || v.get<int>() < 0 || v.get<int>() > 16)
-        c.error(k, fmt::format("expected an integer in 0..16, got {}", v.dump()));
+        c.error(k, fmt::format("expected an integer in 0..16, got {}", show(v)));
       q.autoMargin = v.get<int>();
     } else if (k == "layers") {
       if (!v.is_object()) c.error(k, "expected an object keyed by ONNX node name");
@@ -184,7 +193,7 @@ QuantConfig QuantConfig::fromJson(const std::string& text, const std::string& la
       for (auto& [name, r] : v.items())
         if (!r.is_number_integer() || r.get<int64_t>() < 1)
           c.error(fmt::format("reuse['{}']", name),
-                  fmt::format("expected a positive integer, got {}", r.dump()));
+                  fmt::format("expected a positive integer, got {}", show(r)));
     } else {
       c.error(k, "unknown key (expected default, input, layers, auto_margin, reuse)");
     }

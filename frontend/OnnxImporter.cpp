@@ -515,6 +515,13 @@ private:
     if (numIn < def.minInputs || (def.maxInputs >= 0 && numIn > def.maxInputs))
       fail(ErrorKind::InvalidModel, "has {} inputs; {} takes {}", numIn, n.op_type(),
            arity(def.minInputs, def.maxInputs));
+    // ONNX puts optional inputs after the required ones: an empty name (an absent optional
+    // input) among the first minInputs, or among the inputs of a variadic op, would reach the
+    // op's shape rule and kernel as a missing operand.
+    for (int i = 0; i < numIn; ++i)
+      if (n.input(i).empty() && (i < def.minInputs || def.maxInputs < 0))
+        fail(ErrorKind::InvalidModel, "input {} is empty (absent), but {} requires it", i,
+             n.op_type());
     if (n.output_size() < def.minOutputs ||
         (def.maxOutputs >= 0 && n.output_size() > def.maxOutputs))
       fail(ErrorKind::InvalidModel, "has {} outputs; {} produces {}", n.output_size(), n.op_type(),

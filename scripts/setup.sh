@@ -2,7 +2,8 @@
 # Installs everything Triad needs on a Debian 12 machine, idempotently:
 #   - system packages (compiler, CMake, ONNX/protobuf, fmt, CLI11, nlohmann-json, GoogleTest,
 #     Python, Verilator, Yosys and nextpnr-ice40 + IceStorm for the FPGA flow, PoCL for OpenCL,
-#     OpenBLAS as a benchmark peer), installed with apt-get when missing (needs root, as on CI);
+#     OpenBLAS as a benchmark peer, clang and its libFuzzer run-time for the fuzz targets),
+#     installed with apt-get when missing (needs root, as on CI);
 #   - the project's Python environment .venv/ with pinned packages (requirements.txt), rebuilt
 #     only when requirements.txt changes.
 # With --zoo it also installs Debian's CPU-only PyTorch, torchvision and scikit-learn, which the
@@ -18,6 +19,7 @@ APT_PACKAGES=(
   verilator yosys nextpnr-ice40 fpga-icestorm ccache
   libbenchmark-dev libopenblas-dev libsqlite3-dev chromium
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  clang libclang-rt-14-dev
 )
 
 if [[ ${1:-} == --zoo ]]; then

@@ -26,15 +26,31 @@ void requireCount(const std::vector<int64_t>& v, size_t n, std::string_view attr
     invalid("attribute '{}' has {} values [{}], expected {} for {} spatial dims", attr, v.size(),
             fmt::join(v, ","), n, attr == "pads" ? n / 2 : n);
 }
+// Window attributes (kernel, strides, dilations, pads) are at most 2^31 - 1: the output-size
+// arithmetic ((kernel - 1) * dilation + pads, stride * (in - 1), ...) then cannot overflow int64.
+constexpr int64_t kMaxWindowValue = (int64_t(1) << 31) - 1;
+void requireAtMost(const std::vector<int64_t>& v, std::string_view attr) {
+  for (int64_t x : v)
+    if (x > kMaxWindowValue)
+      invalid("attribute '{}' = [{}] is out of range (at most {})", attr, fmt::join(v, ","),
+              kMaxWindowValue);
+}
 void requirePositive(const std::vector<int64_t>& v, std::string_view attr) {
   for (int64_t x : v)
     if (x < 1) invalid("attribute '{}' = [{}] must be positive", attr, fmt::join(v, ","));
+  requireAtMost(v, attr);
+}
+void requireNonNegative(const std::vector<int64_t>& v, std::string_view attr) {
+  for (int64_t x : v)
+    if (x < 0) invalid("attribute '{}' = [{}] must be non-negative", attr, fmt::join(v, ","));
+  requireAtMost(v, attr);
 }
 } // namespace
 
 WindowParams parseWindow(const AttrReader& a, const Shape& inSpatial,
                          const std::vector<int64_t>& kernel, bool readDilations) {
   size_t k = kernel.size();
+  requireAtMost(kernel, "kernel_shape");
   WindowParams w;
   w.strides = intsOr(a, "strides", std::vector<int64_t>(k, 1));
   requireCount(w.strides, k, "strides");
@@ -51,8 +67,7 @@ WindowParams parseWindow(const AttrReader& a, const Shape& inSpatial,
   std::vector<int64_t> pads = intsOr(a, "pads", std::vector<int64_t>(2 * k, 0));
   if (autoPad == "NOTSET") {
     requireCount(pads, 2 * k, "pads");
-    for (int64_t p : pads)
-      if (p < 0) invalid("attribute 'pads' = [{}] must be non-negative", fmt::join(pads, ","));
+    requireNonNegative(pads, "pads");
     w.pads = pads;
     return w;
   }
@@ -182,15 +197,12 @@ std::vector<int64_t> parseKernel(const ParseContext& ctx, const TensorType& X,
     invalid("input X must have rank >= 3 ([N, C, spatial...]), has shape {}",
             shapeToString(X.shape));
   size_t k = size_t(X.rank() - 2);
-  if (W.rank() != X.rank())
-    invalid("input W {} must have the rank of input X {} ([M, C/group, kernel...])",
-            shapeToString(W.shape), shapeToString(X.shape));
+  requireRank(W, X.rank(), "input W");
   std::vector<int64_t> kernel = intsOr(ctx.attrs, "kernel_shape", spatialOf(W.shape));
   if (kernel.size() != k)
     invalid("attribute 'kernel_shape' = [{}] does not match the {} spatial dims of input X {}",
             fmt::join(kernel, ","), k, shapeToString(X.shape));
-  for (int64_t v : kernel)
-    if (v < 1) invalid("attribute 'kernel_shape' = [{}] must be positive", fmt::join(kernel, ","));
+  requirePositive(kernel, "kernel_shape");
   return kernel;
 }
 
@@ -325,17 +337,17 @@ std::shared_ptr<const Attrs> parseConvTranspose(const ParseContext& ctx) {
   requireCount(a->dilations, k, "dilations");
   requirePositive(a->dilations, "dilations");
   requireCount(a->outputPadding, k, "output_padding");
-  for (int64_t p : a->outputPadding)
-    if (p < 0)
-      invalid("attribute 'output_padding' = [{}] must be non-negative",
-              fmt::join(a->outputPadding, ","));
+  requireNonNegative(a->outputPadding, "output_padding");
   std::string autoPad =
       enumAttr(ctx.attrs, "auto_pad", "NOTSET", {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"});
   a->pads = intsOr(ctx.attrs, "pads", std::vector<int64_t>(2 * k, 0));
   std::optional<std::vector<int64_t>> outShape = ctx.attrs.getInts("output_shape");
   if (outShape && outShape->size() == k + 2) // some exporters include N and C
     outShape->erase(outShape->begin(), outShape->begin() + 2);
-  if (outShape) requireCount(*outShape, k, "output_shape");
+  if (outShape) {
+    requireCount(*outShape, k, "output_shape");
+    requirePositive(*outShape, "output_shape");
+  }
   if (autoPad == "VALID") {
     a->pads.assign(2 * k, 0);
   } else if (autoPad != "NOTSET" && !outShape) {
@@ -365,8 +377,7 @@ std::shared_ptr<const Attrs> parseConvTranspose(const ParseContext& ctx) {
     }
   } else {
     requireCount(a->pads, 2 * k, "pads");
-    for (int64_t p : a->pads)
-      if (p < 0) invalid("attribute 'pads' = [{}] must be non-negative", fmt::join(a->pads, ","));
+    requireNonNegative(a->pads, "pads");
   }
   return a;
 }

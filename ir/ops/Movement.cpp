@@ -7,6 +7,7 @@
 #include "ir/ops/OpUtil.h"
 
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 namespace triad::ir {
@@ -178,12 +179,20 @@ std::shared_ptr<const Attrs> parseRange(const ParseContext& ctx) {
   double start = ctx.constInput(0)->getDouble(0), limit = ctx.constInput(1)->getDouble(0);
   double delta = ctx.constInput(2)->getDouble(0);
   if (delta == 0) invalid("input 'delta' is zero");
+  // The count is checked before it is converted or used: NaN, infinite or beyond int64 (a
+  // float cast that is undefined behaviour, an integer span that overflows) is refused.
   if (isFloat(dt)) {
-    a->count = std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
+    double n = std::ceil((limit - start) / delta);
+    if (!(n < double(int64_t(1) << 62)))
+      invalid("Range from {} to {} by {} has {} elements, too many to count", start, limit, delta,
+              n);
+    a->count = n > 0 ? int64_t(n) : 0;
   } else {
     int64_t s = ctx.constInput(0)->getInt(0), l = ctx.constInput(1)->getInt(0);
     int64_t d = ctx.constInput(2)->getInt(0);
-    int64_t span = l - s;
+    int64_t span = 0;
+    if (__builtin_sub_overflow(l, s, &span) || span == std::numeric_limits<int64_t>::min())
+      invalid("Range from {} to {} spans more than int64 can count", s, l);
     // ceil((l - s) / d) in integers.
     int64_t n = span / d + ((span % d != 0) && ((span > 0) == (d > 0)) ? 1 : 0);
     a->count = std::max<int64_t>(n, 0);
@@ -270,6 +279,8 @@ std::shared_ptr<const Attrs> parseReshape(const ParseContext& ctx) {
       invalid("input 'shape' [{}] has invalid dimension {}", fmt::join(want, ","), d);
     }
     a->shape.push_back(d);
+    if (d > 0 && known > std::numeric_limits<int64_t>::max() / d)
+      invalid("input 'shape' [{}] has more elements than an int64 can count", fmt::join(want, ","));
     if (d != -1) known *= d;
   }
   int64_t n = numElements(in);
@@ -498,6 +509,7 @@ void evalConcat(const EvalContext& ctx) {
 
 std::shared_ptr<const Attrs> parseSplit(const ParseContext& ctx) {
   const Shape& in = inputType(ctx, 0).shape;
+  if (in.empty()) invalid("input 'input' must have rank >= 1, is a scalar");
   auto a = std::make_shared<SplitAttrs>();
   a->axis = normalizeAxis(ctx.attrs.getInt("axis", 0), int64_t(in.size()), "attribute 'axis'");
   int64_t dim = in[size_t(a->axis)];
@@ -512,6 +524,9 @@ std::shared_ptr<const Attrs> parseSplit(const ParseContext& ctx) {
     int64_t sum = 0;
     for (int64_t s : *split) {
       if (s < 0) invalid("'split' [{}] has a negative size", fmt::join(*split, ","));
+      if (s > dim - sum) // (checked before adding: a sum beyond the axis could overflow)
+        invalid("'split' [{}] sums to more than axis {} of size {}", fmt::join(*split, ","),
+                a->axis, dim);
       sum += s;
     }
     if (sum != dim)
@@ -523,9 +538,12 @@ std::shared_ptr<const Attrs> parseSplit(const ParseContext& ctx) {
   int64_t n = 0;
   if (numOutputs) {
     n = *numOutputs;
-    if (n < 1) invalid("attribute 'num_outputs' is {}", n);
+    // The parts are the node's outputs: a count that differs (a huge one allocated as many
+    // sizes) is refused.
+    if (n < 1 || n != ctx.numOutputs)
+      invalid("attribute 'num_outputs' is {}, the node has {} outputs", n, ctx.numOutputs);
     // Opset 18: chunks of ceil(dim / n), the last one smaller.
-    int64_t chunk = (dim + n - 1) / n;
+    int64_t chunk = dim / n + (dim % n != 0);
     for (int64_t i = 0; i < n; ++i)
       a->split.push_back(std::clamp<int64_t>(dim - i * chunk, 0, chunk));
     return a;

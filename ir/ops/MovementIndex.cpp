@@ -286,8 +286,11 @@ std::shared_ptr<const Attrs> parseOneHot(const ParseContext& ctx) {
   a->axis = normalizeAxis(ctx.attrs.getInt("axis", -1), outRank, "attribute 'axis'");
   const Tensor* depth = ctx.constInput(1);
   if (!depth || depth->numElements() != 1) invalid("input 'depth' must be a one-element tensor");
-  a->depth = int64_t(depth->getDouble(0));
-  if (a->depth < 1) invalid("input 'depth' is {}; it must be positive", a->depth);
+  // Compared as a double first: converting NaN or a value beyond int64 is undefined.
+  double d = depth->getDouble(0);
+  if (!(d >= 1 && d <= double(int64_t(1) << 62)))
+    invalid("input 'depth' is {}; it must be a positive count", d);
+  a->depth = int64_t(d);
   return a;
 }
 
@@ -318,7 +321,9 @@ void evalOneHot(const EvalContext& ctx) {
   std::vector<int64_t> map(size_t(outer * a.depth * inner), 0); // 0: off value, 1: on value
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      int64_t c = int64_t(idx.getDouble(o * inner + i));
+      double v = idx.getDouble(o * inner + i);
+      if (!(v > -double(a.depth) - 1 && v < double(a.depth))) continue; // off (NaN too)
+      int64_t c = int64_t(v);
       if (c < 0) c += a.depth;
       if (c >= 0 && c < a.depth) map[size_t((o * a.depth + c) * inner + i)] = 1;
     }

@@ -114,6 +114,11 @@ void requireRankAtLeast(const TensorType& t, int64_t rank, std::string_view what
 std::optional<std::vector<int64_t>> constInts(const ParseContext& ctx, size_t input) {
   const Tensor* t = ctx.constInput(input);
   if (!t) return std::nullopt;
+  // Integer operands (shapes, axes, counts; Dropout's training_mode is bool) are integer tensors
+  // in ONNX; a float one would be truncated, and one beyond int64 is undefined to convert.
+  if (!isInteger(t->dtype()) && t->dtype() != DType::Bool)
+    invalid("input {} must be an integer tensor (int64 or int32), is {}", input,
+            typeToString(t->type()));
   return t->toInt64Vector();
 }
 

@@ -227,6 +227,7 @@ std::shared_ptr<const Attrs> parseIntConv(const ParseContext& ctx, size_t wIndex
     invalid("input x must have rank >= 3 ([N, C, spatial...]), has shape {}",
             shapeToString(X.shape));
   size_t k = size_t(X.rank() - 2);
+  requireRank(W, X.rank(), "input w");
   auto a = std::make_shared<ConvAttrs>();
   a->kernel = intsOr(ctx.attrs, "kernel_shape", spatialOf(W.shape));
   if (a->kernel.size() != k)

@@ -50,8 +50,10 @@ check compare-prefix 0 "\| Run \| $ID1 \| $ID2 \|" -- "$TRIAD" report --compare 
 echo "not json {" >"$TMP/bad.json"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r["schema"]="triad-bench/2"; json.dump(r, open(sys.argv[2],"w"))' "$R" "$TMP/v2.json"
 echo '{"hello": 1}' >"$TMP/other.json"
+echo '{"schema": 1e400}' >"$TMP/huge.json" # a number beyond double: json's out_of_range
 check missing-file 3 "missing\.json" -- "$TRIAD" report "$TMP/missing.json"
 check not-json 3 "bad\.json' is not JSON" -- "$TRIAD" report "$TMP/bad.json"
+check huge-number 3 "huge\.json' is not JSON" -- "$TRIAD" report "$TMP/huge.json"
 check other-json 3 "other\.json' is not a Triad benchmark report" -- "$TRIAD" report "$TMP/other.json"
 check newer-schema 5 "triad-bench/2" -- "$TRIAD" report "$TMP/v2.json"
 check unknown-id 2 "no run 'nosuchrun'" -- "$TRIAD" report nosuchrun --db "$DB"

@@ -194,6 +194,10 @@ TEST(QuantConfig, ErrorsNameTheKey) {
   expectUsageError([] { QuantConfig::fromJson(R"({"default": {"table_size": 1000}})", "c.json"); },
                    "table_size");
   expectUsageError([] { QuantConfig::fromJson("{", "c.json"); }, "not valid JSON");
+  // Found by the quant_config fuzz target: a number beyond double escaped as json's out_of_range
+  // (an internal error, exit 70).
+  expectUsageError([] { QuantConfig::fromJson(R"({"auto_margin": 1e400})", "c.json"); },
+                   "c.json: not valid JSON");
   QuantConfig wide = QuantConfig::fromJson(R"({"layers": {"fc": {"result": "fixed<40,8>"}}})", "c");
   expectUsageError([&] { resolveLayer(wide, "fc", {}); }, "layer 'fc'");
 }

@@ -51,4 +51,10 @@ TEST(PrecisionOverride, ErrorsNameTheFlag) {
   expectUsage([&] { c.applyOverride("/fc1/Gemm:weight=fixed<8"); }, "layers['/fc1/Gemm'].weight");
   expectUsage([&] { c.applyOverride("/Softmax:table_size=100"); }, "table_size");
   expectUsage([&] { c.applyDefaultPrecision("fixed<99,2>"); }, "--default-precision");
+  // Found by the quant_config fuzz target: a value that is not valid UTF-8 made the message
+  // itself throw (nlohmann::json's dump(): an internal error, exit 70).
+  expectUsage(
+      [&] { c.applyOverride("/Softmax:table_size=25\xca\xf5"); },
+      "--precision: layers['/Softmax'].table_size: expected a number, got \"25\xef\xbf\xbd");
+  expectUsage([&] { c.applyOverride("fc:weight=\xff"); }, "layers['fc'].weight");
 }
