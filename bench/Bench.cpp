@@ -12,6 +12,7 @@
 #include "bench/Worker.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
+#include "ir/Files.h"
 #include "ir/System.h"
 
 #include <fmt/format.h>
@@ -77,13 +78,9 @@ ErrorKind kindFromName(const std::string& name) {
 // A temporary folder for the run's data files, removed when the run ends however it ends.
 class WorkDir {
 public:
-  WorkDir() {
-    std::string tmpl = (fs::temp_directory_path() / "triad-bench-XXXXXX").string();
-    if (!mkdtemp(tmpl.data()))
-      fail(ErrorKind::Io, "cannot create a temporary folder under {}",
-           fs::temp_directory_path().string());
-    path_ = tmpl;
-  }
+  // Named after this process, so that the next run removes the folder of a run killed by
+  // SIGKILL (ir/Files.h).
+  WorkDir() : path_(makeTempDir(fs::temp_directory_path(), "triad-bench")) {}
   ~WorkDir() {
     std::error_code ec;
     fs::remove_all(path_, ec);

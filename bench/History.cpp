@@ -53,7 +53,11 @@ class Stmt;
 class Db {
 public:
   Db(const fs::path& path, bool write) : path_(path) {
-    int flags = write ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+    // Readers open read-write too (never creating; SQLite falls back to read-only where the file
+    // is not writable): a writer killed mid-transaction leaves a hot journal, which only a
+    // connection that may write can roll back; a read-only one fails with "attempt to write a
+    // readonly database".
+    int flags = SQLITE_OPEN_READWRITE | (write ? SQLITE_OPEN_CREATE : 0);
     int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
@@ -65,6 +69,8 @@ public:
       fail(ErrorKind::Io, "cannot open the benchmark history '{}': {}", path.string(), msg);
     }
     sqlite3_busy_timeout(db_, 10000);
+    // The default of a rollback journal, stated: a committed run is on disk before COMMIT returns.
+    if (write) exec("PRAGMA synchronous = FULL");
   }
   ~Db() { sqlite3_close(db_); }
   Db(const Db&) = delete;

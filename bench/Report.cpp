@@ -3,13 +3,13 @@
 #include "bench/ReportTables.h"
 #include "frontend/TensorIO.h"
 #include "ir/Diagnostics.h"
+#include "ir/Files.h"
 
 #include <fmt/format.h>
 
 #include <cctype>
 #include <cstdio>
 #include <fstream>
-#include <unistd.h>
 
 namespace triad::bench {
 
@@ -91,23 +91,6 @@ void mdTable(std::string& out, const Table& t) {
   out += '\n';
 }
 
-/// Writes `bytes` to a new temporary file beside `path`; returns its name.
-fs::path writeTemp(const fs::path& path, const std::string& bytes) {
-  fs::path tmp =
-      path.parent_path() / fmt::format(".{}.tmp.{}", path.filename().string(), ::getpid());
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) fail(ErrorKind::Io, "cannot write '{}' (folder not writable?)", path.string());
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  out.flush();
-  if (!out) {
-    out.close();
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    fail(ErrorKind::Io, "writing '{}' failed (disk full?)", path.string());
-  }
-  return tmp;
-}
-
 } // namespace
 
 std::string renderMarkdown(const nlohmann::json& report) {
@@ -187,18 +170,18 @@ void writeReportFiles(const fs::path& dir, const nlohmann::json& report) {
   };
   try {
     for (const auto& [name, bytes] : files)
-      temps.push_back(writeTemp(dir / name, bytes));
+      temps.push_back(writeTempFile(dir / name, bytes)); // on disk (fsync) before any rename
   } catch (...) {
     cleanup();
     throw;
   }
   for (size_t i = 0; i < temps.size(); ++i) {
-    fs::rename(temps[i], dir / files[i].first, ec);
-    if (ec) {
-      std::string msg = ec.message();
+    try {
+      publishFile(temps[i], dir / files[i].first);
+    } catch (...) {
       temps.erase(temps.begin(), temps.begin() + long(i));
       cleanup();
-      fail(ErrorKind::Io, "cannot replace '{}': {}", (dir / files[i].first).string(), msg);
+      throw;
     }
   }
 }

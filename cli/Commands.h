@@ -30,6 +30,10 @@ struct ModelOptions {
   frontend::ImportResult load(bool optimizeAnyway = false) const;
 };
 
+/// Sets the memory limit from --max-memory (or TRIAD_MAX_MEMORY when empty): "8G", "512M",
+/// "1.5GiB", "1000000" bytes. It is exported as TRIAD_MAX_MEMORY to the processes triad starts.
+void applyMemoryLimit(const std::string& flag);
+
 using Action = std::function<int()>;
 /// triad compile --target cpu: writes standalone C++ (cli/CompileCpu.cpp).
 int compileCpu(const ModelOptions& model, const std::string& outdir);

@@ -5,6 +5,7 @@
 #include "fpga/Emulator.h"
 #include "fpga/VerilogEmitter.h"
 #include "frontend/TensorIO.h"
+#include "ir/Files.h"
 #include "sim/Simulator.h"
 
 #include <fmt/format.h>
@@ -111,8 +112,16 @@ int runCompile(CompileOptions o, bool batchGiven) {
   fpga::VerilogDesign d = fpga::emitVerilog(g, emu, vo);
 
   fs::path out(o.outdir);
-  fs::create_directories(out / "rtl");
-  fs::create_directories(out / "tb");
+  createDirectories(out / "rtl", "the output folder");
+  createDirectories(out / "tb", "the output folder");
+  // summary.json is written last and marks the folder complete; it goes first, so that a compile
+  // interrupted while the files change leaves a folder that triad sim and triad synth refuse
+  // instead of a mix of two designs. Every file is written atomically.
+  std::error_code ec;
+  fs::remove(out / "summary.json", ec);
+  if (ec)
+    fail(ErrorKind::Io, "cannot replace '{}': {}", (out / "summary.json").string(), ec.message());
+  syncPath(out);
   // Only the blocks the design uses (a lint or synthesis of rtl/*.v sees one top), and files.f.
   for (const auto& e : fs::directory_iterator(out / "rtl"))
     if (e.path().extension() == ".v") fs::remove(e.path());
@@ -241,6 +250,11 @@ std::vector<int64_t> recomputeExpected(const nlohmann::json& c, const ir::Tensor
 
 int runSim(const SimOptions& o) {
   fs::path dir(o.outdir);
+  if (!fs::exists(dir / "summary.json") || !fs::is_directory(dir / "rtl"))
+    fail(ErrorKind::Usage,
+         "{} has no summary.json and rtl/: write it with triad compile --target fpga (a compile "
+         "that was interrupted leaves no summary.json; run it again)",
+         o.outdir);
   nlohmann::json s = nlohmann::json::parse(frontend::readFile(dir / "summary.json"));
   fpga::FixedFormat inF = fpga::parseFormat(s["input"]["format"].get<std::string>());
   fpga::FixedFormat outF = fpga::parseFormat(s["output"]["format"].get<std::string>());

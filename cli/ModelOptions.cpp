@@ -2,7 +2,10 @@
 #include "ir/Diagnostics.h"
 #include "ir/passes/Pass.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <fmt/ranges.h>
 
 namespace triad::cli {
@@ -19,6 +22,42 @@ const CLI::Validator& positiveInt() {
       },
       "POSITIVE");
   return v;
+}
+
+void applyMemoryLimit(const std::string& flag) {
+  std::string text = flag;
+  const char* env = std::getenv("TRIAD_MAX_MEMORY");
+  if (text.empty() && env) text = env;
+  if (text.empty()) return;
+  std::string where = flag.empty() ? "TRIAD_MAX_MEMORY" : "--max-memory";
+  double x = 0;
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  auto [p, ec] = std::from_chars(begin, end, x);
+  std::string unit(p, end);
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
+  static const std::pair<const char*, double> kUnits[] = {{"", 1},
+                                                          {"B", 1},
+                                                          {"K", 1024.0},
+                                                          {"KB", 1e3},
+                                                          {"KIB", 1024.0},
+                                                          {"M", 1048576.0},
+                                                          {"MB", 1e6},
+                                                          {"MIB", 1048576.0},
+                                                          {"G", 1073741824.0},
+                                                          {"GB", 1e9},
+                                                          {"GIB", 1073741824.0},
+                                                          {"T", 1099511627776.0},
+                                                          {"TB", 1e12},
+                                                          {"TIB", 1099511627776.0}};
+  double scale = -1;
+  for (const auto& [name, s] : kUnits)
+    if (unit == name) scale = s;
+  if (ec != std::errc() || p == begin || scale < 0 || !(x > 0) || x * scale > 1.8e19)
+    fail(ErrorKind::Usage, "{} '{}': expected a size such as 8G, 512M or 1.5GiB", where, text);
+  ir::setMemoryLimit(uint64_t(x * scale));
+  ::setenv("TRIAD_MAX_MEMORY", text.c_str(), 1);
 }
 
 void ModelOptions::add(CLI::App& cmd) {

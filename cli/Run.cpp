@@ -97,6 +97,10 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
   auto exe = target->compile(g, settings);
   double compileMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count();
+  if (auto* ge = dynamic_cast<const gpu::GpuExecutable*>(exe.get());
+      ge && ge->buildStats().cacheWriteFailures > 0) // not fatal: programs are compiled again
+    fmt::print(stderr, "triad: warning: the OpenCL binary cache is not written: {}\n",
+               ge->buildStats().cacheWriteError);
   // The first run pays for first touches of memory; with --repeat the later runs are timed.
   std::vector<ir::Tensor> outs;
   std::vector<double> times;

@@ -6,6 +6,7 @@
 #include "ir/Diagnostics.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fmt/format.h>
 
 namespace {
@@ -17,7 +18,15 @@ constexpr const char* kExitCodes = R"(Exit codes:
   4   invalid model (malformed ONNX: truncated, cycles, dangling inputs, wrong types)
   5   unsupported (valid ONNX that Triad does not handle: op, attribute, opset, dtype)
   6   run-time error (inputs that do not fit the model)
+  7   resource limit (the model or its inputs need more memory than --max-memory)
   70  internal error (a bug in Triad: please report it))";
+
+// " run" when a subcommand was named on the command line, for the --help hint.
+std::string subcommandOf(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands({}))
+    if (sub->parsed()) return " " + sub->get_name();
+  return "";
+}
 
 } // namespace
 
@@ -27,11 +36,18 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "triad 0.1.0");
   app.footer(kExitCodes);
   app.require_subcommand(1);
+  // Options of the command itself may follow the subcommand's (`triad run m.onnx --max-memory 2G`).
+  app.fallthrough();
+  std::string maxMemory;
+  app.add_option("--max-memory", maxMemory,
+                 "Most memory a run may hold in tensors, e.g. 8G, 512M, 1.5GiB (default: "
+                 "TRIAD_MAX_MEMORY, else the machine's memory); a model that needs more is "
+                 "refused naming the node and size (exit 7)");
 
   ir::TargetRegistry targets;
   targets.add(ir::makeInterpreterTarget());
-  targets.add(cpu::makeCpuTarget()); // threads: --threads, TRIAD_THREADS, physical cores
-  targets.add(gpu::makeGpuTarget()); // OpenCL; the device is chosen at compile time
+  targets.add(cpu::makeCpuTarget());   // threads: --threads, TRIAD_THREADS, physical cores
+  targets.add(gpu::makeGpuTarget());   // OpenCL; the device is chosen at compile time
   targets.add(fpga::makeFpgaTarget()); // the bit-accurate emulator at fixed<16,6>
 
   std::map<CLI::App*, cli::Action> actions;
@@ -57,15 +73,27 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : exitCodeFor(ErrorKind::Usage);
+    if (e.get_exit_code() == 0) return app.exit(e); // --help, --version
+    fmt::print(stderr, "triad: {}: {}\n(run 'triad{} --help' for the options)\n",
+               errorKindName(ErrorKind::Usage), e.what(), subcommandOf(app));
+    return exitCodeFor(ErrorKind::Usage);
   }
   try {
+    cli::applyMemoryLimit(maxMemory);
     for (auto& [sub, action] : actions)
       if (sub->parsed()) return action();
   } catch (const Error& e) {
     fmt::print(stderr, "triad: {}: {}\n", errorKindName(e.kind()), e.what());
     return exitCodeFor(e.kind());
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr,
+               "triad: {}: out of memory (the machine or its cgroup has less than the run needs; "
+               "--max-memory bounds what a model may use)\n",
+               errorKindName(ErrorKind::Resource));
+    return exitCodeFor(ErrorKind::Resource);
+  } catch (const std::filesystem::filesystem_error& e) { // unwritable or full disk, named
+    fmt::print(stderr, "triad: {}: {}\n", errorKindName(ErrorKind::Io), e.what());
+    return exitCodeFor(ErrorKind::Io);
   } catch (const std::exception& e) {
     fmt::print(stderr, "triad: internal error: {}\n", e.what());
     return exitCodeFor(ErrorKind::Internal);

@@ -4,10 +4,12 @@
 #include "cpu/RuntimeFiles.h"
 #include "frontend/TensorIO.h"
 #include "ir/Diagnostics.h"
+#include "ir/Files.h"
 #include "ir/Interpreter.h"
 #include "ir/System.h"
 #include "ir/passes/Pass.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 namespace triad::cpu {
@@ -55,6 +58,18 @@ std::string compilerVersion(const std::string& cxx) {
   if (rc != 0)
     fail(ErrorKind::Io, "the C++ compiler '{}' does not run (set TRIAD_CXX or CXX): {}", cxx, v);
   return v.substr(0, v.find('\n'));
+}
+
+/// Why a failed compile in `dir` is the disk's fault ("No space left on device", ...), from the
+/// compiler's output or the space left; empty when it is not.
+std::string diskTrouble(const fs::path& dir, const std::string& log) {
+  for (int e : {ENOSPC, EDQUOT, EROFS, EFBIG, EACCES})
+    if (log.find(std::strerror(e)) != std::string::npos) return std::strerror(e);
+  std::error_code ec;
+  fs::space_info s = fs::space(dir, ec);
+  if (!ec && s.available < (uintmax_t(4) << 20))
+    return fmt::format("{} bytes left on its file system", s.available);
+  return {};
 }
 
 } // namespace
@@ -136,54 +151,58 @@ BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts) {
   for (const auto& [name, text] : runtimeFiles())
     h = fnv1a(fnv1a(h, name), text);
   fs::path root = cacheDirOf(opts);
-  info.dir = root / fmt::format("{:016x}", h);
+  std::string key = fmt::format("{:016x}", h);
+  info.dir = root / key;
   info.code = std::move(code);
-  if (fs::exists(info.dir / "model.so")) {
-    info.cached = true;
-    return info;
-  }
-  // Build in a private folder, then publish it with one rename: a reader never sees a partial
-  // entry, and an interrupted build leaves only a stale temporary folder.
-  fs::path tmp = root / fmt::format("{:016x}.tmp.{}", h, getpid());
-  fs::remove_all(tmp);
-  writeSources(info.code, tmp, false);
-  // `c++ ... SRC.cpp -o SRC.so` in tmp, its output kept in SRC.log.
-  auto build = [&](const std::string& src) {
-    std::string cmd = fmt::format("cd {} && {} -std=c++17 {} -pthread -fPIC -shared -I. {}.cpp -o "
-                                  "{}.so > {}.log 2>&1",
-                                  shellQuote(tmp.string()), shellQuote(cxx), flags, src, src, src);
-    return std::pair(cmd, std::system(cmd.c_str()));
-  };
-  auto logOf = [&](const std::string& src, size_t limit) {
-    std::string log = frontend::readFile(tmp / (src + ".log"));
-    return log.size() > limit ? log.substr(0, limit) + "\n..." : log;
-  };
-  auto t0 = std::chrono::steady_clock::now();
-  auto [cmd, rc] = build("model");
-  info.compileSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (rc != 0) {
+  // The entry is built in a private folder under a per-key lock and published whole with its
+  // model.so's size and hash, which every later run checks (ir/Files.h): a kill at any point
+  // leaves no entry or a valid one, and concurrent runs of one model compile it once.
+  auto buildEntry = [&](const fs::path& tmp) {
+    writeSources(info.code, tmp, false);
+    // `c++ ... SRC.cpp -o SRC.so` in tmp; its output is captured, not written beside it: on a
+    // full disk the log would be lost too.
+    auto build = [&](const std::string& src) {
+      std::string cmd = fmt::format("cd {} && {} -std=c++17 {} -pthread -fPIC -shared -I. {}.cpp "
+                                    "-o {}.so 2>&1",
+                                    shellQuote(tmp.string()), shellQuote(cxx), flags, src, src);
+      int rc = 0;
+      std::string log = runCapture(cmd, &rc);
+      if (rc == 0 && !fs::exists(tmp / (src + ".so"))) rc = -1;
+      return std::tuple(cmd, rc, log.size() > 4000 ? log.substr(0, 4000) + "\n..." : log);
+    };
+    auto t0 = std::chrono::steady_clock::now();
+    auto [cmd, rc, log] = build("model");
+    info.compileSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rc == 0) return;
+    // A full or read-only disk is the environment's fault, not the compiler's nor Triad's.
+    if (std::string why = diskTrouble(tmp, log); !why.empty())
+      fail(ErrorKind::Io, "the C++ compiler cannot write the compiled model in '{}': {}",
+           tmp.parent_path().string(), why);
     // Tell a compiler or flags that build nothing (the user's TRIAD_CXX / TRIAD_CXXFLAGS, or a
     // missing compiler) from generated code that does not compile (a bug in Triad).
-    std::ofstream(tmp / "probe.cpp") << "int triad_probe() { return 0; }\n";
-    if (build("probe").second != 0) {
-      std::string plog = logOf("probe", 2000);
-      fs::remove_all(tmp);
+    frontend::writeFileAtomic(tmp / "probe.cpp", "int triad_probe() { return 0; }\n");
+    if (auto [pcmd, prc, plog] = build("probe"); prc != 0)
       fail(ErrorKind::Usage,
            "the C++ compiler '{}' with flags '{}' cannot build even an empty library (set them "
            "with TRIAD_CXX / TRIAD_CXXFLAGS or the target options):\n{}",
-           cxx, flags, plog);
-    }
+           cxx, flags, plog.substr(0, 2000));
+    // The sources and the log, for the bug report, out of the way of later builds.
+    fs::path kept = root / (key + ".failed");
+    std::error_code ec;
+    fs::remove_all(kept, ec);
+    fs::rename(tmp, kept, ec);
+    if (!ec) std::ofstream(kept / "model.log") << log;
     fail(ErrorKind::Internal, "the generated C++ does not compile ({}); sources kept in {}:\n{}",
-         cmd, tmp.string(), logOf("model", 4000));
-  }
-  std::error_code ec;
-  fs::rename(tmp, info.dir, ec);
-  if (ec) { // another process published the same entry first: use it
-    fs::remove_all(tmp);
-    if (!fs::exists(info.dir / "model.so"))
-      fail(ErrorKind::Io, "cannot publish the compiled model to {}: {}", info.dir.string(),
-           ec.message());
+         cmd, ec ? tmp.string() : kept.string(), log);
+  };
+  try {
+    info.cached = getOrBuildCacheEntry(root, key, {"model.so"},
+                                       "the CPU target's compiled-model cache", buildEntry);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::Io) throw;
+    fail(ErrorKind::Io, "{} (the CPU target needs a writable cache: set TRIAD_CACHE_DIR)",
+         e.what());
   }
   return info;
 }

@@ -26,6 +26,8 @@ std::string functionLabel(const onnx::FunctionProto& f) {
 
 class Inliner {
 public:
+  static constexpr int kMaxInlinedNodes = 1 << 22;
+
   Inliner(onnx::ModelProto& model, int opset) : model_(model), opset_(opset) {}
 
   int run() {
@@ -90,6 +92,11 @@ private:
              "(functions of that domain: {})",
              call.name(), call.op_type(), domain, fmt::join(names, ", "));
       }
+      // Functions calling functions can multiply the node count exponentially: bounded.
+      if (out.size() >= kMaxInlinedNodes)
+        fail(ErrorKind::Unsupported,
+             "inlining the model's functions gives more than {} nodes (at node '{}' ({}))",
+             kMaxInlinedNodes, call.name(), call.op_type());
       *out.Add() = call;
       return;
     }

@@ -6,10 +6,18 @@
 #include "ir/Verifier.h"
 #include "ir/passes/Folding.h"
 
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
 #include <fmt/ranges.h>
 #include <map>
 #include <onnx/shape_inference/implementation.h>
+#include <poll.h>
 #include <set>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -34,6 +42,97 @@ template <typename F> auto withContext(const std::string& prefix, F&& f) -> decl
   } catch (const Error& e) {
     throw Error(e.kind(), fmt::format("{}: {}", prefix, e.what()));
   }
+}
+
+// libonnx's shape inference is third-party code that has corrupted the heap, divided by zero
+// and crashed on malformed models. It runs only on models Triad has validated, and then in a
+// child process with a time limit, so that nothing it does can take the importer down: the child
+// sends back the inferred value_info (or libonnx's exception), and a crash, a hang or garbage
+// becomes a warning. Returns nullopt with `warning` set when no result came back.
+std::optional<onnx::GraphProto> inferShapesContained(onnx::ModelProto& model,
+                                                     std::string& warning) {
+  constexpr int kTimeoutMs = 30000;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    warning = "ONNX shape inference cross-check skipped: cannot create a pipe";
+    return std::nullopt;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    warning = "ONNX shape inference cross-check skipped: cannot fork";
+    return std::nullopt;
+  }
+  if (pid == 0) { // the child: the model is its own copy-on-write copy
+    ::close(fds[0]);
+    ::alarm(kTimeoutMs / 1000 + 1);
+    std::string out;
+    try {
+      onnx::shape_inference::InferShapes(model);
+      onnx::GraphProto vi;
+      *vi.mutable_value_info() = model.graph().value_info();
+      out = "R" + vi.SerializeAsString();
+    } catch (const std::exception& e) {
+      out = std::string("E") + e.what();
+    }
+    for (size_t done = 0; done < out.size();) {
+      ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+      if (n <= 0) ::_exit(1);
+      done += size_t(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  bool timedOut = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
+  for (;;) {
+    int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                       deadline - std::chrono::steady_clock::now())
+                       .count());
+    pollfd p{fds[0], POLLIN, 0};
+    int r = left > 0 ? ::poll(&p, 1, left) : 0;
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      timedOut = r == 0;
+      break;
+    }
+    char buf[1 << 16];
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got.append(buf, size_t(n));
+  }
+  ::close(fds[0]);
+  if (timedOut) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timedOut) {
+    warning = fmt::format("ONNX shape inference cross-check skipped: libonnx took over {} s",
+                          kTimeoutMs / 1000);
+    return std::nullopt;
+  }
+  if (WIFSIGNALED(status)) {
+    warning = fmt::format("ONNX shape inference cross-check skipped: libonnx crashed ({})",
+                          ::strsignal(WTERMSIG(status)));
+    return std::nullopt;
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got.empty()) {
+    warning = "ONNX shape inference cross-check skipped: libonnx gave no result";
+    return std::nullopt;
+  }
+  if (got[0] == 'E') {
+    warning = fmt::format("ONNX shape inference failed: {}", got.substr(1));
+    return std::nullopt;
+  }
+  onnx::GraphProto vi;
+  if (got[0] != 'R' || !vi.ParseFromString(got.substr(1))) {
+    warning = "ONNX shape inference cross-check skipped: libonnx gave no result";
+    return std::nullopt;
+  }
+  return vi;
 }
 
 // AttrReader over one NodeProto that records which attributes the op's parser read, so that
@@ -134,7 +233,6 @@ public:
             fmt::format("{}_{}", g.node(i).op_type(), i));
     // Calls of model-local functions are replaced by their bodies (named after the call).
     inlineLocalFunctions(model_, opset_);
-    runOnnxShapeInference();
     importInitializers(g);
     importInputs(g);
     std::vector<const onnx::NodeProto*> order = topologicalOrder(g);
@@ -142,8 +240,11 @@ public:
     for (const onnx::NodeProto* n : order)
       importNode(*n);
     importOutputs(g);
-    crossCheckOnnxShapes(g);
     ir::verifyOrThrow(graph(), ErrorKind::Internal);
+    ir::checkWorkingSet(graph());
+    // Only now, with every tensor, attribute and edge validated by Triad, does third-party code
+    // see the model.
+    if (opts_.onnxShapeCheck) crossCheckOnnxShapes();
     return std::move(result_);
   }
 
@@ -170,19 +271,16 @@ private:
     graph().opset = opset_;
   }
 
-  // ONNX's own shape inference (libonnx) annotates value_info; Triad's op table computes every
-  // shape itself (libonnx may predate the model's opset), and uses ONNX's result only as a
-  // cross-check, reported as warnings.
-  void runOnnxShapeInference() {
-    try {
-      onnx::shape_inference::InferShapes(model_);
-    } catch (const std::exception& e) {
-      result_.warnings.push_back(fmt::format("ONNX shape inference failed: {}", e.what()));
+  // ONNX's own shape inference (libonnx) as a cross-check of Triad's op table (which computes
+  // every shape itself: libonnx may predate the model's opset); disagreements become warnings.
+  void crossCheckOnnxShapes() {
+    std::string warning;
+    std::optional<onnx::GraphProto> inferred = inferShapesContained(model_, warning);
+    if (!inferred) {
+      result_.warnings.push_back(warning);
+      return;
     }
-  }
-
-  void crossCheckOnnxShapes(const onnx::GraphProto& g) {
-    for (const auto& vi : g.value_info()) {
+    for (const auto& vi : inferred->value_info()) {
       ir::Value* v = graph().findValue(vi.name());
       if (!v || !vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) continue;
       const auto& shape = vi.type().tensor_type().shape();
@@ -242,6 +340,7 @@ private:
              what, i, param.empty() ? "unnamed" : fmt::format("'{}'", param),
              param.empty() ? "NAME" : param);
     }
+    ir::checkedByteSize(t, what);
     return t;
   }
 
@@ -271,8 +370,14 @@ private:
             if (!in.empty()) work.push_back(in);
       }
     }
+    std::set<std::string> seen;
     for (const auto& vi : g.input()) {
-      if (values_.count(vi.name())) continue; // an initializer listed as input (IR < 4)
+      if (!seen.insert(vi.name()).second)
+        fail(ErrorKind::InvalidModel, "graph input '{}' is listed twice", vi.name());
+      if (values_.count(vi.name())) { // an initializer listed as input (a default value)
+        checkInitializerDeclaration(vi, values_[vi.name()]->type());
+        continue;
+      }
       TensorType t = inputType(vi);
       if (shapeFeeders.count(vi.name()) && opts_.bindInput) {
         if (const Tensor* bound = opts_.bindInput(vi.name())) {
@@ -286,6 +391,37 @@ private:
       }
       values_[vi.name()] = graph().addInput(vi.name(), t);
     }
+  }
+
+  // An initializer that is also a graph input: the input's declared type must describe it.
+  void checkInitializerDeclaration(const onnx::ValueInfoProto& vi, const TensorType& actual) {
+    std::string what = fmt::format("graph input '{}'", vi.name());
+    if (!vi.type().has_tensor_type())
+      fail(ErrorKind::InvalidModel, "{} is also an initializer (a tensor) but is declared {}", what,
+           vi.type().has_sequence_type() ? "a sequence" : "not a tensor");
+    const auto& tt = vi.type().tensor_type();
+    auto dtype = ir::dtypeFromOnnx(tt.elem_type());
+    bool mismatch = tt.elem_type() != 0 && dtype != actual.dtype;
+    if (tt.has_shape()) {
+      mismatch |= tt.shape().dim_size() != int(actual.shape.size());
+      for (int i = 0; !mismatch && i < tt.shape().dim_size(); ++i)
+        mismatch |= tt.shape().dim(i).has_dim_value() &&
+                    tt.shape().dim(i).dim_value() != actual.shape[size_t(i)];
+    }
+    if (mismatch)
+      fail(ErrorKind::InvalidModel, "{} is declared {} but its initializer is {}", what,
+           describeDeclared(tt), ir::typeToString(actual));
+  }
+
+  static std::string describeDeclared(const onnx::TypeProto::Tensor& tt) {
+    std::vector<std::string> dims;
+    if (tt.has_shape())
+      for (const auto& d : tt.shape().dim())
+        dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value())
+                                         : (d.dim_param().empty() ? "?" : d.dim_param()));
+    return fmt::format("{}{}", ir::onnxElemTypeName(tt.elem_type()),
+                       tt.has_shape() ? fmt::format("[{}]", fmt::join(dims, ","))
+                                      : "[unknown rank]");
   }
 
   // Kahn's algorithm, stable with respect to the file's order. Reports dangling inputs,
@@ -440,6 +576,9 @@ private:
     for (int i = 0; i < n.output_size(); ++i)
       outNames.push_back(n.output(i).empty() ? fmt::format("{}:unused{}", n.name(), i)
                                              : n.output(i));
+    // Sizes are checked before folding or anything else allocates them.
+    for (size_t i = 0; i < types.size(); ++i)
+      ir::checkedByteSize(types[i], fmt::format("output '{}'", outNames[i]));
 
     if (opts_.foldConstants) {
       if (auto outs = ir::tryFoldNode(def, *attrs, known, types)) {
@@ -461,7 +600,15 @@ private:
 
   void importOutputs(const onnx::GraphProto& g) {
     if (g.output_size() == 0) fail(ErrorKind::InvalidModel, "the graph has no outputs");
+    std::set<std::string> seen;
     for (const auto& vi : g.output()) {
+      if (!seen.insert(vi.name()).second)
+        fail(ErrorKind::InvalidModel, "graph output '{}' is listed twice", vi.name());
+      if (vi.type().value_case() != onnx::TypeProto::VALUE_NOT_SET && !vi.type().has_tensor_type())
+        fail(ErrorKind::Unsupported,
+             "graph output '{}' is not a tensor (sequence, map and optional outputs are not "
+             "supported)",
+             vi.name());
       auto it = values_.find(vi.name());
       if (it == values_.end())
         fail(ErrorKind::InvalidModel, "graph output '{}' is not produced by any node", vi.name());

@@ -1,12 +1,13 @@
 // ONNX model -> ir::Graph.
 //
 // The importer reads the model (with external-data tensors next to it), checks the opset,
-// inlines model-local functions (frontend/OnnxFunctions.h), runs ONNX shape inference as a
-// cross-check, fixes the symbolic batch dimension, sorts nodes topologically, maps every node
-// through the op registry (typed attributes, shape rules), folds nodes whose inputs are all
-// constant (which resolves PyTorch's Shape/Gather/Concat chains into static shapes; the code is
-// shared with the constant-fold pass, ir/passes/Folding.h) and verifies the result. Every error
-// names the file and the element at fault.
+// inlines model-local functions (frontend/OnnxFunctions.h), fixes the symbolic batch dimension,
+// sorts nodes topologically, maps every node through the op registry (typed attributes, shape
+// rules), checks every size against the memory limit before allocating, folds nodes whose inputs
+// are all constant (which resolves PyTorch's Shape/Gather/Concat chains into static shapes; the
+// code is shared with the constant-fold pass, ir/passes/Folding.h), verifies the result and only
+// then runs ONNX shape inference as a contained cross-check. Every error names the file and the
+// element at fault.
 #pragma once
 
 #include "ir/Graph.h"
@@ -37,6 +38,10 @@ struct ImportOptions {
   /// Results over 1M elements that are larger than their constant inputs (a large Expand or
   /// ConstantOfShape) stay nodes, see ir/passes/Folding.h.
   bool foldConstants = true;
+  /// Cross-check Triad's shapes with libonnx's shape inference (warnings only). It runs after
+  /// validation, in a child process (a crash in libonnx cannot take the caller down); fuzzers
+  /// turn it off for speed.
+  bool onnxShapeCheck = true;
 };
 
 struct ImportResult {

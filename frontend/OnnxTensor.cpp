@@ -1,7 +1,11 @@
 #include "frontend/OnnxTensor.h"
 #include "frontend/TensorIO.h"
 
-#include <fstream>
+#include <cerrno>
+#include <charconv>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace triad::frontend {
 
@@ -11,7 +15,23 @@ using ir::Tensor;
 
 namespace {
 
-// Reads the external-data bytes of `p` (keys: location, offset, length) next to the model.
+// A non-negative decimal integer (an external-data offset or length), or an error naming it.
+int64_t parseExternalNumber(const std::string& value, const std::string& key,
+                            const std::string& what) {
+  int64_t x = -1;
+  const char* end = value.data() + value.size();
+  auto [p, ec] = std::from_chars(value.data(), end, x);
+  if (value.empty() || ec != std::errc() || p != end || x < 0)
+    fail(ErrorKind::InvalidModel, "{}: external data {} '{}' is not a non-negative integer", what,
+         key, value);
+  return x;
+}
+
+// Reads the external-data bytes of `p` (keys: location, offset, length) from a regular file
+// inside the model's folder. The location is resolved with every symbolic link followed and must
+// stay inside the folder; the file is opened without blocking (a FIFO cannot hang the read), must
+// be a regular file, and the file actually opened is checked again through /proc/self/fd, so that
+// no path form (`..`, absolute, symlinks, links swapped in between) reads outside the folder.
 std::string readExternalData(const onnx::TensorProto& p, const fs::path& baseDir,
                              const std::string& what, size_t expectedBytes) {
   std::string location;
@@ -20,32 +40,63 @@ std::string readExternalData(const onnx::TensorProto& p, const fs::path& baseDir
     if (kv.key() == "location")
       location = kv.value();
     else if (kv.key() == "offset")
-      offset = std::stoll(kv.value());
+      offset = parseExternalNumber(kv.value(), "offset", what);
     else if (kv.key() == "length")
-      length = std::stoll(kv.value());
+      length = parseExternalNumber(kv.value(), "length", what);
   }
   if (location.empty()) fail(ErrorKind::InvalidModel, "{}: external data without a location", what);
-  fs::path rel(location);
-  if (rel.is_absolute() || location.find("..") != std::string::npos)
+  auto outside = [&] {
     fail(ErrorKind::InvalidModel,
-         "{}: external data location '{}' must be a relative path inside the model's folder", what,
+         "{}: external data location '{}' must be a file inside the model's folder", what,
          location);
-  fs::path file = baseDir / rel;
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  };
+  fs::path rel(location);
+  if (rel.is_absolute() || location.find('\0') != std::string::npos) outside();
+  for (const auto& part : rel)
+    if (part == "..") outside();
+  std::error_code ec;
+  fs::path dir = fs::canonical(baseDir.empty() ? fs::path(".") : baseDir, ec);
+  if (ec)
+    fail(ErrorKind::Io, "{}: the model's folder '{}' cannot be resolved", what, baseDir.string());
+  fs::path file = fs::canonical(dir / rel, ec);
+  if (ec)
     fail(ErrorKind::Io, "{}: external data file '{}' is missing or unreadable", what,
+         (dir / rel).string());
+  auto inside = [&](const fs::path& f) {
+    fs::path r = f.lexically_relative(dir);
+    return !r.empty() && *r.begin() != ".." && !r.is_absolute();
+  };
+  if (!inside(file)) outside();
+  int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    fail(ErrorKind::Io, "{}: external data file '{}' cannot be opened", what, file.string());
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    fail(ErrorKind::InvalidModel, "{}: external data '{}' is not a regular file", what,
          file.string());
-  in.seekg(0, std::ios::end);
-  int64_t size = in.tellg();
+  fs::path opened = fs::read_symlink(fmt::format("/proc/self/fd/{}", fd), ec);
+  if (!ec && !inside(opened)) outside();
+  int64_t size = st.st_size;
   if (length < 0) length = int64_t(expectedBytes);
-  if (offset < 0 || offset + length > size)
+  if (offset > size || length > size - offset)
     fail(ErrorKind::InvalidModel,
          "{}: external data file '{}' has {} bytes; offset {} + length {} is beyond its end", what,
          file.string(), size, offset, length);
+  if (uint64_t(length) != expectedBytes)
+    fail(ErrorKind::InvalidModel, "{}: external data has {} bytes, {} expected", what, length,
+         expectedBytes);
   std::string bytes(size_t(length), '\0');
-  in.seekg(offset);
-  in.read(bytes.data(), length);
-  if (!in) fail(ErrorKind::Io, "{}: reading external data file '{}' failed", what, file.string());
+  for (int64_t done = 0; done < length;) {
+    ssize_t n = ::pread(fd, bytes.data() + done, size_t(length - done), offset + done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      fail(ErrorKind::Io, "{}: reading external data file '{}' failed", what, file.string());
+    done += n;
+  }
   return bytes;
 }
 
@@ -73,17 +124,12 @@ Tensor tensorFromProto(const onnx::TensorProto& p, const fs::path& baseDir,
   if (p.has_segment())
     fail(ErrorKind::Unsupported, "{}: segmented tensors are not supported", what);
   ir::Shape shape(p.dims().begin(), p.dims().end());
-  // Validate the element count against the data present before allocating anything, so that a
-  // corrupt or mistyped file gives a message instead of a huge allocation.
-  int64_t n = 1;
-  for (int64_t d : shape) {
+  // Sizes are checked before anything is allocated, so that a corrupt or mistyped file gives a
+  // message instead of a huge allocation.
+  for (int64_t d : shape)
     if (d < 0) fail(ErrorKind::InvalidModel, "{}: negative dimension {}", what, d);
-    if (d > 0 && n > (int64_t(1) << 40) / d)
-      fail(ErrorKind::InvalidModel, "{}: shape {} is implausibly large", what,
-           ir::shapeToString(shape));
-    n *= d;
-  }
-  size_t bytes = size_t(n) * ir::dtypeSize(*dtype);
+  size_t bytes = size_t(ir::checkedByteSize(ir::TensorType{*dtype, shape, {}}, what));
+  int64_t n = int64_t(bytes / ir::dtypeSize(*dtype));
   std::string typeStr = ir::typeToString(ir::TensorType{*dtype, shape, {}});
   auto check = [&](int64_t count, const char* field) {
     if (count != n)
@@ -117,10 +163,7 @@ Tensor tensorFromProto(const onnx::TensorProto& p, const fs::path& baseDir,
     }
   }
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string raw = readExternalData(p, baseDir, what, bytes);
-    if (raw.size() != bytes)
-      fail(ErrorKind::InvalidModel, "{}: external data has {} bytes, {} expected for {}", what,
-           raw.size(), bytes, typeStr);
+    std::string raw = readExternalData(p, baseDir, what, bytes); // exactly `bytes` long
     Tensor t(*dtype, shape);
     if (bytes) std::memcpy(t.raw(), raw.data(), bytes);
     return t;

@@ -1,10 +1,15 @@
 #include "frontend/TensorIO.h"
 #include "frontend/OnnxTensor.h"
+#include "ir/Files.h"
 
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fcntl.h>
 #include <fmt/ranges.h>
 #include <fstream>
-#include <regex>
-#include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace triad::frontend {
@@ -14,40 +19,41 @@ using ir::DType;
 using ir::Tensor;
 
 std::string readFile(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) fail(ErrorKind::Io, "file '{}' does not exist", path.string());
-  if (fs::is_directory(path, ec))
-    fail(ErrorKind::Io, "'{}' is a directory, not a file", path.string());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::Io, "cannot open '{}' for reading", path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(ErrorKind::Io, "reading '{}' failed", path.string());
-  return ss.str();
+  // Opened without blocking (a FIFO cannot hang the read) and read only when it is a regular
+  // file (not /dev/zero, a socket or a directory), up to its size and the memory limit.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT) fail(ErrorKind::Io, "file '{}' does not exist", path.string());
+    fail(ErrorKind::Io, "cannot open '{}' for reading: {}", path.string(), std::strerror(err));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail(ErrorKind::Io, "cannot read '{}'", path.string());
+  if (S_ISDIR(st.st_mode)) fail(ErrorKind::Io, "'{}' is a directory, not a file", path.string());
+  if (!S_ISREG(st.st_mode))
+    fail(ErrorKind::Io, "'{}' is not a regular file (a device, FIFO or socket)", path.string());
+  if (uint64_t(st.st_size) > ir::memoryLimit())
+    fail(ErrorKind::Resource, "'{}' has {}, more than the run may use ({}; --max-memory)",
+         path.string(), ir::formatBytes(uint64_t(st.st_size)), ir::formatBytes(ir::memoryLimit()));
+  std::string data(size_t(st.st_size), '\0');
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(ErrorKind::Io, "reading '{}' failed: {}", path.string(), std::strerror(errno));
+    if (n == 0) break; // shrank while being read
+    done += size_t(n);
+  }
+  data.resize(done);
+  return data;
 }
 
 void writeFileAtomic(const fs::path& path, std::string_view bytes) {
-  fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    fail(ErrorKind::Io, "cannot write '{}': folder '{}' does not exist", path.string(),
-         dir.string());
-  fs::path tmp = dir / fmt::format(".{}.tmp.{}", path.filename().string(), ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(ErrorKind::Io, "cannot write '{}'", tmp.string());
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      fail(ErrorKind::Io, "writing '{}' failed (disk full?)", path.string());
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    fail(ErrorKind::Io, "cannot replace '{}': {}", path.string(), ec.message());
-  }
+  triad::writeFileAtomic(path, bytes); // temporary, fsync, rename (ir/Files.h)
 }
 
 namespace {
@@ -61,6 +67,40 @@ constexpr NpyCode kNpyCodes[] = {
     {"i4", DType::I32}, {"i2", DType::I16}, {"i1", DType::I8},  {"u8", DType::U64},
     {"u4", DType::U32}, {"u2", DType::U16}, {"u1", DType::U8},  {"b1", DType::Bool},
 };
+
+} // namespace
+
+namespace {
+
+// The Python-literal dict of a .npy header, e.g.
+// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }: the value text of `key`
+// (a quoted string without its quotes, a bare word, or a tuple's inside), or nullopt.
+std::optional<std::string> npyHeaderField(std::string_view header, std::string_view key) {
+  std::string quoted = fmt::format("'{}'", key);
+  size_t k = header.find(quoted);
+  if (k == std::string_view::npos) return std::nullopt;
+  size_t i = k + quoted.size();
+  auto skipSpace = [&] {
+    while (i < header.size() && (header[i] == ' ' || header[i] == '\t'))
+      ++i;
+  };
+  skipSpace();
+  if (i >= header.size() || header[i] != ':') return std::nullopt;
+  ++i;
+  skipSpace();
+  if (i >= header.size()) return std::nullopt;
+  char open = header[i];
+  char close = open == '\'' ? '\'' : open == '(' ? ')' : 0;
+  if (close) {
+    size_t e = header.find(close, i + 1);
+    if (e == std::string_view::npos) return std::nullopt;
+    return std::string(header.substr(i + 1, e - i - 1));
+  }
+  size_t e = i;
+  while (e < header.size() && std::isalpha(static_cast<unsigned char>(header[e])))
+    ++e;
+  return std::string(header.substr(i, e - i));
+}
 
 } // namespace
 
@@ -84,33 +124,46 @@ Tensor readNpy(const fs::path& path) {
   } else {
     return bad(fmt::format("format version {} is unknown", major));
   }
-  if (headerStart + headerLen > data.size()) return bad("truncated header");
-  std::string header = data.substr(headerStart, headerLen);
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([<>|=])([a-z]\d+)')")))
-    return bad("no 'descr' in header");
-  if (m[1] == ">") return bad("big-endian data is not supported");
-  std::string descr = m[2];
+  if (headerLen > data.size() - headerStart) return bad("truncated header");
+  std::string_view header(data.data() + headerStart, headerLen);
+  std::optional<std::string> descrField = npyHeaderField(header, "descr");
+  if (!descrField || descrField->size() < 2) return bad("no 'descr' in header");
+  char order = (*descrField)[0];
+  if (order == '>') return bad("big-endian data is not supported");
+  if (order != '<' && order != '|' && order != '=')
+    return bad(fmt::format("element type '{}' is not supported", *descrField));
+  std::string descr = descrField->substr(1);
   std::optional<DType> dtype;
   for (const auto& c : kNpyCodes)
     if (c.descr == descr) dtype = c.type;
   if (!dtype) return bad(fmt::format("element type '{}' is not supported", descr));
-  if (std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*True)")))
+  if (npyHeaderField(header, "fortran_order") == "True")
     return bad("Fortran-ordered arrays are not supported (save with np.ascontiguousarray)");
-  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))")))
-    return bad("no 'shape' in header");
+  std::optional<std::string> dims = npyHeaderField(header, "shape");
+  if (!dims) return bad("no 'shape' in header");
   ir::Shape shape;
-  std::string dims = m[1];
-  std::regex num(R"(\d+)");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator();
-       ++it)
-    shape.push_back(std::stoll(it->str()));
-  Tensor t(*dtype, shape);
+  for (size_t i = 0; i < dims->size();) {
+    char c = (*dims)[i];
+    if (c == ' ' || c == ',' || c == 'L') {
+      ++i;
+      continue;
+    }
+    int64_t d = 0;
+    auto [p, ec] = std::from_chars(dims->data() + i, dims->data() + dims->size(), d);
+    if (ec != std::errc() || d < 0)
+      return bad(fmt::format("shape ({}) is not a tuple of sizes", *dims));
+    shape.push_back(d);
+    i = size_t(p - dims->data());
+  }
+  ir::TensorType type{*dtype, shape, {}};
+  // Sizes are checked against the data (and the memory limit) before allocating.
+  uint64_t bytes = ir::checkedByteSize(type, fmt::format("tensor file '{}'", path.string()));
   size_t offset = headerStart + headerLen;
-  if (data.size() - offset != t.byteSize())
+  if (data.size() - offset != bytes)
     return bad(fmt::format("{} data bytes for {}, {} expected", data.size() - offset,
-                           ir::typeToString(t.type()), t.byteSize()));
-  if (t.byteSize()) std::memcpy(t.raw(), data.data() + offset, t.byteSize());
+                           ir::typeToString(type), bytes));
+  Tensor t(type);
+  if (bytes) std::memcpy(t.raw(), data.data() + offset, bytes);
   return t;
 }
 

@@ -1,14 +1,13 @@
 #include "gpu/BinaryCache.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/Files.h"
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -51,32 +50,8 @@ fs::path defaultCacheRoot() {
 
 void writeFileAtomic(const fs::path& path, std::string_view bytes) {
   fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir))
-    fail(ErrorKind::Io, "cannot write '{}': cannot create folder '{}'{}", path.string(),
-         dir.string(), ec ? ": " + ec.message() : std::string());
-  // The pid and a per-process counter keep concurrent writers (threads or processes) apart.
-  static std::atomic<uint64_t> counter{0};
-  fs::path tmp =
-      dir / fmt::format(".{}.tmp.{}.{}", path.filename().string(), ::getpid(), counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(ErrorKind::Io, "cannot write '{}'", tmp.string());
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      fs::remove(tmp, ec);
-      fail(ErrorKind::Io, "writing '{}' failed (disk full?)", path.string());
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ec2;
-    fs::remove(tmp, ec2);
-    fail(ErrorKind::Io, "cannot replace '{}': {}", path.string(), ec.message());
-  }
+  createDirectories(dir, "the folder");
+  triad::writeFileAtomic(path, bytes); // temporary, fsync, rename (ir/Files.h)
 }
 
 std::optional<std::string> readFileIfExists(const fs::path& path) {

@@ -640,7 +640,10 @@ Program Context::build(const std::string& source, const std::string& options,
     unsigned char* ptr = reinterpret_cast<unsigned char*>(bin.data());
     if (clGetProgramInfo(program.get(), CL_PROGRAM_BINARIES, sizeof ptr, &ptr, nullptr) ==
         CL_SUCCESS)
-      if (!cache.store(name, key, bin)) stats_.cacheWriteFailures++;
+      if (std::string why; !cache.store(name, key, bin, &why)) {
+        stats_.cacheWriteFailures++;
+        stats_.cacheWriteError = why;
+      }
   }
   return program;
 }

@@ -227,6 +227,7 @@ struct BuildStats {
   int loadedFromCache = 0;
   int rejectedCacheEntries = 0; // corrupt or unloadable entries that were rebuilt
   int cacheWriteFailures = 0;   // entries that could not be written (not fatal)
+  std::string cacheWriteError;  // why the last one failed (the path and the system's reason)
   double compileSeconds = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "gpu/Tuner.h"
 
 #include "gpu/BinaryCache.h"
+#include "ir/Files.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,8 @@
 #include <random>
 
 namespace triad::gpu {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -102,6 +105,10 @@ void TuningDb::putGemm(const std::string& key, const TunedGemm& entry) {
 }
 
 void TuningDb::save() const {
+  // Read, merge and replace under a lock: two tuners saving at once keep both their entries.
+  fs::path dir = path_.parent_path().empty() ? fs::path(".") : path_.parent_path();
+  createDirectories(dir, "the folder of the tuning database");
+  FileLock lock(path_.string() + ".lock");
   std::map<std::string, TunedGemm> merged;
   if (std::optional<std::string> text = readFileIfExists(path_)) {
     try {

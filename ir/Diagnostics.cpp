@@ -17,6 +17,8 @@ std::string_view errorKindName(ErrorKind k) {
     return "unsupported";
   case ErrorKind::Runtime:
     return "run-time error";
+  case ErrorKind::Resource:
+    return "resource limit";
   case ErrorKind::Internal:
     return "internal error";
   }
@@ -35,6 +37,8 @@ int exitCodeFor(ErrorKind k) {
     return 5;
   case ErrorKind::Runtime:
     return 6;
+  case ErrorKind::Resource:
+    return 7;
   case ErrorKind::Internal:
     return 70;
   }
@@ -42,6 +46,12 @@ int exitCodeFor(ErrorKind k) {
 }
 
 void assertionFailed(const char* cond, const char* file, int line, const std::string& msg) {
+  // __FILE__ is repository-relative (-fmacro-prefix-map), or build-relative under ccache's
+  // base_dir ("../../ir/Graph.cpp"): either way, no path of the build machine.
+  std::string_view f(file);
+  while (f.starts_with("../") || f.starts_with("./"))
+    f.remove_prefix(f.find('/') + 1);
+  file = f.data();
   throw Error(ErrorKind::Internal, fmt::format("internal error: assertion '{}' failed at {}:{}{}{}",
                                                cond, file, line, msg.empty() ? "" : ": ", msg));
 }

@@ -16,6 +16,7 @@ enum class ErrorKind {
   InvalidModel, // the model is malformed (truncated, cycles, dangling inputs, wrong types)
   Unsupported,  // valid ONNX that Triad does not handle (op, attribute value, opset, dtype)
   Runtime,      // valid model, but the inputs given do not fit it
+  Resource,     // the model or its inputs need more memory than the run may use (--max-memory)
   Internal,     // a bug in Triad
 };
 

@@ -2,8 +2,21 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_set>
 
 namespace triad::ir {
+
+void Value::removeUser(const Node* n) {
+  auto it = std::find(users_.begin(), users_.end(), n);
+  if (it != users_.end()) users_.erase(it);
+}
+
+void Node::setInput(size_t i, Value* v) {
+  if (inputs_[i] == v) return;
+  if (inputs_[i]) inputs_[i]->removeUser(this);
+  inputs_[i] = v;
+  if (v) v->users_.push_back(this);
+}
 
 Value* Graph::newValue(std::string name, TensorType type) {
   auto v = std::make_unique<Value>();
@@ -43,6 +56,8 @@ Node* Graph::addNode(OpKind kind, std::string name, std::vector<Value*> inputs,
   n->kind_ = kind;
   n->name_ = std::move(name);
   n->inputs_ = std::move(inputs);
+  for (Value* in : n->inputs_)
+    if (in) in->users_.push_back(n.get());
   n->attrs_ = attrs ? std::move(attrs) : std::make_shared<NoAttrs>();
   for (size_t i = 0; i < outputNames.size(); ++i) {
     Value* v = newValue(std::move(outputNames[i]), std::move(outputTypes[i]));
@@ -56,16 +71,24 @@ Node* Graph::addNode(OpKind kind, std::string name, std::vector<Value*> inputs,
 }
 
 void Graph::replaceAllUses(Value* from, Value* to) {
-  for (auto& n : nodes_)
+  if (from == to) return;
+  std::vector<Node*> users = std::move(from->users_);
+  from->users_.clear();
+  // A node reading `from` in several slots is listed once per slot: rewire each slot once.
+  for (Node* n : users)
     for (Value*& in : n->inputs_)
-      if (in == from) in = to;
+      if (in == from) {
+        in = to;
+        if (to) to->users_.push_back(n);
+        break;
+      }
   for (Value*& out : outputs_)
     if (out == from) out = to;
 }
 
 void Graph::setNodeInput(Node* n, size_t i, Value* v) {
   if (n->inputs_.size() <= i) n->inputs_.resize(i + 1, nullptr);
-  n->inputs_[i] = v;
+  n->setInput(i, v);
 }
 
 void Graph::renameValue(Value* v, std::string name) {
@@ -76,12 +99,20 @@ void Graph::renameValue(Value* v, std::string name) {
 }
 
 void Graph::removeNodes(const std::function<bool(const Node&)>& dead) {
-  std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) {
-    if (!dead(*n)) return false;
+  std::unordered_set<const Node*> removed;
+  std::vector<Value*> touched; // values that lose users
+  for (const auto& n : nodes_) {
+    if (!dead(*n)) continue;
+    removed.insert(n.get());
     for (Value* v : n->outputs_)
       v->producer_ = nullptr;
-    return true;
-  });
+    for (Value* v : n->inputs_)
+      if (v) touched.push_back(v);
+  }
+  if (removed.empty()) return;
+  for (Value* v : touched)
+    std::erase_if(v->users_, [&](const Node* u) { return removed.count(u) > 0; });
+  std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) { return removed.count(n.get()) > 0; });
 }
 
 void Graph::sortNodes() {

@@ -30,8 +30,15 @@ public:
   const Tensor& constant() const { return *constant_; }
   const std::shared_ptr<const Tensor>& constantPtr() const { return constant_; }
 
+  /// The nodes reading this value, once per input slot (graph outputs are not listed). Kept up
+  /// to date by the graph, so that rewiring a use costs the value's uses, not the graph's size.
+  const std::vector<Node*>& users() const { return users_; }
+
 private:
   friend class Graph;
+  friend class Node;
+  void removeUser(const Node* n);
+  std::vector<Node*> users_;
   int id_ = 0;
   std::string name_;
   TensorType type_;
@@ -59,7 +66,7 @@ public:
     TRIAD_ASSERT(a, "node {} has other attributes", name_);
     return *a;
   }
-  void setInput(size_t i, Value* v) { inputs_[i] = v; }
+  void setInput(size_t i, Value* v);
 
 private:
   friend class Graph;
@@ -101,8 +108,8 @@ public:
   /// Renames a value (names are unique: the caller frees the name first if it is taken).
   void renameValue(Value* v, std::string name);
 
-  /// Removes nodes for which `dead` is true. Values they produced stay owned by the graph but
-  /// lose their producer; the verifier reports any that are still used.
+  /// Removes nodes for which `dead` is true (one pass over the graph). Values they produced stay
+  /// owned by the graph but lose their producer; the verifier reports any that are still used.
   void removeNodes(const std::function<bool(const Node&)>& dead);
   /// Restores topological order after a pass appended nodes whose users come earlier: a stable
   /// sort (nodes already in order keep their relative order). Throws Internal on a cycle.

@@ -77,4 +77,45 @@ std::vector<Tensor> Interpreter::execute(std::span<const Tensor> inputs, bool ke
   return result;
 }
 
+WorkingSet interpreterWorkingSet(const Graph& g) {
+  auto bytesOf = [](const Value* v) {
+    return uint64_t(v->type().numElements()) * dtypeSize(v->type().dtype);
+  };
+  auto add = [](uint64_t a, uint64_t b) {
+    uint64_t s = 0;
+    return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
+  };
+  uint64_t fixed = 0; // constants and inputs stay for the whole run
+  for (const Value* c : g.constants())
+    fixed = add(fixed, bytesOf(c));
+  for (const Value* v : g.inputs())
+    fixed = add(fixed, bytesOf(v));
+  std::vector<int> remaining = g.useCounts();
+  uint64_t live = 0;
+  WorkingSet ws{fixed, nullptr};
+  for (const auto& n : g.nodes()) {
+    for (const Value* o : n->outputs())
+      live = add(live, bytesOf(o));
+    if (add(fixed, live) > ws.bytes) ws = {add(fixed, live), n.get()};
+    for (const Value* v : n->inputs())
+      if (v && !v->isConstant() && v->producer() && --remaining[size_t(v->id())] == 0)
+        live -= std::min(live, bytesOf(v));
+  }
+  return ws;
+}
+
+void checkWorkingSet(const Graph& g) {
+  WorkingSet ws = interpreterWorkingSet(g);
+  if (ws.bytes <= memoryLimit()) return;
+  if (!ws.peakNode)
+    fail(ErrorKind::Resource,
+         "the model's weights and inputs take {}, more than the run may use ({}; --max-memory)",
+         formatBytes(ws.bytes), formatBytes(memoryLimit()));
+  fail(ErrorKind::Resource,
+       "a run needs {} (weights, inputs and live values) at node '{}' ({}), more than it may use "
+       "({}; --max-memory)",
+       formatBytes(ws.bytes), ws.peakNode->name(), opKindName(ws.peakNode->kind()),
+       formatBytes(memoryLimit()));
+}
+
 } // namespace triad::ir

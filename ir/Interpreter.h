@@ -29,4 +29,15 @@ private:
 /// kernel; output types from the node. Used by the interpreter and by import-time folding.
 std::vector<Tensor> evalNode(const Node& n, std::span<const Tensor* const> inputs);
 
+/// The interpreter's peak memory on `g`: constants, inputs, and the intermediates alive at once
+/// (each freed after its last use), with the node whose outputs reach the peak.
+struct WorkingSet {
+  uint64_t bytes = 0;
+  const Node* peakNode = nullptr;
+};
+WorkingSet interpreterWorkingSet(const Graph& g);
+/// Throws Error(Resource), naming the node at the peak, when a run of `g` would hold more than
+/// memoryLimit() (`--max-memory`).
+void checkWorkingSet(const Graph& g);
+
 } // namespace triad::ir

@@ -1,9 +1,71 @@
 #include "ir/Tensor.h"
 
+#include <atomic>
 #include <bit>
 #include <cmath>
+#include <fstream>
+#include <unistd.h>
 
 namespace triad::ir {
+
+namespace {
+
+uint64_t machineMemory() {
+  uint64_t bytes = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE));
+  // A container's cgroup (v2, then v1) may allow less than the machine has.
+  for (const char* f :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(f);
+    uint64_t limit = 0;
+    if (in >> limit && limit > 0 && limit < bytes) bytes = limit;
+  }
+  return bytes ? bytes : uint64_t(1) << 34;
+}
+
+std::atomic<uint64_t>& limitStore() {
+  static std::atomic<uint64_t> limit{machineMemory()};
+  return limit;
+}
+
+} // namespace
+
+uint64_t memoryLimit() {
+  return limitStore().load(std::memory_order_relaxed);
+}
+
+void setMemoryLimit(uint64_t bytes) {
+  limitStore().store(bytes, std::memory_order_relaxed);
+}
+
+std::string formatBytes(uint64_t bytes) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  if (u == 0) return fmt::format("{} B", bytes);
+  int decimals = v < 10 ? 2 : v < 100 ? 1 : 0;
+  return fmt::format("{:.{}f} {}", v, decimals, kUnits[u]);
+}
+
+uint64_t checkedByteSize(const TensorType& t, std::string_view what) {
+  uint64_t n = 1;
+  bool overflow = false;
+  for (int64_t d : t.shape) {
+    if (d < 0) fail(ErrorKind::InvalidModel, "{}: negative dimension in {}", what, typeToString(t));
+    if (__builtin_mul_overflow(n, uint64_t(d), &n)) overflow = true;
+  }
+  uint64_t bytes = 0;
+  if (overflow || __builtin_mul_overflow(n, uint64_t(dtypeSize(t.dtype)), &bytes))
+    fail(ErrorKind::Resource, "{}: {} has more elements than can be counted", what,
+         typeToString(t));
+  if (bytes > memoryLimit())
+    fail(ErrorKind::Resource, "{}: {} needs {}, more than the run may use ({}; --max-memory)", what,
+         typeToString(t), formatBytes(bytes), formatBytes(memoryLimit()));
+  return bytes;
+}
 
 // Round-to-nearest-even float -> binary16 conversion, handling subnormals, inf and NaN.
 uint16_t Half::floatToHalfBits(float f) {
@@ -41,9 +103,7 @@ float Half::halfBitsToFloat(uint16_t h) {
 }
 
 Tensor::Tensor(TensorType type) : type_(std::move(type)) {
-  for (int64_t d : type_.shape)
-    TRIAD_ASSERT(d >= 0, "negative dimension in {}", typeToString(type_));
-  bytes_.assign(size_t(type_.numElements()) * dtypeSize(type_.dtype), 0);
+  bytes_.assign(size_t(checkedByteSize(type_, "a tensor")), 0);
 }
 
 double Tensor::getDouble(int64_t i) const {

@@ -167,4 +167,16 @@ private:
 /// Row-major strides (in elements) of a shape.
 std::vector<int64_t> stridesOf(const Shape& s);
 
+/// The most bytes a run may hold in tensors (`--max-memory`). By default the machine's memory,
+/// or its cgroup's limit where that is lower. Every tensor allocation is checked against it, and
+/// the importer checks each value of a model, and the working set of a run, before allocating.
+uint64_t memoryLimit();
+void setMemoryLimit(uint64_t bytes);
+/// "1.5 GiB", "640 KiB", "12 B": sizes in messages.
+std::string formatBytes(uint64_t bytes);
+/// Bytes of a tensor of type `t`, checked before anything is allocated: a negative dimension
+/// throws InvalidModel; an element count that overflows, or more bytes than memoryLimit(),
+/// throws Resource. Messages start with `what` (e.g. "node 'x' (Tile): output 'y'").
+uint64_t checkedByteSize(const TensorType& t, std::string_view what);
+
 } // namespace triad::ir

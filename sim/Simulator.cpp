@@ -2,6 +2,7 @@
 
 #include "frontend/TensorIO.h"
 #include "ir/Diagnostics.h"
+#include "ir/Files.h"
 #include "ir/System.h"
 
 #include <fmt/format.h>
@@ -56,7 +57,10 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
   fs::path tb = outdir / "tb" / "tb.cpp";
   int rc = 0;
   std::string version = runCapture("verilator --version 2>&1", &rc);
-  if (rc != 0) fail(ErrorKind::Io, "verilator is not on PATH (needed by triad sim)");
+  if (rc != 0)
+    fail(ErrorKind::Io,
+         "verilator is not on PATH (needed to simulate the RTL: triad sim, --fpga-rtl; run "
+         "scripts/setup.sh to install it)");
   const char* traceFlags = trace == Trace::Vcd   ? " --trace -CFLAGS -DTRIAD_TRACE_VCD"
                            : trace == Trace::Fst ? " --trace-fst -CFLAGS -DTRIAD_TRACE_FST"
                                                  : "";
@@ -65,27 +69,33 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
   for (const fs::path& p : sources)
     h = fnv1a(fnv1a(h, p.filename().string()), frontend::readFile(p));
   h = fnv1a(h, frontend::readFile(tb));
-  fs::path dir = outdir / "obj" / fmt::format("{:016x}", h);
-  fs::path exe = dir / "tb";
-  if (cached) *cached = fs::exists(exe);
-  if (fs::exists(exe)) return exe;
-  fs::create_directories(dir);
-  std::string cmd = fmt::format("verilator --cc --exe --build -j 2 -Wno-fatal --top-module {} "
-                                "-Mdir {} -o tb --output-split 20000 -LDFLAGS -pthread "
-                                "-MAKEFLAGS 'OPT_FAST={} OPT_SLOW=-O0 OPT_GLOBAL={}'",
-                                top, pathQuote(dir), opt, opt);
-  cmd += traceFlags;
-  for (const fs::path& p : sources) {
-    cmd.push_back(' ');
-    cmd.append(pathQuote(p));
-  }
-  cmd.push_back(' ');
-  cmd.append(pathQuote(tb));
-  cmd.append(" 2>&1");
-  std::string log = runCapture(cmd, &rc);
-  if (rc != 0 || !fs::exists(exe))
-    fail(ErrorKind::Runtime, "verilator failed ({}):\n{}", cmd,
-         log.size() > 4000 ? log.substr(log.size() - 4000) : log);
+  // Built in a private folder under a per-key lock and published whole with the testbench
+  // binary's size and hash, which every later run checks (ir/Files.h): a kill at any point leaves
+  // no build or a valid one, and concurrent runs on one design verilate it once.
+  std::string key = fmt::format("{:016x}", h);
+  fs::path exe = outdir / "obj" / key / "tb";
+  bool hit = getOrBuildCacheEntry(
+      outdir / "obj", key, {"tb"}, "the Verilator build cache", [&](const fs::path& dir) {
+        std::string cmd =
+            fmt::format("verilator --cc --exe --build -j 2 -Wno-fatal --top-module {} "
+                        "-Mdir {} -o tb --output-split 20000 -LDFLAGS -pthread "
+                        "-MAKEFLAGS 'OPT_FAST={} OPT_SLOW=-O0 OPT_GLOBAL={}'",
+                        top, pathQuote(dir), opt, opt);
+        cmd += traceFlags;
+        for (const fs::path& p : sources) {
+          cmd.push_back(' ');
+          cmd.append(pathQuote(p));
+        }
+        cmd.push_back(' ');
+        cmd.append(pathQuote(tb));
+        cmd.append(" 2>&1");
+        int brc = 0;
+        std::string log = runCapture(cmd, &brc);
+        if (brc != 0 || !fs::exists(dir / "tb"))
+          fail(ErrorKind::Runtime, "verilator failed ({}):\n{}", cmd,
+               log.size() > 4000 ? log.substr(log.size() - 4000) : log);
+      });
+  if (cached) *cached = hit;
   return exe;
 }
 
@@ -101,20 +111,35 @@ SimReport simulate(const fs::path& outdir, const std::string& top,
   fs::path exe =
       buildModel(outdir, top, &r.cached, trace, chooseOptLevel(n * transfersPerSample * 5 / 2));
   auto t1 = std::chrono::steady_clock::now();
-  fs::path in = outdir / "sim_inputs.bin", out = outdir / "sim_outputs.bin";
-  {
-    std::ofstream f(in, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(inputs.data()),
-            std::streamsize(inputs.size() * sizeof(int64_t)));
-    if (!f) fail(ErrorKind::Io, "cannot write {}", in.string());
-  }
+  // The testbench's input and output files in a folder of this run's own: concurrent runs on one
+  // design do not mix them, and a killed run's folder is removed by a later one.
+  createDirectories(fs::absolute(outdir) / "obj", "the simulation's folder");
+  fs::path work = makeTempDir(fs::absolute(outdir) / "obj", "run");
+  // The waveform goes to a temporary beside the file asked for, renamed when complete.
+  fs::path traceTmp;
+  if (trace != Trace::None)
+    (traceTmp = tempPathFor(fs::absolute(traceFile))) += traceFile.extension();
+  struct Cleanup {
+    fs::path dir, trace;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      if (!trace.empty()) fs::remove(trace, ec);
+    }
+  } cleanup{work, traceTmp};
+  fs::path in = work / "inputs.bin", out = work / "outputs.bin";
+  writeFileAtomic(in, std::string_view(reinterpret_cast<const char*>(inputs.data()),
+                                       inputs.size() * sizeof(int64_t)));
   int rc = 0;
   std::string js = runCapture(
       fmt::format("{} {} {} {} {}{}", pathQuote(exe), pathQuote(in), n, pathQuote(out), seed,
-                  trace == Trace::None ? std::string()
-                                       : std::string(" ") + pathQuote(fs::absolute(traceFile))),
+                  trace == Trace::None ? std::string() : std::string(" ") + pathQuote(traceTmp)),
       &rc);
   if (rc != 0) fail(ErrorKind::Runtime, "the testbench failed: {}", js);
+  if (trace != Trace::None) {
+    syncPath(traceTmp);
+    publishFile(traceTmp, fs::absolute(traceFile));
+  }
   r.runSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   r.buildSeconds = std::chrono::duration<double>(t1 - t0).count();
   nlohmann::json j = nlohmann::json::parse(js);

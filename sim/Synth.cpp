@@ -305,7 +305,8 @@ SynthReport synthesize(const fs::path& outdirArg, const SynthOptions& o) {
     fail(ErrorKind::Usage, "--family '{}': the families are xc7 and ice40", o.family);
   if (!fs::exists(outdir / "summary.json") || !fs::is_directory(outdir / "rtl"))
     fail(ErrorKind::Usage,
-         "{} has no summary.json and rtl/: write it with triad compile --target fpga",
+         "{} has no summary.json and rtl/: write it with triad compile --target fpga (a "
+         "compile that was interrupted leaves no summary.json; run it again)",
          outdirArg.string());
   if (o.pnr && o.family != "ice40")
     fail(ErrorKind::Usage, "--pnr places and routes on iCE40 only: add --family ice40");

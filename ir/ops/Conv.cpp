@@ -167,10 +167,6 @@ void gemmAccumulate(int64_t M, int64_t N, int64_t K, const double* A, int64_t am
 
 namespace {
 
-Shape spatialOf(const Shape& s) {
-  return Shape(s.begin() + 2, s.end());
-}
-
 template <typename T> std::vector<double> toDoubles(const Tensor& t) {
   const T* p = t.data<T>();
   std::vector<double> v(size_t(t.numElements()));
@@ -186,6 +182,9 @@ std::vector<int64_t> parseKernel(const ParseContext& ctx, const TensorType& X,
     invalid("input X must have rank >= 3 ([N, C, spatial...]), has shape {}",
             shapeToString(X.shape));
   size_t k = size_t(X.rank() - 2);
+  if (W.rank() != X.rank())
+    invalid("input W {} must have the rank of input X {} ([M, C/group, kernel...])",
+            shapeToString(W.shape), shapeToString(X.shape));
   std::vector<int64_t> kernel = intsOr(ctx.attrs, "kernel_shape", spatialOf(W.shape));
   if (kernel.size() != k)
     invalid("attribute 'kernel_shape' = [{}] does not match the {} spatial dims of input X {}",

@@ -680,7 +680,7 @@ std::shared_ptr<const Attrs> parseTile(const ParseContext& ctx) {
   auto a = std::make_shared<OutShapeAttrs>();
   for (size_t i = 0; i < in.size(); ++i) {
     if (reps[i] < 0) invalid("input 'repeats' [{}] has a negative entry", fmt::join(reps, ","));
-    a->outShape.push_back(in[i] * reps[i]);
+    a->outShape.push_back(multipliedDim(in[i], reps[i], "input 'repeats'"));
   }
   return a;
 }

@@ -1,8 +1,30 @@
 #include "ir/ops/OpUtil.h"
 
+#include <cmath>
+
 #include <fmt/ranges.h>
 
 namespace triad::ir::ops {
+
+Shape spatialOf(const Shape& s) {
+  return s.size() < 3 ? Shape{} : Shape(s.begin() + 2, s.end());
+}
+
+int64_t multipliedDim(int64_t d, int64_t factor, std::string_view what) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(d, factor, &r))
+    fail(ErrorKind::Resource, "{}: dimension {} times {} is beyond any tensor", what, d, factor);
+  return r;
+}
+
+int64_t scaledDim(int64_t d, double scale, std::string_view what) {
+  if (!std::isfinite(scale) || scale <= 0)
+    invalid("{} has the entry {}, which is not a positive finite number", what, scale);
+  double r = std::floor(double(d) * scale);
+  if (r >= 0x1p62)
+    fail(ErrorKind::Resource, "{}: dimension {} scaled by {} is beyond any tensor", what, d, scale);
+  return int64_t(r);
+}
 
 int64_t normalizeAxis(int64_t axis, int64_t rank, std::string_view what) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1) || (rank == 0 && axis != 0 && axis != -1))

@@ -27,6 +27,15 @@ template <typename... Args>
   fail(ErrorKind::Unsupported, f, std::forward<Args>(args)...);
 }
 
+/// A dimension computed from a model's numbers (Tile's repeats, Resize's scales): `d * factor`,
+/// or floor(`d * scale`) for a scale that must be finite and positive (else InvalidModel naming
+/// `what`). A result beyond any possible tensor throws Resource instead of wrapping around.
+int64_t multipliedDim(int64_t d, int64_t factor, std::string_view what);
+int64_t scaledDim(int64_t d, double scale, std::string_view what);
+
+/// The spatial dims of an [N, C, spatial...] shape (none for rank < 3).
+Shape spatialOf(const Shape& s);
+
 /// Resolves a possibly negative axis against `rank` ([-rank, rank-1] is valid).
 int64_t normalizeAxis(int64_t axis, int64_t rank, std::string_view what = "axis");
 /// Same for a list; also rejects duplicates.

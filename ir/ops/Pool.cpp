@@ -52,10 +52,6 @@ std::vector<int64_t> paddedWindowCounts(const PoolAttrs& a, const Shape& inSp, c
 
 namespace {
 
-Shape spatialOf(const Shape& s) {
-  return Shape(s.begin() + 2, s.end());
-}
-
 // ---------------------------------------------------------------------------------------------
 // Windowed pools
 

@@ -219,10 +219,6 @@ void evalQLinearMatMul(const EvalContext& ctx) {
 // ---------------------------------------------------------------------------------------------
 // Integer convolution
 
-Shape spatialOf(const Shape& s) {
-  return Shape(s.begin() + 2, s.end());
-}
-
 /// Conv attributes of ConvInteger (w = input 1) and QLinearConv (w = input 3).
 std::shared_ptr<const Attrs> parseIntConv(const ParseContext& ctx, size_t wIndex) {
   const TensorType& X = parseInputType(ctx, 0, "input x");

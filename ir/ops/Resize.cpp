@@ -38,8 +38,7 @@ std::shared_ptr<const Attrs> parseResize(const ParseContext& ctx) {
       invalid("input 'scales' has {} entries, the input has rank {}", scales->size(), r);
     a->scales = *scales;
     for (size_t d = 0; d < in.size(); ++d) {
-      if (a->scales[d] <= 0) invalid("input 'scales' has a non-positive entry {}", a->scales[d]);
-      a->outShape.push_back(int64_t(double(in[d]) * a->scales[d]));
+      a->outShape.push_back(scaledDim(in[d], a->scales[d], "input 'scales'"));
     }
     return a;
   }
@@ -110,9 +109,8 @@ std::shared_ptr<const Attrs> parseResize(const ParseContext& ctx) {
       invalid("input 'scales' has {} entries, expected {}", scales->size(), na);
     for (size_t i = 0; i < na; ++i) {
       size_t d = size_t(axes[i]);
-      if ((*scales)[i] <= 0) invalid("input 'scales' has a non-positive entry {}", (*scales)[i]);
       a->scales[d] = (*scales)[i];
-      a->outShape[d] = int64_t(double(in[d]) * (*scales)[i]);
+      a->outShape[d] = scaledDim(in[d], (*scales)[i], "input 'scales'");
     }
   }
   if (a->coord == ResizeCoord::TfCropAndResize) {
@@ -150,7 +148,7 @@ std::shared_ptr<const Attrs> parseUpsample(const ParseContext& ctx) {
   a->scales = *scales;
   for (size_t d = 0; d < in.size(); ++d) {
     if (a->scales[d] < 1) invalid("'scales' entry {} is below 1", a->scales[d]);
-    a->outShape.push_back(int64_t(double(in[d]) * a->scales[d]));
+    a->outShape.push_back(scaledDim(in[d], a->scales[d], "'scales'"));
   }
   return a;
 }

@@ -1,6 +1,7 @@
 #include "ir/partition/Calibration.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/Files.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <unistd.h>
 
 namespace triad::ir::partition {
@@ -44,17 +46,12 @@ double timeGraph(const Target& t, const CompileSettings& s, Graph g, std::vector
   return timeRuns(*exe, in, runs);
 }
 
-void writeAtomic(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  fs::path tmp = path;
-  tmp += fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail(ErrorKind::Io, "cannot write '{}'", tmp.string());
-    f << text;
-    if (!f) fail(ErrorKind::Io, "cannot write '{}'", tmp.string());
-  }
-  fs::rename(tmp, path);
+/// The file's text; empty when it does not exist or cannot be read.
+std::string readOrEmpty(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  if (f) ss << f.rdbuf();
+  return ss.str();
 }
 
 std::string hostName() {
@@ -114,16 +111,9 @@ DeviceModel calibratedDevice(const Target& t, const CompileSettings& s, const st
                              const fs::path& cache, bool force,
                              const std::function<void(const std::string&)>& progress) {
   std::string id = fmt::format("{}|{}|{}|threads={}", hostName(), t.name(), key, s.threads);
-  nlohmann::json db = nlohmann::json::object();
-  if (fs::exists(cache)) {
-    std::ifstream f(cache);
-    try {
-      db = nlohmann::json::parse(f);
-    } catch (const nlohmann::json::exception&) {
-      db = nlohmann::json::object(); // a damaged cache is measured again
-    }
-    if (!db.is_object()) db = nlohmann::json::object();
-  }
+  // A damaged or unreadable cache is measured again.
+  nlohmann::json db = nlohmann::json::parse(readOrEmpty(cache), nullptr, false);
+  if (!db.is_object()) db = nlohmann::json::object();
   if (!force && db.contains(id) && db[id].is_object()) {
     const auto& e = db[id];
     DeviceModel d;
@@ -142,7 +132,15 @@ DeviceModel calibratedDevice(const Target& t, const CompileSettings& s, const st
             {"gbytes_per_s", d.gbytesPerS},
             {"layer_overhead_us", d.layerOverheadUs}};
   try {
-    writeAtomic(cache, db.dump(2) + "\n");
+    // Read again, merge and replace under a lock: concurrent calibrations keep each other's
+    // entries; the file is replaced atomically (ir/Files.h).
+    createDirectories(cache.parent_path().empty() ? fs::path(".") : cache.parent_path(),
+                      "the calibration cache's folder");
+    FileLock lock(cache.string() + ".lock");
+    nlohmann::json now = nlohmann::json::parse(readOrEmpty(cache), nullptr, false);
+    if (!now.is_object()) now = nlohmann::json::object();
+    now[id] = db[id];
+    writeFileAtomic(cache, now.dump(2) + "\n");
   } catch (const std::exception&) {
     // An unwritable cache only costs a measurement next time.
   }

@@ -5,37 +5,44 @@
 #include "ir/passes/Pass.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace triad::ir {
 
 namespace {
 
+bool isOutput(const Graph& g, const Value* v) {
+  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+}
+
+bool isUsed(const Graph& g, const Value* v) {
+  return !v->users().empty() || isOutput(g, v);
+}
+
 class RemoveIdentity final : public Pass {
 public:
   std::string_view name() const override { return "remove-identity"; }
   bool run(Graph& g) override {
-    std::vector<const Node*> dead;
+    std::unordered_set<const Node*> dead;
     for (const auto& np : g.nodes()) {
       Node* n = np.get();
       if (n->kind() != OpKind::Identity && n->kind() != OpKind::Dropout) continue;
       // Dropout's optional mask output must be unused (the verifier would catch a dangling use).
-      if (n->outputs().size() > 1 && g.useCounts()[size_t(n->output(1)->id())] > 0) continue;
+      if (n->outputs().size() > 1 && isUsed(g, n->output(1))) continue;
       Value* in = n->input(0);
       Value* out = n->output(0);
-      bool isGraphOutput = std::count(g.outputs().begin(), g.outputs().end(), out) > 0;
+      bool isGraphOutput = isOutput(g, out);
       if (isGraphOutput) {
         if (!in->producer()) continue;
-        bool inIsGraphOutput = std::count(g.outputs().begin(), g.outputs().end(), in) > 0;
-        if (inIsGraphOutput) continue; // both names are outputs: keep the copy
+        if (isOutput(g, in)) continue; // both names are outputs: keep the copy
         std::string name = out->name();
         g.renameValue(out, name + ":removed");
         g.renameValue(in, name);
       }
       g.replaceAllUses(out, in);
-      dead.push_back(n);
+      dead.insert(n);
     }
-    g.removeNodes(
-        [&](const Node& n) { return std::find(dead.begin(), dead.end(), &n) != dead.end(); });
+    g.removeNodes([&](const Node& n) { return dead.count(&n) > 0; });
     return !dead.empty();
   }
 };

@@ -6,32 +6,7 @@
 set -u
 TRIAD=$1
 SRC=$2
-TMP=$(mktemp -d)
-trap 'chmod -R u+w "$TMP"; rm -rf "$TMP"' EXIT
-pass=0
-failn=0
-
-check() { # name expected_rc expected_output_regex -- command...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  /' "$TMP/err" "$TMP/out" | head -8
-    failn=$((failn + 1)); return
-  fi
-  if [[ -n $pattern ]] && ! grep -Eq -e "$pattern" "$TMP/err" "$TMP/out"; then
-    echo "FAIL $name: output does not match /$pattern/"; sed 's/^/  /' "$TMP/err" "$TMP/out" | head -8
-    failn=$((failn + 1)); return
-  fi
-  echo "ok   $name"
-  pass=$((pass + 1))
-}
-ok() { # name -- command: a check that must succeed
-  local name=$1
-  shift 2
-  if "$@"; then echo "ok   $name"; pass=$((pass + 1)); else echo "FAIL $name"; failn=$((failn + 1)); fi
-}
+source "$(dirname "$0")/../lib.sh"
 
 R=$SRC/tests/data/bench_report_sample.json
 DB=$TMP/hist/bench.db

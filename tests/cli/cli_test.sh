@@ -5,27 +5,7 @@
 set -u
 TRIAD=$1
 SRC=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-failn=0
-
-check() { # name expected_rc expected_stderr_regex -- command...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  stderr: /' "$TMP/err" | head -5
-    failn=$((failn + 1)); return
-  fi
-  if [[ -n $pattern ]] && ! grep -Eq -e "$pattern" "$TMP/err" "$TMP/out"; then
-    echo "FAIL $name: output does not match /$pattern/"; sed 's/^/  stderr: /' "$TMP/err" | head -5
-    failn=$((failn + 1)); return
-  fi
-  echo "ok   $name"
-  pass=$((pass + 1))
-}
+source "$(dirname "$0")/../lib.sh"
 
 CNN=$SRC/models/digits_cnn.onnx
 X=$SRC/models/digits_test_x.npy
@@ -114,5 +94,4 @@ check bad-dim 2 "--dim 'batch'" -- "$TRIAD" inspect "$CNN" --dim batch
 check bad-output-ext 2 "unknown extension" -- "$TRIAD" run "$CNN" --batch 360 --input "$X" --output "$TMP/o.txt"
 check output-dir-missing 3 "does not exist" -- "$TRIAD" run "$CNN" --batch 360 --input "$X" --output "$TMP/nodir/o.npy"
 
-echo "$pass passed, $failn failed"
-[[ $failn -eq 0 ]]
+finish

@@ -7,29 +7,7 @@
 set -u
 TRIAD=$1
 SRC=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-failn=0
-
-check() { # name expected_rc expected_output_regex -- command...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  local rc=$?
-  if [[ $want == nonzero && $rc -eq 0 ]] || [[ $want != nonzero && $rc -ne $want ]]; then
-    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  stderr: /' "$TMP/err" | head -5
-    failn=$((failn + 1)); return 1
-  fi
-  if [[ -n $pattern ]] && ! grep -Eq -e "$pattern" "$TMP/err" "$TMP/out"; then
-    echo "FAIL $name: output does not match /$pattern/"; sed 's/^/  out: /' "$TMP/err" "$TMP/out" | head -8
-    failn=$((failn + 1)); return 1
-  fi
-  echo "ok   $name"
-  pass=$((pass + 1))
-}
-bad() { echo "FAIL $1"; failn=$((failn + 1)); }
-good() { echo "ok   $1"; pass=$((pass + 1)); }
+source "$(dirname "$0")/../lib.sh"
 
 CNN=$SRC/models/digits_cnn.onnx
 # The middle target: the GPU where an OpenCL device exists, else the interpreter.
@@ -110,5 +88,4 @@ check "partition auto with free links uses the FPGA" 0 "[1-9][0-9]* on fpga" -- 
 check "partition auto with PCIe links stays on the CPU" 0 "nodes: 8 on cpu;" -- \
   "$TRIAD" partition "$CNN" --targets cpu,fpga --no-calibrate
 
-echo "$pass passed, $failn failed"
-[[ $failn -eq 0 ]]
+finish

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -191,6 +193,42 @@ TEST(History, UnwritableDatabaseFailsAndStaysIntact) {
   fs::path newer = d / "newer.db";
   sql(newer, "PRAGMA user_version = 7");
   EXPECT_EQ(errorOf([&] { bench::appendRun(newer, sample()); }), ErrorKind::Unsupported);
+  fs::remove_all(d);
+}
+
+TEST(History, WriterKilledMidTransactionLeavesAReadableDatabase) {
+  fs::path d = freshDir("killed");
+  fs::path db = d / "bench.db";
+  bench::appendRun(db, sample());
+  // A child writes a large transaction that spills into the database file (a tiny page cache),
+  // then dies by SIGKILL before committing: a hot journal is left beside the database.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    sqlite3* h = nullptr;
+    if (sqlite3_open(db.c_str(), &h) != SQLITE_OK) _exit(1);
+    sqlite3_exec(h, "PRAGMA cache_size = 2; BEGIN", nullptr, nullptr, nullptr);
+    std::string big(4000, 'x');
+    for (int i = 0; i < 300; ++i) {
+      std::string q = fmt::format("INSERT INTO runs (id, report) VALUES ('junk{}', '{}')", i, big);
+      sqlite3_exec(h, q.c_str(), nullptr, nullptr, nullptr);
+    }
+    kill(getpid(), SIGKILL);
+    _exit(2);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_TRUE(fs::exists(d / "bench.db-journal"));
+  ASSERT_GT(fs::file_size(d / "bench.db-journal"), 0u);
+  // Readers roll the journal back (a read-only connection could not: "attempt to write a
+  // readonly database"); the killed run left nothing.
+  std::vector<json> runs = bench::listRuns(db);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(bench::loadRun(db, "20261124T184617Z-3f2a"), sample());
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM runs WHERE id LIKE 'junk%'"), 0);
+  bench::appendRun(db, slowerRun());
+  EXPECT_EQ(bench::listRuns(db).size(), 2u);
   fs::remove_all(d);
 }
 

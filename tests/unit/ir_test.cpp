@@ -7,6 +7,7 @@
 #include "ir/ops/Linear.h"
 #include "tests/unit/Golden.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -191,4 +192,101 @@ TEST(OpTable, EveryListedOpIsRegisteredWithItsOnnxName) {
     EXPECT_EQ(findOnnxOp("ai.onnx", d->onnxName), d);
   }
   EXPECT_EQ(findOnnxOp("com.example", "Relu"), nullptr);
+}
+
+TEST(Graph, UseListsFollowEveryRewiring) {
+  Graph g;
+  Value* x = g.addInput("x", TensorType{DType::F32, {4}, {}});
+  Value* y = g.addInput("y", TensorType{DType::F32, {4}, {}});
+  TensorType t{DType::F32, {4}, {}};
+  Node* add = g.addNode(OpKind::Add, "add", {x, x}, nullptr, {"s"}, {t});
+  Node* relu = g.addNode(OpKind::Relu, "relu", {add->output(0)}, nullptr, {"r"}, {t});
+  g.addOutput(relu->output(0));
+  EXPECT_EQ(x->users().size(), 2u); // once per input slot
+  g.replaceAllUses(x, y);
+  EXPECT_TRUE(x->users().empty());
+  EXPECT_EQ(y->users().size(), 2u);
+  EXPECT_EQ(add->input(0), y);
+  EXPECT_EQ(add->input(1), y);
+  relu->setInput(0, y);
+  EXPECT_TRUE(add->output(0)->users().empty());
+  EXPECT_EQ(y->users().size(), 3u);
+  g.removeNodes([&](const Node& n) { return &n == add; });
+  ASSERT_EQ(y->users().size(), 1u);
+  EXPECT_EQ(y->users()[0], relu);
+}
+
+TEST(Graph, ReplacingUsesOfALongChainIsLinear) {
+  // 200,000 Identity nodes rewired one by one: each replacement touches one user, not every node
+  // (the quadratic version took minutes).
+  Graph g;
+  TensorType t{DType::F32, {1}, {}};
+  Value* v = g.addInput("x", t);
+  std::vector<Node*> chain;
+  for (int i = 0; i < 200000; ++i) {
+    chain.push_back(g.addNode(OpKind::Identity, fmt::format("id{}", i), {v}, nullptr,
+                              {fmt::format("t{}", i)}, {t}));
+    v = chain.back()->output(0);
+  }
+  g.addOutput(v);
+  auto start = std::chrono::steady_clock::now();
+  for (Node* n : chain)
+    g.replaceAllUses(n->output(0), n->input(0));
+  g.removeNodes([](const Node&) { return true; });
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(g.outputs()[0], g.inputs()[0]);
+  EXPECT_TRUE(g.nodes().empty());
+  EXPECT_LT(s, 5.0);
+}
+
+TEST(Diagnostics, AssertionsNameRepositoryPathsNotTheBuildMachines) {
+  try {
+    TRIAD_ASSERT(1 + 1 == 3, "arithmetic");
+    FAIL() << "no assertion";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::Internal);
+    EXPECT_NE(msg.find("at tests/unit/ir_test.cpp:"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find(TRIAD_SOURCE_DIR), std::string::npos) << msg;
+  }
+}
+
+TEST(Tensor, SizesAreCheckedBeforeAllocating) {
+  uint64_t saved = memoryLimit();
+  auto kindOf = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    return ErrorKind::Internal;
+  };
+  EXPECT_EQ(kindOf([] {
+              Tensor(DType::F32, {int64_t(1) << 40, int64_t(1) << 40});
+            }),
+            ErrorKind::Resource); // the element count overflows
+  EXPECT_EQ(kindOf([] { Tensor(DType::F32, {4, -1}); }), ErrorKind::InvalidModel);
+  setMemoryLimit(1 << 20);
+  EXPECT_EQ(kindOf([] { Tensor(DType::F32, {512, 1024}); }), ErrorKind::Resource); // 2 MiB
+  EXPECT_EQ(Tensor(DType::F32, {256, 1024}).byteSize(), size_t(1) << 20);
+  // The interpreter's working set: x, two live intermediates of 256 KiB each, the output.
+  Graph g;
+  TensorType t{DType::F32, {256, 256}, {}};
+  Value* x = g.addInput("x", t);
+  Node* a = g.addNode(OpKind::Relu, "a", {x}, nullptr, {"a"}, {t});
+  Node* b = g.addNode(OpKind::Relu, "b", {a->output(0)}, nullptr, {"b"}, {t});
+  Node* c = g.addNode(OpKind::Add, "c", {a->output(0), b->output(0)}, nullptr, {"c"}, {t});
+  g.addOutput(c->output(0));
+  WorkingSet ws = interpreterWorkingSet(g);
+  EXPECT_EQ(ws.bytes, uint64_t(4) << 18);
+  EXPECT_EQ(ws.peakNode, c);
+  setMemoryLimit((uint64_t(4) << 18) - 1);
+  try {
+    checkWorkingSet(g);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Resource);
+    EXPECT_NE(std::string(e.what()).find("node 'c' (Add)"), std::string::npos) << e.what();
+  }
+  setMemoryLimit(saved);
 }
