@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
 
 namespace triad::bench {
@@ -58,28 +59,29 @@ public:
     // connection that may write can roll back; a read-only one fails with "attempt to write a
     // readonly database".
     int flags = SQLITE_OPEN_READWRITE | (write ? SQLITE_OPEN_CREATE : 0);
-    int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+    sqlite3* db = nullptr;
+    int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+    // Owned from here on: if this constructor throws below, ~Db does not run but db_'s deleter does.
+    db_.reset(db);
     if (rc != SQLITE_OK) {
-      std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-      sqlite3_close(db_);
-      db_ = nullptr;
+      std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+      db_.reset();
       if (!write && !fs::exists(path))
         fail(ErrorKind::Io, "no benchmark history at '{}' (run triad bench first, or pass --db)",
              path.string());
       fail(ErrorKind::Io, "cannot open the benchmark history '{}': {}", path.string(), msg);
     }
-    sqlite3_busy_timeout(db_, 10000);
+    sqlite3_busy_timeout(db, 10000);
     // The default of a rollback journal, stated: a committed run is on disk before COMMIT returns.
     if (write) exec("PRAGMA synchronous = FULL");
   }
-  ~Db() { sqlite3_close(db_); }
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
 
   void exec(const char* sql) {
     char* err = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = err ? err : sqlite3_errmsg(db_);
+    if (sqlite3_exec(get(), sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : sqlite3_errmsg(get());
       sqlite3_free(err);
       failHere(msg);
     }
@@ -87,13 +89,16 @@ public:
   [[noreturn]] void failHere(const std::string& msg) const {
     fail(ErrorKind::Io, "benchmark history '{}': {}", path_.string(), msg);
   }
-  [[noreturn]] void failHere() const { failHere(sqlite3_errmsg(db_)); }
-  sqlite3* get() const { return db_; }
+  [[noreturn]] void failHere() const { failHere(sqlite3_errmsg(get())); }
+  sqlite3* get() const { return db_.get(); }
   const fs::path& path() const { return path_; }
 
 private:
+  struct Close {
+    void operator()(sqlite3* db) const { sqlite3_close(db); }
+  };
   fs::path path_;
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<sqlite3, Close> db_;
 };
 
 class Stmt {

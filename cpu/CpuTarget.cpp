@@ -39,8 +39,11 @@ std::string compilerOf(const CpuOptions& o) {
   return envOr("TRIAD_CXX", envOr("CXX", "c++"));
 }
 std::string flagsOf(const CpuOptions& o) {
-  if (!o.flags.empty()) return o.flags;
-  return envOr("TRIAD_CXXFLAGS", "-O3 -march=native");
+  std::string flags = !o.flags.empty() ? o.flags : envOr("TRIAD_CXXFLAGS", "-O3 -march=native");
+#ifdef TRIAD_GENERATED_SANITIZE_FLAGS
+  flags += " " TRIAD_GENERATED_SANITIZE_FLAGS; // a sanitizer build (TRIAD_SANITIZE)
+#endif
+  return flags;
 }
 fs::path cacheDirOf(const CpuOptions& o) {
   if (!o.cacheDir.empty()) return o.cacheDir;

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # The test command: sets up the machine, builds, and runs every test (unit tests, frontend
-# error tests, CLI, shipped model zoo, ONNX node-test conformance) through CTest. The large-model
-# checks (label `large`) need the on-demand zoo and run with `ctest -L large`.
+# error tests, CLI, shipped model zoo, ONNX node-test conformance) through CTest, then the
+# sanitized suite (scripts/test_sanitize.sh: the unit, CLI, report and interpreter-conformance
+# tests again under ASan + UBSan + LSan, in build-asan/). Extra arguments go to both ctest runs.
+# TRIAD_SANITIZE_SUITE=0 skips the sanitized suite for a quicker local run (not with CI set).
+# The large-model checks (label `large`) need the on-demand zoo and run with `ctest -L large`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
-cd build
-ctest --output-on-failure -j "${TRIAD_JOBS:-$(nproc)}" -LE large "$@"
+rc=0
+(cd build && ctest --output-on-failure -j "${TRIAD_JOBS:-$(nproc)}" -LE large "$@") || rc=$?
+if [[ -n ${CI:-} || ${TRIAD_SANITIZE_SUITE:-1} != 0 ]]; then
+  scripts/test_sanitize.sh "$@" || rc=$?
+fi
+exit $rc

@@ -29,6 +29,16 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#if defined(__SANITIZE_ADDRESS__) // GCC's -fsanitize=address; Clang's below
+#define TRIAD_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TRIAD_ASAN 1
+#endif
+#endif
+#ifdef TRIAD_ASAN
+#include <sanitizer/lsan_interface.h>
+#endif
 
 namespace fs = std::filesystem;
 using triad::Error;
@@ -232,6 +242,9 @@ CaseResult runIsolated(const fs::path& dir, const Backend& backend, double rtol,
                        int timeoutSec) {
   int fds[2];
   if (pipe(fds) != 0) return runCase(dir, backend, rtol, atol);
+  // LeakSanitizer can scan a forked child only if the fork came from the main thread (the other
+  // threads' stacks are gone in the child, so what they point to would read as leaked).
+  [[maybe_unused]] bool fromMainThread = gettid() == getpid();
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
@@ -245,6 +258,11 @@ CaseResult runIsolated(const fs::path& dir, const Backend& backend, double rtol,
       off += w;
     }
     close(fds[1]);
+#ifdef TRIAD_ASAN
+    // _exit skips LeakSanitizer's exit-time check: run it here, so that a case that leaks fails
+    // under the sanitizers (scripts/test_sanitize.sh) like one that reads out of bounds.
+    if (fromMainThread && __lsan_do_recoverable_leak_check() != 0) _exit(1);
+#endif
     _exit(0);
   }
   close(fds[1]);
@@ -262,6 +280,9 @@ CaseResult runIsolated(const fs::path& dir, const Backend& backend, double rtol,
                               ? fmt::format("timed out after {} s", timeoutSec)
                               : fmt::format("crashed with signal {} ({})", sig, strsignal(sig))};
   }
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+    return {Status::Fail, fmt::format("the case exited with status {} (a sanitizer report?)",
+                                      WEXITSTATUS(status))};
   size_t nl = buf.find('\n');
   if (nl == std::string::npos) return {Status::Fail, "child produced no result"};
   return {Status(std::stoi(buf.substr(0, nl))), buf.substr(nl + 1)};

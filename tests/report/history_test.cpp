@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -193,6 +194,25 @@ TEST(History, UnwritableDatabaseFailsAndStaysIntact) {
   fs::path newer = d / "newer.db";
   sql(newer, "PRAGMA user_version = 7");
   EXPECT_EQ(errorOf([&] { bench::appendRun(newer, sample()); }), ErrorKind::Unsupported);
+  fs::remove_all(d);
+}
+
+// A history that fails to open must close its connection: appendRun on a file that is not a
+// database left an SQLite connection and its file descriptor open (`triad report --add` and
+// `triad bench` on a bad --db; LeakSanitizer's finding in the sanitized suite).
+TEST(History, FailedOpenClosesTheFile) {
+  fs::path d = freshDir("failed-open");
+  fs::path junk = d / "junk.db";
+  std::ofstream(junk) << "this is not an SQLite database, just some text\n";
+  auto openFiles = [] {
+    return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator());
+  };
+  auto before = openFiles();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(errorOf([&] { bench::appendRun(junk, sample()); }), ErrorKind::Io);
+    EXPECT_EQ(errorOf([&] { bench::listRuns(junk); }), ErrorKind::Io);
+  }
+  EXPECT_EQ(openFiles(), before);
   fs::remove_all(d);
 }
 
