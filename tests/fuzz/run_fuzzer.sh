@@ -60,7 +60,7 @@ new=0 old=0
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT
 while IFS= read -r a; do
-  timeout 30 "$fuzzer" -runs=1 "${limits[@]}" "$a" > "$report" 2>&1
+  (timeout 30 "$fuzzer" -runs=1 "${limits[@]}" "$a" > "$report" 2>&1) 2> /dev/null
   what=$(grep -m1 -E '^fuzz: |ERROR: |runtime error:|Assertion' "$report" | cut -c1-200)
   [[ -z $what ]] && what="(no report on replay: a time-out or a flaky finding)"
   if [[ -f $known ]] && grep -qE -f <(grep -vE '^(#|$)' "$known") "$report"; then
