@@ -10,7 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TRIAD_JOBS:-$(nproc)}
-cmake --preset asan ${CI:+-DTRIAD_WERROR=ON} > build-asan-configure.log 2>&1 || {
+# Warnings are enforced by the Release build (-Werror in CI); -Og builds add gcc false positives
+# (maybe-uninitialized), so this build does not make them errors.
+cmake --preset asan > build-asan-configure.log 2>&1 || {
   cat build-asan-configure.log; exit 1; }
 # Only what the tests run (triad, the test executables), not the benchmarks in bench/.
 start=$SECONDS
