@@ -165,12 +165,12 @@ Tensor tensorFromProto(const onnx::TensorProto& p, const fs::path& baseDir,
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string raw = readExternalData(p, baseDir, what, bytes); // exactly `bytes` long
     Tensor t(*dtype, shape);
-    if (bytes) std::memcpy(t.raw(), raw.data(), bytes);
+    copyRawElements(t, raw.data());
     return t;
   }
   Tensor t(*dtype, shape);
   if (p.has_raw_data()) {
-    if (bytes) std::memcpy(t.raw(), p.raw_data().data(), bytes);
+    copyRawElements(t, p.raw_data().data());
     return t;
   }
   switch (*dtype) {
@@ -192,6 +192,14 @@ Tensor tensorFromProto(const onnx::TensorProto& p, const fs::path& baseDir,
     break;
   }
   return t;
+}
+
+void copyRawElements(Tensor& t, const char* bytes) {
+  if (t.byteSize() == 0) return;
+  std::memcpy(t.raw(), bytes, t.byteSize());
+  if (t.dtype() == DType::Bool)
+    for (size_t i = 0; i < t.byteSize(); ++i)
+      t.raw()[i] = t.raw()[i] != 0;
 }
 
 onnx::TensorProto tensorToProto(const Tensor& t, const std::string& name) {

@@ -16,4 +16,9 @@ ir::Tensor tensorFromProto(const onnx::TensorProto& p, const std::filesystem::pa
                            const std::string& what);
 onnx::TensorProto tensorToProto(const ir::Tensor& t, const std::string& name);
 
+/// Copies raw little-endian element bytes (raw_data, external data, .npy data) into `t`, which
+/// holds exactly that many bytes. Bool elements become 0 or 1: any other byte value is not a
+/// valid bool in C++ (undefined behaviour to read), and ONNX and NumPy take nonzero as true.
+void copyRawElements(ir::Tensor& t, const char* bytes);
+
 } // namespace triad::frontend

@@ -163,7 +163,7 @@ Tensor readNpy(const fs::path& path) {
     return bad(fmt::format("{} data bytes for {}, {} expected", data.size() - offset,
                            ir::typeToString(type), bytes));
   Tensor t(type);
-  if (bytes) std::memcpy(t.raw(), data.data() + offset, bytes);
+  copyRawElements(t, data.data() + offset);
   return t;
 }
 

@@ -3,8 +3,11 @@
 // that names the node, the op and what is wrong. The inputs the fuzzers found are replayed from
 // tests/fuzz/regressions/ as well.
 #include "frontend/OnnxImporter.h"
+#include "frontend/TensorIO.h"
 #include "tests/unit/OpTestUtil.h"
 
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <limits>
 #include <onnx/onnx_pb.h>
@@ -251,4 +254,35 @@ TEST(FuzzFindings, WindowAttributesAreBounded) {
                            pool);
       },
       ErrorKind::InvalidModel, {"attribute 'strides'", "out of range"});
+}
+
+// Bool tensors were copied byte for byte from raw_data, external data and .npy files: a byte
+// other than 0 or 1 is not a valid bool (undefined behaviour to read; UBSan in Cast's kernel at
+// import-time folding). Nonzero bytes read as true.
+TEST(FuzzFindings, BoolBytesBeyondOneReadAsTrue) {
+  auto m = oneNodeModel("Not", {"b"});
+  onnx::TensorProto b;
+  b.set_name("b");
+  b.set_data_type(onnx::TensorProto::BOOL);
+  b.add_dims(3);
+  b.set_raw_data(std::string("\x00\xf5\x01", 3));
+  *m.mutable_graph()->add_initializer() = b;
+  frontend::ImportResult r = frontend::importOnnxBytes(m.SerializeAsString(), ".", "fuzz.onnx");
+  const ir::Value* y = r.graph.findValue("y");
+  ASSERT_TRUE(y && y->isConstant());
+  const uint8_t* v = y->constant().raw();
+  EXPECT_EQ(std::vector<int>(v, v + 3), (std::vector<int>{1, 0, 0}));
+
+  std::string npy("\x93NUMPY\x01\x00", 8);
+  std::string header = "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }";
+  header.append(128 - 10 - header.size() - 1, ' '); // the data starts at byte 128
+  header += '\n';
+  npy += char(header.size());
+  npy += '\0';
+  npy += header + std::string("\x02\x00", 2);
+  auto path = std::filesystem::temp_directory_path() / "triad_fuzz_findings_bool.npy";
+  std::ofstream(path, std::ios::binary) << npy;
+  ir::Tensor t = frontend::readNpy(path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(std::vector<int>(t.raw(), t.raw() + 2), (std::vector<int>{1, 0}));
 }
