@@ -1,5 +1,6 @@
 #include "ir/Tensor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -51,14 +52,19 @@ std::string formatBytes(uint64_t bytes) {
 }
 
 uint64_t checkedByteSize(const TensorType& t, std::string_view what) {
-  uint64_t n = 1;
-  bool overflow = false;
-  for (int64_t d : t.shape) {
+  for (int64_t d : t.shape)
     if (d < 0) fail(ErrorKind::InvalidModel, "{}: negative dimension in {}", what, typeToString(t));
-    if (__builtin_mul_overflow(n, uint64_t(d), &n)) overflow = true;
-  }
+  // Counted as numElements counts (signed, a zero dimension anywhere gives 0), so that every
+  // shape that passes here can be counted everywhere else.
+  int64_t n = 1;
+  bool overflow = false;
+  if (std::find(t.shape.begin(), t.shape.end(), int64_t(0)) != t.shape.end())
+    n = 0;
+  else
+    for (int64_t d : t.shape)
+      overflow = overflow || __builtin_mul_overflow(n, d, &n);
   uint64_t bytes = 0;
-  if (overflow || __builtin_mul_overflow(n, uint64_t(dtypeSize(t.dtype)), &bytes))
+  if (overflow || __builtin_mul_overflow(uint64_t(n), uint64_t(dtypeSize(t.dtype)), &bytes))
     fail(ErrorKind::Resource, "{}: {} has more elements than can be counted", what,
          typeToString(t));
   if (bytes > memoryLimit())

@@ -95,9 +95,14 @@ int64_t numElements(const Shape& s) {
 }
 
 int64_t numElements(const Shape& s, size_t from, size_t to) {
+  to = std::min(to, s.size());
+  if (std::any_of(s.begin() + std::ptrdiff_t(std::min(from, to)), s.begin() + std::ptrdiff_t(to),
+                  [](int64_t d) { return d == 0; }))
+    return 0; // a zero anywhere: no partial product may overflow first
   int64_t n = 1;
-  for (size_t i = from; i < std::min(to, s.size()); ++i)
-    n *= s[i];
+  for (size_t i = from; i < to; ++i)
+    if (__builtin_mul_overflow(n, s[i], &n))
+      fail(ErrorKind::Resource, "shape {} has more elements than can be counted", shapeToString(s));
   return n;
 }
 

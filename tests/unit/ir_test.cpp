@@ -266,6 +266,13 @@ TEST(Tensor, SizesAreCheckedBeforeAllocating) {
             }),
             ErrorKind::Resource); // the element count overflows
   EXPECT_EQ(kindOf([] { Tensor(DType::F32, {4, -1}); }), ErrorKind::InvalidModel);
+  // A zero dimension after two whose product overflows int64 (but not uint64): no elements,
+  // counted without overflowing on the way (a fuzz finding: UBSan in numElements).
+  Tensor empty(DType::F32, {279162181266, 38275487, 0});
+  EXPECT_EQ(empty.numElements(), 0);
+  EXPECT_EQ(empty.byteSize(), 0u);
+  EXPECT_EQ(kindOf([] { return numElements({279162181266, 38275487, 3}); }), ErrorKind::Resource);
+  EXPECT_EQ(kindOf([] { Tensor(DType::U8, {279162181266, 38275487}); }), ErrorKind::Resource);
   setMemoryLimit(1 << 20);
   EXPECT_EQ(kindOf([] { Tensor(DType::F32, {512, 1024}); }), ErrorKind::Resource); // 2 MiB
   EXPECT_EQ(Tensor(DType::F32, {256, 1024}).byteSize(), size_t(1) << 20);
