@@ -11,16 +11,21 @@ scripts/setup.sh
 scripts/build.sh
 rc=0
 (cd build && ctest --output-on-failure -j "${TRIAD_JOBS:-$(nproc)}" -LE large "$@") || rc=$?
+release_end=$SECONDS
+summary="test.sh: setup, build and Release suite ${release_end} s (exit ${rc})"
 # CI has 90 minutes in all: the sanitized suite (about 25 minutes on 2 cores, estimated, not yet
 # measured cold) starts only while at least that much of the budget is left
 # (TRIAD_SANITIZE_LATEST_START, seconds since this script began), and says so when it cannot.
 latest=${TRIAD_SANITIZE_LATEST_START:-3600}
 if [[ -n ${CI:-} || ${TRIAD_SANITIZE_SUITE:-1} != 0 ]]; then
   if ((SECONDS <= latest)); then
-    scripts/test_sanitize.sh "$@" || rc=$?
+    src=0
+    scripts/test_sanitize.sh "$@" || src=$?
+    ((src == 0)) || rc=$src
+    summary+="; sanitized suite $((SECONDS - release_end)) s (exit ${src})"
   else
-    echo "test.sh: SKIPPED the sanitized suite: the Release suite took ${SECONDS} s, past" \
-      "TRIAD_SANITIZE_LATEST_START=${latest} s (CI's 90-minute budget)"
+    summary+="; sanitized suite SKIPPED: past TRIAD_SANITIZE_LATEST_START=${latest} s (CI's 90 minutes)"
   fi
 fi
+echo "$summary; total ${SECONDS} s"
 exit $rc
