@@ -614,6 +614,7 @@ std::shared_ptr<const Attrs> parseSlice(const ParseContext& ctx) {
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (axes.size() != starts.size() || steps.size() != starts.size())
     invalid("'starts', 'ends', 'axes' and 'steps' must have the same length");
+  if (r == 0 && !starts.empty()) invalid("a scalar (rank 0) has no axis to slice");
   axes = normalizeAxes(axes, r, "axes");
   auto a = std::make_shared<SliceAttrs>();
   a->starts.assign(size_t(r), 0);
@@ -640,7 +641,10 @@ std::shared_ptr<const Attrs> parseSlice(const ParseContext& ctx) {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
     }
-    int64_t n = step > 0 ? (e - s + step - 1) / step : (s - e + (-step) - 1) / (-step);
+    // Elements in the half-open span, counted without overflow for any step (INT64_MIN too).
+    int64_t span = step > 0 ? e - s : s - e;
+    uint64_t stride = step > 0 ? uint64_t(step) : uint64_t(-(step + 1)) + 1;
+    int64_t n = span <= 0 ? 0 : int64_t((uint64_t(span) - 1) / stride + 1);
     a->starts[d] = std::max<int64_t>(s, 0);
     a->steps[d] = step;
     a->outShape[d] = std::max<int64_t>(n, 0);

@@ -29,7 +29,7 @@ int64_t scaledDim(int64_t d, double scale, std::string_view what) {
 int64_t normalizeAxis(int64_t axis, int64_t rank, std::string_view what) {
   if (axis < -rank || axis >= std::max<int64_t>(rank, 1) || (rank == 0 && axis != 0 && axis != -1))
     invalid("{} {} is out of range for rank {} (valid: {}..{})", what, axis, rank, -rank, rank - 1);
-  return axis < 0 ? axis + rank : axis;
+  return axis < 0 ? std::max<int64_t>(axis + rank, 0) : axis; // rank 0: axis -1 is axis 0
 }
 
 std::vector<int64_t> normalizeAxes(const std::vector<int64_t>& axes, int64_t rank,

@@ -76,6 +76,23 @@ TEST(Movement, SliceNegativeStepsAndClamping) {
             ErrorKind::InvalidModel);
 }
 
+// Fuzz findings: a Slice of a scalar indexed its empty shape; steps near the int64 limits
+// overflowed the element count.
+TEST(Movement, SliceOfScalarAndExtremeSteps) {
+  Tensor scalar = Tensor::scalar(1.0f);
+  Tensor s0 = i64({1}, {0}), e1 = i64({1}, {1});
+  EXPECT_EQ(errorOf([&] { runNode(OpKind::Slice, {&scalar, &s0, &e1}); }), ErrorKind::InvalidModel);
+  Tensor x = iota({10});
+  Tensor axes = i64({1}, {0}), big = i64({1}, {INT64_MAX}), small = i64({1}, {INT64_MIN});
+  Tensor last = i64({1}, {-1});
+  EXPECT_EQ(vals<float>(run(OpKind::Slice, {&x, &s0, &big, &axes, &big})), (std::vector<float>{0}));
+  EXPECT_EQ(vals<float>(run(OpKind::Slice, {&x, &last, &small, &axes, &small})),
+            (std::vector<float>{9}));
+  Tensor back = i64({1}, {-4});
+  EXPECT_EQ(vals<float>(run(OpKind::Slice, {&x, &last, &small, &axes, &back})),
+            (std::vector<float>{9, 5, 1}));
+}
+
 TEST(Movement, SqueezeUnsqueeze) {
   Tensor x = iota({1, 3, 1});
   EXPECT_EQ(run(OpKind::Squeeze, {&x}).shape(), (Shape{3}));
