@@ -1,0 +1,18 @@
+// Binding a model's dynamic input dimensions from the shapes of the tensors given for its inputs
+// (the public entry points are bindDims and ImportOptions::inputShapes in OnnxImporter.h).
+#pragma once
+
+#include "frontend/OnnxImporter.h"
+
+namespace onnx {
+class GraphProto;
+}
+
+namespace triad::frontend {
+
+/// bindDims on a parsed graph: the graph's declared inputs (initializers listed as inputs left
+/// out) matched to `shapes`; see bindDims for the rules and the errors.
+DimBinding bindGraphDims(const onnx::GraphProto& graph, const std::vector<InputShape>& shapes,
+                         const ImportOptions& fixed);
+
+} // namespace triad::frontend
