@@ -235,8 +235,10 @@ public:
     // Calls of model-local functions are replaced by their bodies (named after the call).
     inlineLocalFunctions(model_, opset_);
     importInitializers(g);
+    // Inputs that do not fit the model are reported after the model itself is validated (a
+    // broken model is the first thing to fix); the sizes that do fit are bound meanwhile.
     if (!opts_.inputShapes.empty()) {
-      result_.binding = bindGraphDims(g, opts_.inputShapes, opts_);
+      result_.binding = bindGraphDims(g, opts_.inputShapes, opts_, &inputMismatch_);
       opts_ = withBinding(opts_, result_.binding);
     }
     importInputs(g);
@@ -246,6 +248,7 @@ public:
       importNode(*n);
     importOutputs(g);
     ir::verifyOrThrow(graph(), ErrorKind::Internal);
+    if (inputMismatch_) throw *inputMismatch_;
     ir::checkWorkingSet(graph());
     // Only now, with every tensor, attribute and edge validated by Triad, does third-party code
     // see the model.
@@ -341,6 +344,8 @@ private:
         t.shape.push_back(ia->second.at(i));
       else if (i == 0)
         t.shape.push_back(opts_.batch.value_or(1));
+      else if (inputMismatch_) // the size was left unbound because its input does not fit
+        throw *inputMismatch_;
       else if (param.empty())
         fail(ErrorKind::Unsupported,
              "{} dimension {} (unnamed) is dynamic; Triad compiles static shapes: give a tensor "
@@ -647,7 +652,8 @@ private:
   onnx::ModelProto& model_;
   fs::path baseDir_;
   std::string label_;
-  ImportOptions opts_; // the caller's, with the sizes bound from inputShapes
+  ImportOptions opts_;                 // the caller's, with the sizes bound from inputShapes
+  std::optional<Error> inputMismatch_; // the first input shape that does not fit (thrown late)
   int opset_ = 0;
   ImportResult result_;
   std::unordered_map<std::string, ir::Value*> values_;

@@ -56,7 +56,12 @@ ImportOptions withBinding(ImportOptions options, const DimBinding& binding) {
 }
 
 DimBinding bindGraphDims(const onnx::GraphProto& graph, const std::vector<InputShape>& shapes,
-                         const ImportOptions& fixed) {
+                         const ImportOptions& fixed, std::optional<Error>* deferred) {
+  // Throws, or keeps the first problem and goes on without the shape or size at fault.
+  auto problem = [&](ErrorKind kind, std::string what) {
+    if (!deferred) throw Error(kind, std::move(what));
+    if (!*deferred) deferred->emplace(kind, std::move(what));
+  };
   std::set<std::string> initializers;
   for (const auto& init : graph.initializer())
     initializers.insert(init.name());
@@ -77,21 +82,30 @@ DimBinding bindGraphDims(const onnx::GraphProto& graph, const std::vector<InputS
   for (const InputShape& s : shapes) {
     const onnx::ValueInfoProto* vi = nullptr;
     if (s.input.empty()) {
-      if (positional >= inputs.size())
-        fail(ErrorKind::Usage, "{} inputs given in order; the model has {} input{} ({})",
-             numPositional, inputs.size(), inputs.size() == 1 ? "" : "s", fmt::join(names, ", "));
+      if (positional >= inputs.size()) {
+        problem(ErrorKind::Usage,
+                fmt::format("{} inputs given in order; the model has {} input{} ({})",
+                            numPositional, inputs.size(), inputs.size() == 1 ? "" : "s",
+                            fmt::join(names, ", ")));
+        continue;
+      }
       vi = inputs[positional++];
     } else {
       for (const auto* in : inputs)
         if (in->name() == s.input) vi = in;
-      if (!vi)
-        fail(ErrorKind::Usage, "the model has no input named '{}' (its inputs: {})", s.input,
-             fmt::join(names, ", "));
+      if (!vi) {
+        problem(ErrorKind::Usage, fmt::format("the model has no input named '{}' (its inputs: {})",
+                                              s.input, fmt::join(names, ", ")));
+        continue;
+      }
     }
     auto [it, fresh] = given.emplace(vi, &s);
-    if (!fresh)
-      fail(ErrorKind::Usage, "input '{}' is given twice ({} and {}); one tensor per input",
-           vi->name(), sourceOf(*it->second), sourceOf(s));
+    if (!fresh) {
+      problem(ErrorKind::Usage,
+              fmt::format("input '{}' is given twice ({} and {}); one tensor per input", vi->name(),
+                          sourceOf(*it->second), sourceOf(s)));
+      continue;
+    }
     order.emplace_back(vi, &s);
   }
 
@@ -115,18 +129,21 @@ DimBinding bindGraphDims(const onnx::GraphProto& graph, const std::vector<InputS
         parts.push_back(v < 0 ? "*" : std::to_string(v));
       return fmt::format("[{}]", fmt::join(parts, ","));
     };
-    if (size_t(dims.size()) != shape.size())
-      fail(ErrorKind::Runtime, "input '{}' expects {} (rank {}), {} holds {} (rank {})", name,
-           declared(tt), dims.size(), sourceOf(*s), shown(), shape.size());
+    if (size_t(dims.size()) != shape.size()) {
+      problem(ErrorKind::Runtime,
+              fmt::format("input '{}' expects {} (rank {}), {} holds {} (rank {})", name,
+                          declared(tt), dims.size(), sourceOf(*s), shown(), shape.size()));
+      continue;
+    }
     for (int i = 0; i < dims.size(); ++i) {
       const auto& d = dims[i];
       int64_t v = shape[size_t(i)];
       if (v < 0) continue; // left open by the data
       if (isFixed(d)) {
         if (d.dim_value() != v)
-          fail(ErrorKind::Runtime,
-               "input '{}' expects {}, {} holds {}: dimension {} is fixed at {}", name,
-               declared(tt), sourceOf(*s), shown(), i, d.dim_value());
+          problem(ErrorKind::Runtime,
+                  fmt::format("input '{}' expects {}, {} holds {}: dimension {} is fixed at {}",
+                              name, declared(tt), sourceOf(*s), shown(), i, d.dim_value()));
         continue;
       }
       const std::string param = d.has_dim_param() ? d.dim_param() : "";
@@ -146,10 +163,10 @@ DimBinding bindGraphDims(const onnx::GraphProto& graph, const std::vector<InputS
       }
       if (want) {
         if (*want != v)
-          fail(ErrorKind::Runtime,
-               "{} is {} in {} (it holds {}), but {} was given; leave it out to take the size "
-               "from the data",
-               dimName(name, i, param), v, sourceOf(*s), shown(), by);
+          problem(ErrorKind::Runtime,
+                  fmt::format("{} is {} in {} (it holds {}), but {} was given; leave it out to "
+                              "take the size from the data",
+                              dimName(name, i, param), v, sourceOf(*s), shown(), by));
         continue;
       }
       if (param.empty()) {
@@ -161,10 +178,11 @@ DimBinding bindGraphDims(const onnx::GraphProto& graph, const std::vector<InputS
         out.dims[param] = v;
       } else if (out.dims[param] != v) {
         const Where& w = it->second;
-        fail(ErrorKind::Runtime,
-             "dimension '{}' is {} in input '{}' (dimension {}, {}) but {} in input '{}' "
-             "(dimension {}, {}); one size per dim_param",
-             param, out.dims[param], w.input, w.axis, sourceOf(*w.shape), v, name, i, sourceOf(*s));
+        problem(ErrorKind::Runtime,
+                fmt::format("dimension '{}' is {} in input '{}' (dimension {}, {}) but {} in "
+                            "input '{}' (dimension {}, {}); one size per dim_param",
+                            param, out.dims[param], w.input, w.axis, sourceOf(*w.shape), v, name, i,
+                            sourceOf(*s)));
       }
     }
   }

@@ -3,6 +3,9 @@
 #pragma once
 
 #include "frontend/OnnxImporter.h"
+#include "ir/Diagnostics.h"
+
+#include <optional>
 
 namespace onnx {
 class GraphProto;
@@ -11,8 +14,10 @@ class GraphProto;
 namespace triad::frontend {
 
 /// bindDims on a parsed graph: the graph's declared inputs (initializers listed as inputs left
-/// out) matched to `shapes`; see bindDims for the rules and the errors.
+/// out) matched to `shapes`; see bindDims for the rules and the errors. With `deferred`, the
+/// first error is kept there instead of thrown, and the shape or size at fault is left out: the
+/// importer reports a broken model before inputs that do not fit it.
 DimBinding bindGraphDims(const onnx::GraphProto& graph, const std::vector<InputShape>& shapes,
-                         const ImportOptions& fixed);
+                         const ImportOptions& fixed, std::optional<Error>* deferred = nullptr);
 
 } // namespace triad::frontend

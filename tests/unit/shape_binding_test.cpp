@@ -191,6 +191,29 @@ TEST_F(ShapeBinding, FixedSizeAndRankMismatchesNameTheInputAndFile) {
         bind({{"u", {4, 7, 1}, ""}});
       },
       ErrorKind::Runtime, {"input 'u' expects f32[?,?]", "the tensor given"});
+  // At import, the input that does not fit is the error, not the dimension it left unbound.
+  expectError(
+      [&] {
+        import({{ "", {28, 4}, "x.npy" }});
+      },
+      ErrorKind::Runtime, {"input 'x' expects f32[N,seq,4] (rank 3)"});
+}
+
+TEST_F(ShapeBinding, ABrokenModelIsReportedBeforeInputsThatDoNotFitIt) {
+  onnx::ModelProto m = dynamicModel();
+  m.mutable_graph()->mutable_node(1)->set_input(1, "nowhere"); // add reads an undefined value
+  std::ofstream(path_, std::ios::binary | std::ios::trunc) << m.SerializeAsString();
+  expectError(
+      [&] {
+        import({{"", {4, 7, 5}, "x.npy"}, { "u", {4, 7}, "u.npy" }});
+      },
+      ErrorKind::InvalidModel, {"nowhere"});
+  // bindDims reads only the inputs: it reports the input.
+  expectError(
+      [&] {
+        bind({{"", {4, 7, 5}, "x.npy"}});
+      },
+      ErrorKind::Runtime, {"dimension 2 is fixed at 4"});
 }
 
 TEST_F(ShapeBinding, InputNamesAndPositionsAreChecked) {
