@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shapes from the data (issue 15): `triad run`, `quantize` and `bench --data` bind a model's
+# Shapes from the data (issue 15): `triad run`, `quantize`, `partition --run` and `bench --data` bind a model's
 # dynamic dimensions (a PyTorch export's named batch, a named sequence, unnamed ones) from the
 # input files, as ONNX Runtime does; outputs match ONNX Runtime's on 1-row and 4-row inputs on the
 # interpreter and the CPU target, each distinct binding compiles once (the CPU cache), and
@@ -56,6 +56,9 @@ check fixed-dim-mismatch 6 "input 'input' expects f32\[batch_size,20\], file '.*
 check input-twice 2 "input 'input' is given twice" -- \
   "$TRIAD" run "$D/mlp.onnx" --input "$D/x1.npy" --input "input=$D/x4.npy"
 check unbound-dim 5 "'seq'\) is dynamic.*--dim seq=N" -- "$TRIAD" inspect "$D/seq.onnx"
+
+check partition-run 0 "max \|output - interpreter\| = " -- \
+  "$TRIAD" partition "$D/tok.onnx" --targets cpu --run -i "$D/s4.npy"
 
 # quantize: the batch comes from the 4-row input (4 samples compared), or --batch contradicts it.
 check quantize-4-rows 0 "top-1 agreement with float: [0-4]/4 " -- \
