@@ -1,7 +1,8 @@
 // ONNX model -> ir::Graph.
 //
 // The importer reads the model (with external-data tensors next to it), checks the opset,
-// inlines model-local functions (frontend/OnnxFunctions.h), fixes the symbolic batch dimension,
+// inlines model-local functions (frontend/OnnxFunctions.h), fixes the dynamic input dimensions
+// (from the options, or from the shapes of the tensors the caller will give: ShapeBinding.cpp),
 // sorts nodes topologically, maps every node through the op registry (typed attributes, shape
 // rules), checks every size against the memory limit before allocating, folds nodes whose inputs
 // are all constant (which resolves PyTorch's Shape/Gather/Concat chains into static shapes; the
@@ -88,7 +89,8 @@ struct ImportResult {
 };
 
 /// Imports a model file; throws triad::Error (Io, InvalidModel or Unsupported) naming the file
-/// and the node, attribute or tensor at fault.
+/// and the node, attribute or tensor at fault; with `inputShapes`, also bindDims' Usage and
+/// Runtime errors, after the model itself is validated.
 ImportResult importOnnxFile(const std::filesystem::path& path, const ImportOptions& options = {});
 
 /// Imports serialized model bytes; `baseDir` resolves external data, `label` names the model
