@@ -157,7 +157,8 @@ private:
   Rapl rapl_;
   std::string cpuModel_;
   json system_, model_;
-  std::string inputPath_; // rows of the first input: --data, or seeded random rows
+  std::string inputPath_;               // rows of the first input: --data, or seeded random rows
+  std::map<std::string, int64_t> dims_; // named dimensions: --dim, and those bound by the data
   std::optional<ir::Tensor> labels_;
   std::optional<ir::Tensor> ref_;
   std::string refWhy_;
@@ -188,16 +189,41 @@ void Bench::probe() {
   auto body = [&](int, int out) {
     json r;
     try {
-      frontend::ImportResult m = frontend::importOnnxFile(o_.model);
+      // The data's rows give the model's dynamic dimensions other than the batch their sizes
+      // (as ONNX Runtime binds them), except those fixed by --dim.
+      frontend::ImportOptions io;
+      io.dims = o_.dims;
+      std::optional<ir::Tensor> data;
+      if (!o_.data.empty()) {
+        data = frontend::readNpy(o_.data);
+        ir::Shape rowShape = data->shape();
+        if (!rowShape.empty()) {
+          rowShape[0] = -1; // the batch: swept by --batch
+          io.inputShapes = {{"", rowShape, o_.data}};
+        }
+      }
+      frontend::ImportResult m = [&] {
+        try {
+          return frontend::importOnnxFile(o_.model, io);
+        } catch (const Error& e) { // the data does not fit the model: a usage error of bench's
+          if (e.kind() != ErrorKind::Runtime) throw;
+          throw Error(ErrorKind::Usage, fmt::format("--data {}: {}", o_.data, e.what()));
+        }
+      }();
       r["model"] = modelJson(o_.model, m);
+      // Every named dimension's size, for the peers (--dim NAME=V).
+      json dims = o_.dims;
+      for (const auto& [name, v] : m.binding.dims)
+        dims[name] = v;
+      r["dims"] = dims;
       const ir::Graph& g = m.graph;
       if (g.inputs().empty() || g.inputs()[0]->type().shape.empty())
         fail(ErrorKind::Unsupported, "{}: triad bench needs a first input with a batch dimension",
              o_.model);
       const ir::TensorType& in = g.inputs()[0]->type();
       int64_t rows = 0;
-      if (!o_.data.empty()) {
-        ir::Tensor x = frontend::readNpy(o_.data);
+      if (data) {
+        const ir::Tensor& x = *data;
         ir::Shape want(in.shape.begin() + 1, in.shape.end()), got;
         if (x.rank() > 0) got.assign(x.shape().begin() + 1, x.shape().end());
         if (x.rank() == 0 || x.dtype() != in.dtype || got != want)
@@ -250,6 +276,7 @@ void Bench::probe() {
   model_ = (*r)["model"];
   model_["sha256"] = sha256File(o_.model);
   model_["data_rows"] = (*r)["rows"];
+  dims_ = (*r)["dims"].get<std::map<std::string, int64_t>>();
   system_["opencl"] = (*r)["opencl"];
   if (r->contains("opencl_why")) system_["opencl_why"] = (*r)["opencl_why"];
   inputPath_ = o_.data.empty() ? randomPath : o_.data;
@@ -263,6 +290,7 @@ WorkerSpec Bench::spec(const std::string& target, int64_t batch) const {
   s.target = target;
   s.batch = batch;
   s.model = o_.model;
+  s.dims = o_.dims;
   s.threads = target == "interp" || target == "reference" ? 1 : threads_;
   s.warmup = o_.warmup;
   s.inputPath = inputPath_;
@@ -321,10 +349,14 @@ std::unique_ptr<Participant> Bench::startPeer(const std::string& name, int64_t b
   }
   progress_.start(fmt::format("starting peer {}, batch {}", name, batch));
   try {
-    p->proc = Process::spawn(fmt::format("peer {} (batch {})", name, batch), o_.timeoutS,
-                             {python(), script.string(), "--model", o_.model, "--batch",
-                              std::to_string(batch), "--threads", std::to_string(threads_),
-                              "--input", inputPath_});
+    std::vector<std::string> argv = {python(),    script.string(),
+                                     "--model",   o_.model,
+                                     "--batch",   std::to_string(batch),
+                                     "--threads", std::to_string(threads_),
+                                     "--input",   inputPath_};
+    for (const auto& [dim, v] : dims_)
+      argv.push_back(fmt::format("--dim={}={}", dim, v));
+    p->proc = Process::spawn(fmt::format("peer {} (batch {})", name, batch), o_.timeoutS, argv);
   } catch (const Error& e) {
     p->setFailed(e.what());
     progress_.finish(fmt::format("failed: {}", e.what()));

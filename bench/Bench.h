@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct BenchOptions {
   std::string model;
   std::vector<std::string> targets = {"interp", "cpu", "gpu", "fpga", "auto"};
   std::vector<int64_t> batches = {1};
+  /// --dim: symbolic dimensions by dim_param name; the others take their sizes from `data`'s
+  /// rows (the first dimension is the batch of `batches`).
+  std::map<std::string, int64_t> dims;
   std::string data, labels;       // .npy: rows of the first input; class indices
   std::vector<std::string> peers; // onnxruntime, openvino, tvm (bench/peers/NAME_peer.py)
   int repeat = 50;                // timed runs per (target, batch)

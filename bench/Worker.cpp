@@ -105,8 +105,15 @@ public:
   json start() {
     startRss_ = peakRssMib();
     std::string name = s_.target == "reference" ? "interp" : s_.target;
+    // Rows of the first input (the --data file, or the probe's random rows): the model's other
+    // dynamic dimensions take their sizes from them; the batch is the spec's.
+    data_ = frontend::readNpy(s_.inputPath);
     frontend::ImportOptions io;
     io.batch = s_.batch;
+    io.dims = s_.dims;
+    ir::Shape rows = data_.shape();
+    if (!rows.empty()) rows[0] = -1;
+    io.inputShapes = {{"", rows, s_.inputPath}};
     graph_ = std::make_unique<frontend::ImportResult>(frontend::importOnnxFile(s_.model, io));
     ir::Graph& g = graph_->graph;
     for (const ir::Value* v : g.inputs())
@@ -117,7 +124,6 @@ public:
     if (name != "interp") ir::defaultPipeline().run(g, ir::PassOptions{});
 
     // Timing inputs: the first rows of the data (cyclically), seeded random for other inputs.
-    data_ = frontend::readNpy(s_.inputPath);
     for (size_t i = 0; i < g.inputs().size(); ++i)
       inputs_.push_back(i == 0 ? takeRows(data_, 0, s_.batch, false)
                                : randomRows(g.inputs()[i]->type(), 0, s_.batch, s_.seed, int(i)));

@@ -27,6 +27,7 @@ struct WorkerSpec {
   std::string target; // interp, cpu, gpu, fpga, auto; "reference": interp for accuracy only
   int64_t batch = 1;
   std::string model;
+  std::map<std::string, int64_t> dims; // --dim: symbolic dimensions fixed ahead of the data
   int threads = 1;
   int warmup = 3;
   std::string inputPath; // rows of the model's first input (the --data file, or seeded random)

@@ -18,6 +18,7 @@ struct BenchCliOptions {
   std::string targets = "interp,cpu,gpu,fpga,auto";
   std::string batches = "1";
   std::string peers;
+  std::vector<std::string> dims; // --dim NAME=V
 };
 
 std::vector<std::string> splitList(const std::string& s) {
@@ -55,6 +56,7 @@ int runBenchCommand(BenchCliOptions& o, const ir::TargetRegistry& targets) {
     }
     if (std::find(b.batches.begin(), b.batches.end(), v) == b.batches.end()) b.batches.push_back(v);
   }
+  b.dims = parseDims(o.dims);
   b.peers.clear();
   for (const std::string& p : splitList(o.peers)) {
     if (!std::regex_match(p, std::regex("[a-z0-9_]+")))
@@ -110,6 +112,9 @@ Action addBench(CLI::App& app, const ir::TargetRegistry& targets) {
   cmd->add_option("--data", o->b.data,
                   "Rows of the first input (.npy, [N, ...]): accuracy over all of them "
                   "(default: seeded random rows, error against the interpreter only)");
+  cmd->add_option("--dim", o->dims,
+                  "Value of a symbolic dimension, NAME=VALUE (repeatable; default: the size in "
+                  "--data's rows)");
   cmd->add_option("--labels", o->b.labels, "Class index of each --data row (.npy, [N])");
   cmd->add_option("--peers", o->peers,
                   "Comma-separated peers run in the same rounds: onnxruntime, openvino, tvm "

@@ -16,6 +16,9 @@ namespace triad::cli {
 /// PositiveNumber reports a range up to DBL_MAX).
 const CLI::Validator& positiveInt();
 
+/// --dim values ("NAME=V", V a positive integer) by name; a malformed one is a usage error.
+std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs);
+
 /// Options every command that loads a model shares.
 struct ModelOptions {
   std::string model;
@@ -24,6 +27,11 @@ struct ModelOptions {
   bool optimize = false;         // run the default pass pipeline (ir/passes) after import
   bool printAfterAll = false;
   std::vector<std::string> printAfter;
+  /// Shapes of the tensors that will be given (input files): the dynamic dimensions that
+  /// --batch and --dim leave open take their sizes from them (frontend::bindDims).
+  std::vector<frontend::InputShape> inputShapes;
+  CLI::Option* batchOption = nullptr; // set by add(): --batch given on the command line?
+  bool batchGiven() const { return batchOption && batchOption->count() > 0; }
   void add(CLI::App& cmd);
   /// Imports the model; runs the pass pipeline with --opt (or when `optimizeAnyway`: compiled
   /// targets always want it).

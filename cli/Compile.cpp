@@ -49,7 +49,7 @@ nlohmann::json resourcesJson(const ir::Resources& r) {
           {"bram18", std::lround(r.bram18)}};
 }
 
-int runCompile(CompileOptions o, bool batchGiven) {
+int runCompile(CompileOptions o) {
   if (o.target == "cpu") return compileCpu(o.model, o.outdir);
   if (o.target != "fpga")
     fail(ErrorKind::Usage, "--target '{}': triad compile supports 'fpga' and 'cpu'", o.target);
@@ -58,7 +58,7 @@ int runCompile(CompileOptions o, bool batchGiven) {
   std::optional<ir::Tensor> x;
   if (!o.input.empty()) {
     x = readF32(o.input);
-    if (!batchGiven && x->rank() > 0) o.model.batch = x->shape()[0];
+    o.model.inputShapes = {{"", x->shape(), o.input}};
   }
   frontend::ImportResult r = o.model.load(/*optimizeAnyway=*/true);
   const ir::Graph& g = r.graph;
@@ -235,11 +235,11 @@ std::vector<int64_t> recomputeExpected(const nlohmann::json& c, const ir::Tensor
   fpga::ValueRanges ranges;
   if (std::string cal = c["calibration"].get<std::string>(); !cal.empty()) {
     ir::Tensor xc = readF32(cal);
-    m.batch = xc.rank() > 0 ? xc.shape()[0] : 1;
+    m.inputShapes = {{"", xc.shape(), cal}};
     frontend::ImportResult rc = m.load(true);
     ranges = fpga::observeRanges(rc.graph, std::span<const ir::Tensor>(&xc, 1));
   }
-  m.batch = x.rank() > 0 ? x.shape()[0] : 1;
+  m.inputShapes = {{"", x.shape(), ""}};
   frontend::ImportResult r = m.load(true);
   fpga::Emulator emu(r.graph, cfg, ranges);
   fpga::EmulatorResult res = emu.run(std::span<const ir::Tensor>(&x, 1), false);
@@ -395,7 +395,7 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
   cmd->add_option("-o,--output,--emit-source", o->outdir,
                   "Output directory (--emit-source DIR: the same, for the CPU target's sources)")
       ->required();
-  return [o, cmd] { return runCompile(*o, cmd->count("--batch") > 0); };
+  return [o] { return runCompile(*o); };
 }
 
 Action addSim(CLI::App& app, const ir::TargetRegistry&) {

@@ -60,23 +60,9 @@ void applyMemoryLimit(const std::string& flag) {
   ::setenv("TRIAD_MAX_MEMORY", text.c_str(), 1);
 }
 
-void ModelOptions::add(CLI::App& cmd) {
-  cmd.add_option("model", model, "ONNX model file (.onnx)")->required();
-  cmd.add_option("--batch", batch, "Value of a symbolic batch (first) dimension")
-      ->capture_default_str()
-      ->check(positiveInt());
-  cmd.add_option("--dim", dims, "Value of another symbolic dimension, NAME=VALUE (repeatable)");
-  cmd.add_flag("--opt", optimize,
-               fmt::format("Run the target-independent passes ({}); compiled targets always do",
-                           fmt::join(ir::allPassNames(), ", ")));
-  cmd.add_flag("--print-after-all", printAfterAll, "Print the IR after every pass (implies --opt)");
-  cmd.add_option("--print-after", printAfter, "Print the IR after the named pass (implies --opt)");
-}
-
-frontend::ImportResult ModelOptions::load(bool optimizeAnyway) const {
-  frontend::ImportOptions opts;
-  opts.batch = batch;
-  for (const std::string& d : dims) {
+std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& d : specs) {
     auto eq = d.find('=');
     int64_t v = 0;
     try {
@@ -87,8 +73,32 @@ frontend::ImportResult ModelOptions::load(bool optimizeAnyway) const {
     } catch (const std::exception&) {
       fail(ErrorKind::Usage, "--dim '{}': expected NAME=VALUE with a positive integer VALUE", d);
     }
-    opts.dims[d.substr(0, eq)] = v;
+    out[d.substr(0, eq)] = v;
   }
+  return out;
+}
+
+void ModelOptions::add(CLI::App& cmd) {
+  cmd.add_option("model", model, "ONNX model file (.onnx)")->required();
+  batchOption = cmd.add_option("--batch", batch,
+                               "Value of a symbolic batch (first) dimension (default: the input "
+                               "file's, else 1)")
+                    ->check(positiveInt());
+  cmd.add_option("--dim", dims,
+                 "Value of another symbolic dimension, NAME=VALUE (repeatable; default: "
+                 "the input file's)");
+  cmd.add_flag("--opt", optimize,
+               fmt::format("Run the target-independent passes ({}); compiled targets always do",
+                           fmt::join(ir::allPassNames(), ", ")));
+  cmd.add_flag("--print-after-all", printAfterAll, "Print the IR after every pass (implies --opt)");
+  cmd.add_option("--print-after", printAfter, "Print the IR after the named pass (implies --opt)");
+}
+
+frontend::ImportResult ModelOptions::load(bool optimizeAnyway) const {
+  frontend::ImportOptions opts;
+  if (batchGiven()) opts.batch = batch;
+  opts.inputShapes = inputShapes;
+  opts.dims = parseDims(dims);
   frontend::ImportResult r = frontend::importOnnxFile(model, opts);
   if (optimize || optimizeAnyway || printAfterAll || !printAfter.empty()) {
     std::vector<std::string> known = ir::allPassNames();

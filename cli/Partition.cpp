@@ -110,7 +110,15 @@ std::vector<ir::Tensor> randomInputs(const ir::Graph& g) {
 }
 
 int runPartition(const PartitionOptions& o) {
-  frontend::ImportResult r = o.model.load(true);
+  // --run's input files give the model's dynamic dimensions their sizes (unless --batch/--dim).
+  ModelOptions model = o.model;
+  std::vector<ir::Tensor> files;
+  if (o.run)
+    for (const std::string& path : o.inputs) {
+      files.push_back(frontend::readTensorFile(path).tensor);
+      model.inputShapes.push_back({"", files.back().shape(), path});
+    }
+  frontend::ImportResult r = model.load(true);
   const ir::Graph& g = r.graph;
   Targets targets = makeTargets(o.target);
 
@@ -164,12 +172,12 @@ int runPartition(const PartitionOptions& o) {
         fail(ErrorKind::Usage, "{} --input files given; the model has {} inputs", o.inputs.size(),
              g.inputs().size());
       for (size_t i = 0; i < o.inputs.size(); ++i) {
-        frontend::NamedTensor t = frontend::readTensorFile(o.inputs[i]);
-        if (t.tensor.type() != g.inputs()[i]->type())
+        ir::Tensor& t = files[i];
+        if (t.type() != g.inputs()[i]->type())
           fail(ErrorKind::Runtime, "input '{}' expects {}, file '{}' holds {}",
                g.inputs()[i]->name(), typeToString(g.inputs()[i]->type()), o.inputs[i],
-               typeToString(t.tensor.type()));
-        in.push_back(std::move(t.tensor));
+               typeToString(t.type()));
+        in.push_back(std::move(t));
       }
     }
     ir::CompileSettings s;

@@ -17,16 +17,18 @@ struct QuantizeOptions {
   std::string config, calibrate, input, output, json, labels, defaultPrecision;
   std::vector<std::string> precision;
   bool report = false;
-  bool batchGiven = false;
 };
 
 ir::Tensor readInput(const std::string& path) {
   return frontend::readTensorFile(path).tensor;
 }
 
-frontend::ImportResult loadWithBatch(const QuantizeOptions& o, const ir::Tensor& x) {
+// Imports the model with its dynamic dimensions (the batch, dim_params) taken from the shape of
+// `x`, read from `path`, where --batch and --dim do not fix them.
+frontend::ImportResult loadFor(const QuantizeOptions& o, const ir::Tensor& x,
+                               const std::string& path) {
   ModelOptions m = o.model;
-  if (!o.batchGiven && x.rank() > 0) m.batch = x.shape()[0];
+  m.inputShapes = {{"", x.shape(), path}};
   frontend::ImportResult r = m.load(/*optimizeAnyway=*/true); // the FPGA path runs the passes
   const ir::Graph& g = r.graph;
   if (g.inputs().size() != 1)
@@ -62,10 +64,10 @@ int runQuantize(const QuantizeOptions& o) {
   if (!o.calibrate.empty()) {
     ir::Tensor c = readInput(o.calibrate);
     if (c.dtype() != ir::DType::F32) c = c.castTo(ir::DType::F32);
-    frontend::ImportResult rc = loadWithBatch(o, c);
+    frontend::ImportResult rc = loadFor(o, c, o.calibrate);
     ranges = fpga::observeRanges(rc.graph, std::span<const ir::Tensor>(&c, 1));
   }
-  frontend::ImportResult r = loadWithBatch(o, x);
+  frontend::ImportResult r = loadFor(o, x, o.input);
   const ir::Graph& g = r.graph;
   if (o.calibrate.empty()) ranges = fpga::observeRanges(g, std::span<const ir::Tensor>(&x, 1));
 
@@ -153,17 +155,14 @@ Action addQuantize(CLI::App& app, const ir::TargetRegistry&) {
   cmd->add_option("--calibrate", o->calibrate,
                   "Calibration inputs (.npy/.pb) for \"auto\" precisions (default: --input)");
   cmd->add_option("-i,--input", o->input,
-                  "Input tensor file (.npy or .pb); its first dimension "
-                  "is the batch unless --batch is given")
+                  "Input tensor file (.npy or .pb); the model's dynamic dimensions (the "
+                  "batch, dim_params) take its sizes unless --batch or --dim fix them")
       ->required();
   cmd->add_option("--labels", o->labels, "Class labels (.npy) to report top-1 accuracy");
   cmd->add_flag("--report", o->report, "Print the per-layer table");
   cmd->add_option("--json", o->json, "Write the report as JSON");
   cmd->add_option("-o,--output", o->output, "Write the (dequantized) first output (.npy or .pb)");
-  return [o, cmd] {
-    o->batchGiven = cmd->count("--batch") > 0;
-    return runQuantize(*o);
-  };
+  return [o] { return runQuantize(*o); };
 }
 
 } // namespace triad::cli

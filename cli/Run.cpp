@@ -55,13 +55,23 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     onDevice = fpga::makeFpgaTarget(fo);
     target = onDevice.get();
   }
-  frontend::ImportResult r = o.model.load(target->name() != "interp");
+  // The files are read first: the model's dynamic dimensions take their sizes from them (as
+  // ONNX Runtime binds them), except those fixed by --batch and --dim.
+  ModelOptions model = o.model;
+  std::vector<frontend::NamedTensor> files;
+  for (const std::string& spec : o.inputs) {
+    auto [name, path] = splitBinding(spec);
+    files.push_back(frontend::readTensorFile(path));
+    model.inputShapes.push_back({name, files.back().tensor.shape(), path});
+  }
+  frontend::ImportResult r = model.load(target->name() != "interp");
   const ir::Graph& g = r.graph;
 
   // Bind inputs: by name (name=file) or by position.
   std::vector<std::optional<ir::Tensor>> bound(g.inputs().size());
   size_t positional = 0;
-  for (const std::string& spec : o.inputs) {
+  for (size_t k = 0; k < o.inputs.size(); ++k) {
+    const std::string& spec = o.inputs[k];
     auto [name, path] = splitBinding(spec);
     size_t idx;
     if (name.empty()) {
@@ -76,7 +86,7 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
         fail(ErrorKind::Usage, "--input '{}': the model has no input named '{}'", spec, name);
       idx = size_t(it - g.inputs().begin());
     }
-    frontend::NamedTensor t = frontend::readTensorFile(path);
+    frontend::NamedTensor& t = files[k];
     const ir::TensorType& want = g.inputs()[idx]->type();
     if (t.tensor.dtype() != want.dtype || t.tensor.shape() != want.shape)
       fail(ErrorKind::Runtime, "input '{}' expects {}, file '{}' holds {}", g.inputs()[idx]->name(),

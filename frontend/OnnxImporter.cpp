@@ -1,6 +1,7 @@
 #include "frontend/OnnxImporter.h"
 #include "frontend/OnnxFunctions.h"
 #include "frontend/OnnxTensor.h"
+#include "frontend/ShapeBinding.h"
 #include "frontend/TensorIO.h"
 #include "ir/Interpreter.h"
 #include "ir/Verifier.h"
@@ -234,6 +235,12 @@ public:
     // Calls of model-local functions are replaced by their bodies (named after the call).
     inlineLocalFunctions(model_, opset_);
     importInitializers(g);
+    // Inputs that do not fit the model are reported after the model itself is validated (a
+    // broken model is the first thing to fix); the sizes that do fit are bound meanwhile.
+    if (!opts_.inputShapes.empty()) {
+      result_.binding = bindGraphDims(g, opts_.inputShapes, opts_, &inputMismatch_);
+      opts_ = withBinding(opts_, result_.binding);
+    }
     importInputs(g);
     std::vector<const onnx::NodeProto*> order = topologicalOrder(g);
     rejectUnknownOps(order);
@@ -241,6 +248,7 @@ public:
       importNode(*n);
     importOutputs(g);
     ir::verifyOrThrow(graph(), ErrorKind::Internal);
+    if (inputMismatch_) throw *inputMismatch_;
     ir::checkWorkingSet(graph());
     // Only now, with every tensor, attribute and edge validated by Triad, does third-party code
     // see the model.
@@ -329,16 +337,27 @@ private:
       }
       std::string param = d.has_dim_param() ? d.dim_param() : "";
       auto it = opts_.dims.find(param);
+      auto ia = opts_.axes.find(vi.name());
       if (!param.empty() && it != opts_.dims.end())
         t.shape.push_back(it->second);
+      else if (param.empty() && ia != opts_.axes.end() && ia->second.count(i))
+        t.shape.push_back(ia->second.at(i));
       else if (i == 0)
-        t.shape.push_back(opts_.batch);
+        t.shape.push_back(opts_.batch.value_or(1));
+      else if (inputMismatch_) // the size was left unbound because its input does not fit
+        throw *inputMismatch_;
+      else if (param.empty())
+        fail(ErrorKind::Unsupported,
+             "{} dimension {} (unnamed) is dynamic; Triad compiles static shapes: give a tensor "
+             "for the input (its size is taken from it) or re-export the model with a fixed "
+             "size",
+             what, i);
       else
         fail(ErrorKind::Unsupported,
-             "{} dimension {} ({}) is dynamic; Triad compiles static shapes: give it a value "
-             "with --dim {}=N or re-export the model with a fixed size",
-             what, i, param.empty() ? "unnamed" : fmt::format("'{}'", param),
-             param.empty() ? "NAME" : param);
+             "{} dimension {} ('{}') is dynamic; Triad compiles static shapes: give it a value "
+             "with --dim {}=N, give a tensor for the input (its size is taken from it) or "
+             "re-export the model with a fixed size",
+             what, i, param, param);
     }
     ir::checkedByteSize(t, what);
     return t;
@@ -633,7 +652,8 @@ private:
   onnx::ModelProto& model_;
   fs::path baseDir_;
   std::string label_;
-  const ImportOptions& opts_;
+  ImportOptions opts_;                 // the caller's, with the sizes bound from inputShapes
+  std::optional<Error> inputMismatch_; // the first input shape that does not fit (thrown late)
   int opset_ = 0;
   ImportResult result_;
   std::unordered_map<std::string, ir::Value*> values_;
@@ -641,18 +661,36 @@ private:
 
 } // namespace
 
+namespace {
+
+onnx::ModelProto parseModel(const std::string& bytes) {
+  onnx::ModelProto model;
+  if (bytes.empty()) fail(ErrorKind::InvalidModel, "the file is empty");
+  if (!model.ParseFromString(bytes))
+    fail(ErrorKind::InvalidModel,
+         "cannot parse as an ONNX model (the file is truncated, corrupt or not ONNX)");
+  if (!model.has_graph() || model.ir_version() == 0)
+    fail(ErrorKind::InvalidModel,
+         "not an ONNX model: no graph or ir_version (the file may be truncated)");
+  return model;
+}
+
+} // namespace
+
 ImportResult importOnnxBytes(const std::string& bytes, const fs::path& baseDir,
                              const std::string& label, const ImportOptions& options) {
   return withContext(label, [&] {
-    onnx::ModelProto model;
-    if (bytes.empty()) fail(ErrorKind::InvalidModel, "the file is empty");
-    if (!model.ParseFromString(bytes))
-      fail(ErrorKind::InvalidModel,
-           "cannot parse as an ONNX model (the file is truncated, corrupt or not ONNX)");
-    if (!model.has_graph() || model.ir_version() == 0)
-      fail(ErrorKind::InvalidModel,
-           "not an ONNX model: no graph or ir_version (the file may be truncated)");
+    onnx::ModelProto model = parseModel(bytes);
     return Importer(model, baseDir, label, options).run();
+  });
+}
+
+DimBinding bindDims(const fs::path& path, const std::vector<InputShape>& shapes,
+                    const ImportOptions& fixed) {
+  std::string bytes = readFile(path);
+  return withContext(path.string(), [&] {
+    onnx::ModelProto model = parseModel(bytes);
+    return bindGraphDims(model.graph(), shapes, fixed);
   });
 }
 
