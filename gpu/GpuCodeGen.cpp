@@ -57,17 +57,31 @@ bool fits32Bit(const Node& n) {
   return true;
 }
 
-/// Element types elementwise kernels compute with (OpenCL C 1.2 without extensions: no double,
-/// no half arithmetic).
-bool clComputable(DType t) {
-  return t != DType::F64 && t != DType::F16;
+/// Element types elementwise kernels compute with: every one (float16 is stored as its bits and
+/// computed in float by the scalar helpers; float64 needs cl_khr_fp64, see needsDouble).
+bool clComputable(DType) {
+  return true;
 }
 
 bool elementwiseOnGpu(const Node& n) {
-  if (!(hasScalarExpr(n) || n.kind() == OpKind::Expand) || findGpuLowering(n.kind())) return false;
+  if (!(hasScalarExpr(n, gpuScalarTypes()) || n.kind() == OpKind::Expand) ||
+      findGpuLowering(n.kind()))
+    return false;
   for (Value* v : n.inputs())
     if (v && !clComputable(v->type().dtype)) return false;
   return clComputable(n.output(0)->type().dtype) && fits32Bit(n);
+}
+
+/// Whether the kernel of `n` computes with doubles (float64 elements, or the double math of
+/// Pow with mixed types): it needs a device with cl_khr_fp64.
+bool needsDouble(const Node& n) {
+  for (Value* v : n.inputs())
+    if (v && v->type().dtype == DType::F64) return true;
+  for (Value* v : n.outputs())
+    if (v->type().dtype == DType::F64) return true;
+  ScalarTypes noF64 = ScalarTypes::all();
+  noF64.f64 = false;
+  return hasScalarExpr(n, ScalarTypes::all()) && !hasScalarExpr(n, noF64);
 }
 
 /// A literal of element `i` of a constant in OpenCL C.
@@ -84,6 +98,10 @@ std::string clLiteral(const Tensor& t, int64_t i = 0) {
   }
   case DType::U64:
     return fmt::format("({}UL)", t.data<uint64_t>()[i]);
+  case DType::F16:
+    return fmt::format("((ushort)0x{:04x})", t.data<Half>()[i].bits);
+  case DType::F64:
+    return scalarLiteral(t, i);
   default:
     return fmt::format("(({}){})", clTypeName(t.dtype()), t.getInt(i));
   }
@@ -139,6 +157,7 @@ private:
   std::vector<GpuStep> steps_;
   std::set<std::string> kernelNames_;
   size_t tuned_ = 0;
+  bool fp64_ = true; // the device computes doubles (cl_khr_fp64), or no device is named
 };
 
 void Generator::placeConstants() {
@@ -240,7 +259,8 @@ Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& i
       }
       ops.push_back(expr.at(v));
     }
-    std::string ex = n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops);
+    std::string ex =
+        n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops, ScalarDialect::OpenCL);
     code += fmt::format("const {} et{} = {}; // {} ({})\n", clTypeName(n->output(0)->type().dtype),
                         i, ex, n->name(), opKindName(n->kind()));
     expr[n->output(0)] = fmt::format("et{}", i);
@@ -348,7 +368,8 @@ void Generator::emitChain(const FusionGroup& grp, const std::string& layer, GpuS
     std::vector<std::string> ops;
     for (Value* v : n->inputs())
       ops.push_back(v ? expr.at(v) : std::string());
-    std::string e = n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops);
+    std::string e =
+        n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops, ScalarDialect::OpenCL);
     ch.statements.push_back(fmt::format("const {} t{} = {}; // {} ({})",
                                         clTypeName(n->output(0)->type().dtype), i, e, n->name(),
                                         opKindName(n->kind())));
@@ -408,6 +429,8 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
     steps_.push_back(step);
   };
   Support s = gpuSupport(*head);
+  if (s.ok && !fp64_ && needsDouble(*head))
+    s = no("double arithmetic and the device has no cl_khr_fp64");
   if (!s.ok) {
     TRIAD_ASSERT(grp.nodes.size() == 1, "host node {} was fused", head->name());
     host(s.reason);
@@ -455,6 +478,15 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
 
 GpuProgram Generator::run() {
   FusionPolicy policy = gpuFusionPolicy();
+  fp64_ = !opts_.device || opts_.device->fp64;
+  if (!fp64_) { // nodes computing in double run on the host: keep them out of groups
+    policy.isAnchor = [inner = policy.isAnchor](const Node& n) {
+      return !needsDouble(n) && inner(n);
+    };
+    policy.isFusableElementwise = [inner = policy.isFusableElementwise](const Node& n) {
+      return !needsDouble(n) && inner(n);
+    };
+  }
   if (!opts_.fuse) policy.isAnchor = [](const Node&) { return false; };
   if (!opts_.fuse) policy.isFusableElementwise = [](const Node&) { return false; };
   std::vector<FusionGroup> groups = formFusionGroups(g_, policy);
@@ -524,15 +556,17 @@ Support gpuSupport(const Node& n) {
   if (const GpuLowering* l = findGpuLowering(n.kind()))
     return l->supports ? l->supports(n) : Support{};
   if (elementwiseOnGpu(n)) return {};
-  if (hasScalarExpr(n) || n.kind() == OpKind::Expand) {
-    if (!fits32Bit(n)) return no("a tensor exceeds 32-bit indexing");
-    return no("no OpenCL C arithmetic for f16/f64 elements");
-  }
+  if (hasScalarExpr(n, ScalarTypes::all()) || n.kind() == OpKind::Expand)
+    return no("a tensor exceeds 32-bit indexing");
   for (Value* v : n.inputs())
     if (v && v->type().dtype != DType::F32)
       return no(fmt::format("no GPU lowering for {} with {} inputs", opKindName(n.kind()),
                             dtypeName(v->type().dtype)));
   return no(fmt::format("no GPU lowering for {}", opKindName(n.kind())));
+}
+
+ScalarTypes gpuScalarTypes() {
+  return ScalarTypes::all();
 }
 
 FusionPolicy gpuFusionPolicy() {

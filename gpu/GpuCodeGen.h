@@ -26,6 +26,7 @@
 #include "gpu/Tuner.h"
 #include "ir/Fusion.h"
 #include "ir/MemoryPlan.h"
+#include "ir/ScalarExpr.h"
 #include "ir/Target.h"
 
 #include <optional>
@@ -84,6 +85,11 @@ ir::Support gpuSupport(const ir::Node& n);
 /// The GPU fusion policy: Gemm/MatMul/Conv anchor epilogues; elementwise ops with a scalar
 /// expression (and Expand) fuse.
 ir::FusionPolicy gpuFusionPolicy();
+
+/// What elementwise kernels compute (ir::ScalarTypes): everything, float16 in float through the
+/// scalar helpers; float64 and double math only on devices with cl_khr_fp64 (elsewhere those
+/// nodes run on the host).
+ir::ScalarTypes gpuScalarTypes();
 
 /// The OpenCL C type of an element type ("float", "long", "uchar" for bool, ...).
 std::string clTypeName(ir::DType t);

@@ -17,7 +17,7 @@ namespace triad::gpu {
 
 using namespace ir;
 
-namespace {
+namespace lower {
 
 Support no(std::string why) {
   return {false, std::move(why)};
@@ -51,6 +51,12 @@ Support both(Support a, const Support& b) {
   return a.ok ? b : a;
 }
 
+} // namespace lower
+
+using namespace lower;
+
+namespace {
+
 /// A power of two in [1, 256] no larger than `n` (work-group size of a row reduction).
 int reduceWorkGroup(int64_t n, size_t limit) {
   int wg = 1;
@@ -59,8 +65,9 @@ int reduceWorkGroup(int64_t n, size_t limit) {
   return wg;
 }
 
-/// The OpenCL C type that moves one element of `t` (movement kernels copy bits).
-std::string moveType(DType t) {
+} // namespace
+
+std::string lower::moveType(DType t) {
   switch (dtypeSize(t)) {
   case 1:
     return "uchar";
@@ -72,6 +79,8 @@ std::string moveType(DType t) {
     return "ulong";
   }
 }
+
+namespace {
 
 /// Untuned parameters for a GEMM of `s`: GemmParams{} (32x32 tiles), except on CPU devices
 /// (PoCL) for large enough products, where wider register strips read as float8 measured
@@ -325,19 +334,9 @@ void emitGlobalPool(GpuLowerContext& c) {
 // --- Softmax and LayerNormalization
 // ---------------------------------------------------------------
 
-Support supportsSoftmax(const Node& n) {
-  if (auto s = both(requireF32(n), require32Bit(n)); !s.ok) return s;
-  const auto& axes = n.attrs<SoftmaxAttrs>().axes;
-  size_t r = shapeOf(n.input(0)).size();
-  for (size_t i = 0; i < axes.size(); ++i)
-    if (axes[i] != int64_t(r - axes.size() + i))
-      return no("softmax over non-trailing axes is not compiled");
-  if (axes.empty()) return no("scalar softmax");
-  if (numElements(shapeOf(n.input(0))) == 0) return no("empty input");
-  return {};
-}
+} // namespace
 
-void emitSoftmax(GpuLowerContext& c) {
+void lower::emitTrailingSoftmax(GpuLowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   size_t first = size_t(c.node.attrs<SoftmaxAttrs>().axes.front());
   int64_t rows = numElements(x, 0, first), cols = numElements(x, first);
@@ -348,6 +347,8 @@ void emitSoftmax(GpuLowerContext& c) {
   c.kind = "softmax";
   c.params = p.toString();
 }
+
+namespace {
 
 Support supportsLayerNorm(const Node& n) {
   if (auto s = both(requireF32(n), require32Bit(n)); !s.ok) return s;
@@ -383,12 +384,11 @@ void emitLayerNorm(GpuLowerContext& c) {
 
 // --- Kernels written here: one work-item per output element ------------------------------------
 
-constexpr int kMoveWorkGroup = 64;
+} // namespace
 
-/// The common frame: comment, signature, index and bounds check. `params` are declarations.
-CodeWriter openPerElementKernel(GpuLowerContext& c, const std::string& what,
-                                const std::vector<std::string>& comment,
-                                const std::vector<std::string>& params, int64_t total) {
+CodeWriter lower::openPerElementKernel(GpuLowerContext& c, const std::string& what,
+                                       const std::vector<std::string>& comment,
+                                       const std::vector<std::string>& params, int64_t total) {
   GeneratedKernel& k = c.kernel;
   k.name = kernelIdentifier(c.layer);
   k.range.dims = 1;
@@ -410,6 +410,8 @@ CodeWriter openPerElementKernel(GpuLowerContext& c, const std::string& what,
   w.line("if (idx >= {}) return;", total);
   return w;
 }
+
+namespace {
 
 /// Source offset of output element `idx` for a strided read: output coordinate d (of `out`)
 /// advances the source by srcStride[d]; `base` is the source offset of the first element.
@@ -644,8 +646,8 @@ void emitGather(GpuLowerContext& c) {
   c.kind = "gather";
 }
 
-const std::unordered_map<OpKind, GpuLowering>& table() {
-  static const std::unordered_map<OpKind, GpuLowering> t = {
+std::unordered_map<OpKind, GpuLowering> table() {
+  return {
       {OpKind::Gemm, {supportsGemm, emitGemm, true}},
       {OpKind::MatMul, {supportsMatMul, emitMatMul, true}},
       {OpKind::Conv, {supportsConv, emitConv, true}},
@@ -653,7 +655,6 @@ const std::unordered_map<OpKind, GpuLowering>& table() {
       {OpKind::AveragePool, {supportsPool, emitPool, false}},
       {OpKind::GlobalAveragePool, {supportsGlobalPool, emitGlobalPool, false}},
       {OpKind::GlobalMaxPool, {supportsGlobalPool, emitGlobalPool, false}},
-      {OpKind::Softmax, {supportsSoftmax, emitSoftmax, false}},
       {OpKind::LayerNormalization, {supportsLayerNorm, emitLayerNorm, false}},
       {OpKind::BatchNormalization, {supportsBatchNorm, emitBatchNorm, false}},
       {OpKind::Transpose, {anyType, emitTranspose, false}},
@@ -662,14 +663,20 @@ const std::unordered_map<OpKind, GpuLowering>& table() {
       {OpKind::Split, {supportsSplit, emitSplit, false}},
       {OpKind::Gather, {supportsGather, emitGather, false}},
   };
+}
+
+std::unordered_map<OpKind, GpuLowering> fullTable() {
+  std::unordered_map<OpKind, GpuLowering> t = table();
+  addReduceLowerings(t);
   return t;
 }
 
 } // namespace
 
 const GpuLowering* findGpuLowering(OpKind k) {
-  auto it = table().find(k);
-  return it == table().end() ? nullptr : &it->second;
+  static const std::unordered_map<OpKind, GpuLowering> t = fullTable();
+  auto it = t.find(k);
+  return it == t.end() ? nullptr : &it->second;
 }
 
 bool useImplicitGemm(const ConvShape& s) {
