@@ -127,6 +127,7 @@ std::string broadcastOffset(const Shape& in, const Shape& out, const std::string
 struct Extra {
   std::string decl; // "__global const float* restrict ep0"
   const Value* value;
+  BufferRef ref = {}; // where `value` is null: a place in a buffer that holds no value
 };
 
 class Generator {
@@ -157,6 +158,7 @@ private:
   std::vector<GpuStep> steps_;
   std::set<std::string> kernelNames_;
   size_t tuned_ = 0;
+  size_t checkSlots_ = 0;
   bool fp64_ = true; // the device computes doubles (cl_khr_fp64), or no device is named
 };
 
@@ -238,8 +240,8 @@ Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& i
     const Node* n = grp.nodes[i];
     std::vector<std::string> ops;
     for (Value* v : n->inputs()) {
-      if (!v) {
-        ops.emplace_back();
+      if (!v || (n->kind() == OpKind::CastLike && v == n->input(1))) {
+        ops.emplace_back(); // absent, or CastLike's type-only input
         continue;
       }
       if (!expr.count(v)) {
@@ -303,7 +305,9 @@ void Generator::bindKernel(GeneratedKernel& k, const std::map<std::string, const
   }
   all.insert(all.end(), extras.begin(), extras.end());
   const size_t inputs = g_.inputs().size();
+  const int statusBuffer = int(2 + inputs + g_.outputs().size());
   auto baseName = [&](int b) -> std::string {
+    if (b == statusBuffer) return "triad_status";
     if (b == 0) return "triad_arena";
     if (b == 1) return "triad_weights";
     if (size_t(b) < 2 + inputs) return fmt::format("triad_in{}", b - 2);
@@ -313,8 +317,9 @@ void Generator::bindKernel(GeneratedKernel& k, const std::map<std::string, const
   std::set<int> used;
   std::string body;
   for (const Extra& x : all) {
-    BufferRef r = locate(x.value);
-    TRIAD_ASSERT(r.buffer >= 0, "kernel '{}': value '{}' has no storage", k.name, x.value->name());
+    BufferRef r = x.value ? locate(x.value) : x.ref;
+    TRIAD_ASSERT(r.buffer >= 0, "kernel '{}': value '{}' has no storage", k.name,
+                 x.value ? x.value->name() : paramName(x.decl));
     std::string name = paramName(x.decl);
     std::string type = x.decl.substr(0, x.decl.size() - name.size());
     if (size_t p = type.find(" restrict"); p != std::string::npos) type.erase(p, 9);
@@ -325,8 +330,9 @@ void Generator::bindKernel(GeneratedKernel& k, const std::map<std::string, const
     used.insert(r.buffer);
     std::string at =
         r.offset ? fmt::format("{} + {}", baseName(r.buffer), r.offset) : baseName(r.buffer);
-    body += fmt::format("  {} = ({})({}); // {} {}\n", x.decl, type, at, x.value->name(),
-                        typeToString(x.value->type()));
+    body += fmt::format("  {} = ({})({}); // {}\n", x.decl, type, at,
+                        x.value ? x.value->name() + " " + typeToString(x.value->type())
+                                : "run-time check flag (status buffer)");
   }
   std::vector<std::string> params;
   k.params.clear();
@@ -350,7 +356,18 @@ void Generator::emitChain(const FusionGroup& grp, const std::string& layer, GpuS
   std::map<std::string, const Value*> bind;
   std::unordered_map<const Value*, std::string> expr;
   std::set<std::string> names;
+  // CastLike's second input gives only a type: its elements are never read.
+  auto typeOnly = [&](const Value* v) {
+    for (const Node* n : grp.nodes)
+      for (size_t i = 0; i < n->inputs().size(); ++i)
+        if (n->input(i) == v && !(n->kind() == OpKind::CastLike && i == 1)) return false;
+    return true;
+  };
   for (Value* v : grp.externalInputs()) {
+    if (typeOnly(v)) {
+      expr[v] = "";
+      continue;
+    }
     if (v->isConstant() && v->constant().numElements() == 1) {
       expr[v] = clLiteral(v->constant());
       continue;
@@ -441,13 +458,23 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
     if (grp.nodes.size() == 1 && isViewOp(head->kind())) {
       emitCopy(*head, layer, step);
     } else if (const GpuLowering* low = findGpuLowering(head->kind())) {
-      GpuLowerContext c{*head, layer, opts_, {}, {}, {}, {}, {}, {}, {}, {}, {}, false};
+      GpuLowerContext c{*head, layer, opts_, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, false};
       std::vector<Extra> extras;
       c.output = [&](size_t i) -> const Value* {
         return grp.anchored ? grp.last()->output(i) : head->output(i);
       };
       c.epilogue = [&](const EpilogueIndex& index, const std::string& pre) {
         return buildEpilogue(grp, index, pre, extras);
+      };
+      c.check = [&](const std::string& what) {
+        if (step.checkSlot < 0) {
+          step.checkSlot = int(checkSlots_++);
+          step.checkWhat = what;
+          BufferRef at{int(2 + g_.inputs().size() + g_.outputs().size()),
+                       int64_t(step.checkSlot) * 4};
+          extras.push_back({"__global int* restrict triad_check", nullptr, at});
+        }
+        return std::string("triad_check");
       };
       c.pointer = [&](const std::string& name, const Value* v) {
         extras.push_back(
@@ -536,6 +563,7 @@ GpuProgram Generator::run() {
   p.hostSteps = hostSteps;
   p.tunedKernels = tuned_;
   p.fusionSummary = describeFusion(groups);
+  p.checkSlots = checkSlots_;
   p.bufferNames = {"arena", "weights"};
   p.bufferBytes = {size_t(plan_.arenaBytes), p.weights.size()};
   for (const Value* v : g_.inputs()) {
@@ -546,6 +574,11 @@ GpuProgram Generator::run() {
     p.bufferNames.push_back(fmt::format("output '{}'", v->name()));
     p.bufferBytes.push_back(size_t(numElements(v->type().shape)) * dtypeSize(v->type().dtype));
   }
+  if (checkSlots_ > 0) {
+    p.statusBuffer = int(p.bufferNames.size());
+    p.bufferNames.push_back("status");
+    p.bufferBytes.push_back(checkSlots_ * 4);
+  }
   return p;
 }
 
@@ -553,6 +586,10 @@ GpuProgram Generator::run() {
 
 Support gpuSupport(const Node& n) {
   if (isViewOp(n.kind())) return {};
+  bool empty = true; // every output empty: nothing to compute (the group emits no kernel)
+  for (Value* v : n.outputs())
+    empty = empty && numElements(v->type().shape) == 0;
+  if (empty) return {};
   if (const GpuLowering* l = findGpuLowering(n.kind()))
     return l->supports ? l->supports(n) : Support{};
   if (elementwiseOnGpu(n)) return {};

@@ -61,6 +61,10 @@ struct GpuStep {
   std::optional<GemmShape> gemm;      // GEMM-shaped kernels: the shape (tuning key)
   std::optional<ConvShape> conv;      // implicit-GEMM convolutions: the shape (tuning key)
   std::string params;                 // the generator parameters used ("wg 8x8 work 4x4 ...")
+  /// Kernels that check run-time data (indices read from tensors): their slot in the status
+  /// buffer, which the kernel sets to 1 when the check fails, and what failed.
+  int checkSlot = -1;
+  std::string checkWhat;
 };
 
 struct GpuProgram {
@@ -75,6 +79,10 @@ struct GpuProgram {
   std::string fusionSummary;
   std::vector<std::string> bufferNames; // by model buffer index
   std::vector<size_t> bufferBytes;      // by model buffer index
+  /// The status buffer (one int per checking step, zeroed before every run and read after it;
+  /// model buffer index 2 + inputs + outputs), or -1 when no kernel checks run-time data.
+  int statusBuffer = -1;
+  size_t checkSlots = 0;
 };
 
 GpuProgram generateOpenCL(const ir::Graph& g, const GpuCodeGenOptions& opts = {});

@@ -39,6 +39,10 @@ struct GpuLowerContext {
   /// Declares a pointer named `name` to value `v` inside the kernel (for epilogue operands such
   /// as a bias) and returns the name.
   std::function<std::string(const std::string& name, const ir::Value* v)> pointer;
+  /// For kernels that check run-time data: declares the step's status flag (an `__global int*`)
+  /// and returns its name; the kernel sets `*flag = 1` where the check `what` fails, and the run
+  /// then fails naming the node ("an index is out of range").
+  std::function<std::string(const std::string& what)> check;
 
   // Filled by the lowering.
   GeneratedKernel kernel;
@@ -60,6 +64,7 @@ const GpuLowering* findGpuLowering(ir::OpKind k);
 
 /// The lowering families in their own files add their entries to the table.
 void addReduceLowerings(std::unordered_map<ir::OpKind, GpuLowering>& table);
+void addIndexLowerings(std::unordered_map<ir::OpKind, GpuLowering>& table);
 
 /// Helpers shared by the lowering files.
 namespace lower {

@@ -605,10 +605,10 @@ Support supportsGather(const Node& n) {
   DType t = n.input(1)->type().dtype;
   if (t != DType::I64 && t != DType::I32) return no("indices must be int64 or int32");
   if (numElements(shapeOf(n.output(0))) == 0) return no("empty output");
-  // Indices known only at run time go to the host, whose reference kernel rejects an index out
-  // of range with an error naming the node; a kernel could only clamp it (a silent wrong answer).
+  // Constant indices are checked here; run-time ones by the kernel, whose failed check fails
+  // the run naming the node (the status buffer), as the reference kernel rejects them.
   const Value* idx = n.input(1);
-  if (!idx->isConstant()) return no("run-time indices are range-checked on the host");
+  if (!idx->isConstant()) return {};
   int64_t dim = shapeOf(n.input(0))[size_t(n.attrs<AxisAttrs>().axis)];
   for (int64_t k = 0; k < idx->constant().numElements(); ++k) {
     int64_t v = idx->constant().getInt(k);
@@ -630,15 +630,24 @@ void emitGather(GpuLowerContext& c) {
       c, fmt::format("Gather, {}", dtypeName(n.input(0)->type().dtype)),
       {fmt::format("Y{} = X{}[indices{}] along axis {}", shapeToString(y), shapeToString(x),
                    shapeToString(shapeOf(n.input(1))), axis),
-       "constant indices, checked in range at compile time; negative ones count from the end"},
+       n.input(1)->isConstant()
+           ? "constant indices, checked in range at compile time; negative ones count from the end"
+           : "run-time indices, checked in range (the run fails naming the node); negative ones "
+             "count from the end"},
       {fmt::format("__global const {}* restrict X", t),
        fmt::format("__global const {}* restrict I", it), fmt::format("__global {}* restrict Y", t)},
       numElements(y));
   w.line("const int i = idx % {}, j = (idx / {}) % {}, o = idx / {};", inner, inner, count,
          inner * count);
   w.line("long ix = I[j];");
+  if (!n.input(1)->isConstant()) {
+    std::string flag = c.check("an index is out of range");
+    w.open("if (ix < -{} || ix >= {})", dim, dim);
+    w.line("*{} = 1;", flag);
+    w.line("return;");
+    w.close();
+  }
   w.line("if (ix < 0) ix += {};", dim);
-  w.line("ix = clamp(ix, (long)0, (long){});", dim - 1);
   w.line("Y[idx] = X[(o * {} + (int)ix) * {} + i];", dim, inner);
   w.close();
   c.kernel.source = w.str();
@@ -668,6 +677,7 @@ std::unordered_map<OpKind, GpuLowering> table() {
 std::unordered_map<OpKind, GpuLowering> fullTable() {
   std::unordered_map<OpKind, GpuLowering> t = table();
   addReduceLowerings(t);
+  addIndexLowerings(t);
   return t;
 }
 

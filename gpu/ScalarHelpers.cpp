@@ -32,7 +32,7 @@ const IntType* intType(const std::string& name) {
 }
 
 std::string unsignedOf(const IntType& t) {
-  return t.isSigned ? std::string("u") + t.name : t.name;
+  return t.isSigned ? fmt::format("u{}", t.name) : std::string(t.name);
 }
 
 std::string guarded(const std::string& name, const std::string& body) {
