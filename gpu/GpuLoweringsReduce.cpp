@@ -154,8 +154,10 @@ void emitReduce(GpuLowerContext& c) {
   if (integer && (n.kind() == OpKind::ReduceMax || n.kind() == OpKind::ReduceMin)) {
     // Integers have no NaN and no infinity: start from the type's limit (the reference's
     // result for an empty reduction too).
+    bool isMin = n.kind() == OpKind::ReduceMin;
     acc = T;
-    e.init = intLimit(t, n.kind() == OpKind::ReduceMin);
+    e.init = intLimit(t, isMin);
+    e.step = isMin ? "if (v < acc) acc = v;" : "if (v > acc) acc = v;"; // no NaN to propagate
   }
   if (count > 0) w.line("__global const {}* restrict x = X + {};", T, offsetExpr("idx", kept));
   std::string at = offsetExpr("r", reduced);
