@@ -749,10 +749,87 @@ void emitCompress(GpuLowerContext& c) {
   c.kind = "compress";
 }
 
+// --- CenterCropPad, GatherND ---------------------------------------------------------------------
+
+/// Y[o] = X[o + shift] per dim (shift > 0 crops, < 0 pads with zeros; the odd element goes to
+/// the end), as the reference.
+void emitCenterCropPad(GpuLowerContext& c) {
+  const Node& n = c.node;
+  const Shape& x = shapeOf(n.input(0));
+  const Shape& y = shapeOf(c.output(0));
+  DType t = n.input(0)->type().dtype;
+  std::string T = moveType(t);
+  CodeWriter w = openPerElementKernel(
+      c, fmt::format("CenterCropPad, {}", dtypeName(t)),
+      {fmt::format("X{} -> Y{}: centered crop or zero pad per dim", shapeToString(x),
+                   shapeToString(y))},
+      {fmt::format("__global const {}* restrict X", T), fmt::format("__global {}* restrict Y", T)},
+      numElements(y));
+  std::vector<int64_t> st = stridesOf(x);
+  w.line("int src = 0;");
+  for (size_t d = 0; d < x.size(); ++d) {
+    int64_t shift = x[d] >= y[d] ? (x[d] - y[d]) / 2 : -((y[d] - x[d]) / 2);
+    if (x[d] == 1 && y[d] == 1) continue;
+    w.open("");
+    w.line("const int i = {}{};", coordOf(y, d),
+           shift == 0  ? ""
+           : shift > 0 ? fmt::format(" + {}", shift)
+                       : fmt::format(" - {}", -shift));
+    if (y[d] > x[d]) w.line("if (i < 0 || i >= {}) {{ Y[idx] = 0; return; }}", x[d]);
+    w.line("src += i{};", st[d] == 1 ? "" : fmt::format(" * {}", st[d]));
+    w.close();
+  }
+  w.line("Y[idx] = X[src];");
+  w.close();
+  c.kernel.source = w.str();
+  c.bind = {{"X", n.input(0)}, {"Y", c.output(0)}};
+  c.kind = "center crop pad";
+}
+
+void emitGatherND(GpuLowerContext& c) {
+  const Node& n = c.node;
+  size_t b = size_t(n.attrs<GatherNDAttrs>().batchDims);
+  const Shape& ds = shapeOf(n.input(0));
+  const Shape& is = shapeOf(n.input(1));
+  const Shape& y = shapeOf(c.output(0));
+  DType t = n.input(0)->type().dtype;
+  std::string T = moveType(t);
+  size_t k = size_t(is.back());
+  std::vector<int64_t> st = stridesOf(ds);
+  int64_t slice = numElements(ds, b + k), batchSize = numElements(ds, b);
+  int64_t tuplesPerBatch = 1;
+  for (size_t d = b; d + 1 < is.size(); ++d)
+    tuplesPerBatch *= is[d];
+  CodeWriter w = openPerElementKernel(
+      c, fmt::format("GatherND, {}", dtypeName(t)),
+      {fmt::format("Y{} = slices of X{} at the index tuples of indices{} (batch dims {}); "
+                   "run-time indices, checked in range",
+                   shapeToString(y), shapeToString(ds), shapeToString(is), b)},
+      {fmt::format("__global const {}* restrict X", T), "__global const long* restrict I",
+       fmt::format("__global {}* restrict Y", T)},
+      numElements(y));
+  std::string flag = c.check("an index is out of range");
+  w.line("const int t = idx / {}, e = idx % {};", slice, slice);
+  w.line("int off = (t / {}) * {};", tuplesPerBatch, batchSize);
+  for (size_t j = 0; j < k; ++j) {
+    int64_t dim = ds[b + j];
+    w.line("const long i{} = I[t * {} + {}];", j, k, j);
+    w.line("if (i{0} < -{1} || i{0} >= {1}) {{ *{2} = 1; return; }}", j, dim, flag);
+    w.line("off += (int)(i{0} < 0 ? i{0} + {1} : i{0}) * {2};", j, dim, st[b + j]);
+  }
+  w.line("Y[idx] = X[off + e];");
+  w.close();
+  c.kernel.source = w.str();
+  c.bind = {{"X", n.input(0)}, {"I", n.input(1)}, {"Y", c.output(0)}};
+  c.kind = "gather nd";
+}
+
 } // namespace
 
 void addIndexLowerings(std::unordered_map<OpKind, GpuLowering>& t) {
   t[OpKind::Pad] = {supportsPad, emitPad, false};
+  t[OpKind::CenterCropPad] = {supportsNonEmpty, emitCenterCropPad, false};
+  t[OpKind::GatherND] = {supportsNonEmpty, emitGatherND, false};
   t[OpKind::ScatterElements] = {supportsScatter, emitScatter, false};
   t[OpKind::Scatter] = {supportsScatter, emitScatter, false};
   t[OpKind::ScatterND] = {supportsScatter, emitScatter, false};

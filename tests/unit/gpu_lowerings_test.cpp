@@ -235,7 +235,8 @@ TEST(GpuLowerings, IntegerAndFloat16Elementwise) {
 }
 
 // Pad in every mode on every axis (negative pads crop), Trilu, Tile, DepthToSpace in both modes,
-// SpaceToDepth, CumSum (exclusive, reverse), OneHot, Compress, Dropout with its mask.
+// SpaceToDepth, CumSum (exclusive, reverse), OneHot, Compress, Dropout with its mask,
+// CenterCropPad.
 TEST(GpuLowerings, MovementAndIndexing) {
   SKIP_WITHOUT_OPENCL();
   Tensor x = rnd({2, 3, 5}, 20);
@@ -273,6 +274,9 @@ TEST(GpuLowerings, MovementAndIndexing) {
                    {input(x), constant(optest::boolT({5}, {false, true, true, false, true}))},
                    {}});
   cases.push_back({OpKind::Dropout, {input(x)}, {}, 2});
+  cases.push_back({OpKind::CenterCropPad,
+                   {input(x), constant(optest::i64({3, 6}))},
+                   {{"axes", std::vector<int64_t>{0, 2}}}});
   checkCases(cases);
 }
 
@@ -318,7 +322,8 @@ TEST(GpuLowerings, ResizeAndConvTranspose) {
   checkCases(cases);
 }
 
-// GatherElements, Gather, ScatterElements (with a reduction and duplicate targets), ScatterND
+// GatherElements, Gather, ScatterElements (with a reduction and duplicate targets), ScatterND,
+// GatherND
 // and the losses read indices at run time, checked in range by the kernels.
 TEST(GpuLowerings, RunTimeIndicesAreCheckedInKernels) {
   SKIP_WITHOUT_OPENCL();
@@ -336,6 +341,7 @@ TEST(GpuLowerings, RunTimeIndicesAreCheckedInKernels) {
        {input(data), input(si), input(rnd({2, 2}, 43))},
        {{"axis", int64_t(1)}, {"reduction", "add"}}},
       {OpKind::ScatterND, {input(data), input(nd), input(rnd({2, 4}, 44))}, {}},
+      {OpKind::GatherND, {input(data), input(optest::i64({2, 2}, {2, -1, 0, 3}))}, {}},
       {OpKind::NegativeLogLikelihoodLoss,
        {input(scores), input(target), constant(w)},
        {{"ignore_index", int64_t(-7)}}},
