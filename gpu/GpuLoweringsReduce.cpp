@@ -1,6 +1,7 @@
 // GPU lowerings of the reductions over any axes: Reduce* (the accumulation of ir/ScalarExpr's
 // reduceExpr, the one place that says what each Reduce kind computes in generated code),
-// ArgMax/ArgMin, and Softmax/LogSoftmax/Hardmax over any contiguous axes. One work-item per
+// ArgMax/ArgMin, Softmax/LogSoftmax/Hardmax over any contiguous axes, InstanceNormalization and
+// LRN. One work-item per
 // output element (or per softmax row) loops over the values it reduces: simple, correct for any
 // shape, and fast enough where the reduced extent is small; Softmax over trailing axes keeps
 // the work-group row kernel of gpu/ReduceGen.cpp.
@@ -308,6 +309,74 @@ void emitSoftmaxLike(GpuLowerContext& c) {
   c.kind = fmt::format("{} (per row)", what);
 }
 
+// --- InstanceNormalization, LRN (float32)
+// ----------------------------------------------------------
+
+Support supportsChannelNorm(const Node& n) {
+  if (auto s = both(requireF32(n), require32Bit(n)); !s.ok) return s;
+  const Shape& x = shapeOf(n.input(0));
+  if (x.size() < 3) return no("input needs spatial dims");
+  return numElements(x) > 0 ? Support{} : no("empty input");
+}
+
+/// InstanceNormalization: one work-item per (n, c) computes the mean and variance of its
+/// spatial values (two passes, as the reference) and writes them normalized, scaled, shifted.
+void emitInstanceNorm(GpuLowerContext& c) {
+  const Node& n = c.node;
+  const Shape& x = shapeOf(n.input(0));
+  float eps = n.attrs<NormAttrs>().epsilon;
+  int64_t C = x[1], inner = numElements(x, 2);
+  CodeWriter w = openPerElementKernel(
+      c, "InstanceNormalization, f32",
+      {fmt::format("Y{0} = (X{0} - mean) / sqrt(var + {1}) * scale[c] + B[c] over the {2} "
+                   "spatial values of each (n, c)",
+                   shapeToString(x), floatLiteral(eps), inner)},
+      {"__global const float* restrict X", "__global const float* restrict scale",
+       "__global const float* restrict B", "__global float* restrict Y"},
+      x[0] * C);
+  w.line("const int ch = idx % {};", C);
+  w.line("__global const float* restrict x = X + idx * {};", inner);
+  w.line("__global float* restrict y = Y + idx * {};", inner);
+  w.line("float sum = 0.0f, sq = 0.0f;");
+  w.line("for (int i = 0; i < {}; ++i) sum += x[i];", inner);
+  w.line("const float mean = sum / {}.0f;", inner);
+  w.line("for (int i = 0; i < {}; ++i) sq += (x[i] - mean) * (x[i] - mean);", inner);
+  w.line("const float inv = 1.0f / sqrt(sq / {}.0f + {});", inner, floatLiteral(eps));
+  w.line("for (int i = 0; i < {}; ++i) y[i] = (x[i] - mean) * inv * scale[ch] + B[ch];", inner);
+  w.close();
+  c.kernel.source = w.str();
+  c.bind = {{"X", n.input(0)}, {"scale", n.input(1)}, {"B", n.input(2)}, {"Y", c.output(0)}};
+  c.kind = "instance norm";
+}
+
+/// LRN across channels: one work-item per element sums the squares of its channel window.
+void emitLrn(GpuLowerContext& c) {
+  const Node& n = c.node;
+  const auto& a = n.attrs<LRNAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  int64_t C = x[1], inner = numElements(x, 2);
+  int64_t before = (a.size - 1) / 2, after = a.size - 1 - before;
+  CodeWriter w = openPerElementKernel(
+      c, "LRN, f32",
+      {fmt::format("Y{0} = X / pow({1} + {2} / {3} * sum of X^2 over channels [c - {4}, c + {5}], "
+                   "{6})",
+                   shapeToString(x), floatLiteral(a.bias), floatLiteral(a.alpha), a.size, before,
+                   after, floatLiteral(a.beta))},
+      {"__global const float* restrict X", "__global float* restrict Y"}, numElements(x));
+  w.line("const int i = idx % {}, ch = (idx / {}) % {}, base = idx - ch * {};", inner, inner, C,
+         inner);
+  w.line("const int lo = max(0, ch - {}), hi = min({}, ch + {});", before, C - 1, after);
+  w.line("float sq = 0.0f;");
+  w.line("for (int cc = lo; cc <= hi; ++cc) sq += X[base + cc * {0}] * X[base + cc * {0}];", inner);
+  w.line("Y[idx] = X[idx] / pow({} + {} * sq, {});", floatLiteral(a.bias),
+         floatLiteral(float(double(a.alpha) / double(a.size))), floatLiteral(a.beta));
+  w.line("(void)i;");
+  w.close();
+  c.kernel.source = w.str();
+  c.bind = {{"X", n.input(0)}, {"Y", c.output(0)}};
+  c.kind = "lrn";
+}
+
 } // namespace
 
 void addReduceLowerings(std::unordered_map<OpKind, GpuLowering>& t) {
@@ -316,6 +385,8 @@ void addReduceLowerings(std::unordered_map<OpKind, GpuLowering>& t) {
                    OpKind::ReduceLogSumExp, OpKind::ReduceMax, OpKind::ReduceMin})
     t[k] = {supportsReduce, emitReduce, false};
   t[OpKind::ArgMax] = {supportsArgReduce, emitArgReduce, false};
+  t[OpKind::InstanceNormalization] = {supportsChannelNorm, emitInstanceNorm, false};
+  t[OpKind::LRN] = {supportsChannelNorm, emitLrn, false};
   t[OpKind::ArgMin] = {supportsArgReduce, emitArgReduce, false};
   for (OpKind k : {OpKind::Softmax, OpKind::LogSoftmax, OpKind::Hardmax})
     t[k] = {supportsSoftmaxLike, emitSoftmaxLike, false};

@@ -185,7 +185,8 @@ TEST(GpuLowerings, ReductionsOverAnyAxes) {
 }
 
 // Softmax, LogSoftmax and Hardmax over a leading and a middle axis (the per-row kernel) and over
-// the last one, and the opset-11 form over trailing axes; float16 too.
+// the last one, and the opset-11 form over trailing axes; float16 too; InstanceNormalization
+// and LRN.
 TEST(GpuLowerings, SoftmaxFamilyOverAnyAxis) {
   SKIP_WITHOUT_OPENCL();
   Tensor x = rnd({3, 5, 7}, 5);
@@ -195,6 +196,11 @@ TEST(GpuLowerings, SoftmaxFamilyOverAnyAxis) {
       cases.push_back({kind, {input(x)}, {{"axis", axis}}});
   cases.push_back({OpKind::LogSoftmax, {input(x)}, {{"axis", int64_t(1)}}, 1, 11});
   cases.push_back({OpKind::Softmax, {input(rnd({4, 6}, 6, DType::F16))}, {{"axis", int64_t(0)}}});
+  Tensor img = rnd({2, 5, 3, 4}, 7);
+  cases.push_back({OpKind::InstanceNormalization,
+                   {input(img), constant(rnd({5}, 8)), constant(rnd({5}, 9))},
+                   {{"epsilon", 1e-3f}}});
+  cases.push_back({OpKind::LRN, {input(img)}, {{"size", int64_t(4)}, {"alpha", 0.01f}}});
   checkCases(cases, 2e-3, 1e-3);
 }
 
