@@ -7,9 +7,11 @@
 // so calls resolve to the float overloads) and OpenCL C 1.2 (whose math built-ins are
 // overloaded for float): it uses only the function names listed by scalarMathFunctions(), float
 // literals with an `f` suffix, INFINITY/NAN, the conditional operator and C casts. A target may
-// ask for more (ScalarTypes): integer, float64 and float16 math and the ops beyond the core, in
-// C++ only (they call the triad_rt helpers of cpu/runtime/triad_scalar.h). Every expression
-// computes what the reference kernel (ir/ops/) computes, bit for bit.
+// ask for more (ScalarTypes): integer, float64 and float16 math and the ops beyond the core,
+// rendered in its dialect (ScalarDialect): C++ calls the triad_rt helpers of
+// cpu/runtime/triad_scalar.h, OpenCL C the triad_<helper>_<types> functions the GPU target
+// generates (gpu/ScalarHelpers.cpp). Every expression computes what the reference kernel
+// (ir/ops/) computes, bit for bit.
 #pragma once
 
 #include "ir/Graph.h"
