@@ -75,17 +75,17 @@ DType inType(const Node& n, size_t i = 0) {
 /// instantiation (gpu/ScalarHelpers.cpp).
 std::string helper(ScalarDialect d, const std::string& name, const std::vector<DType>& types,
                    const std::string& args) {
-  std::string s = d == ScalarDialect::Cpp ? "triad_rt::" + name : "triad_" + name;
+  std::string s = fmt::format("{}{}", d == ScalarDialect::Cpp ? "triad_rt::" : "triad_", name);
   if (d == ScalarDialect::Cpp && !types.empty()) {
-    s += '<';
-    for (size_t i = 0; i < types.size(); ++i)
-      s += (i ? ", " : "") + cppTypeName(types[i]);
-    s += '>';
+    std::vector<std::string> names;
+    for (DType t : types)
+      names.push_back(cppTypeName(t));
+    s += fmt::format("<{}>", fmt::join(names, ", "));
   } else {
     for (DType t : types)
-      s += "_" + scalarTypeName(t, d);
+      s += fmt::format("_{}", scalarTypeName(t, d));
   }
-  return s + "(" + args + ")";
+  return fmt::format("{}({})", s, args);
 }
 
 // Float16 values are their bits in generated code; math converts them (triad_scalar.h).
