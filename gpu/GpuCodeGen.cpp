@@ -57,17 +57,31 @@ bool fits32Bit(const Node& n) {
   return true;
 }
 
-/// Element types elementwise kernels compute with (OpenCL C 1.2 without extensions: no double,
-/// no half arithmetic).
-bool clComputable(DType t) {
-  return t != DType::F64 && t != DType::F16;
+/// Element types elementwise kernels compute with: every one (float16 is stored as its bits and
+/// computed in float by the scalar helpers; float64 needs cl_khr_fp64, see needsDouble).
+bool clComputable(DType) {
+  return true;
 }
 
 bool elementwiseOnGpu(const Node& n) {
-  if (!(hasScalarExpr(n) || n.kind() == OpKind::Expand) || findGpuLowering(n.kind())) return false;
+  if (!(hasScalarExpr(n, gpuScalarTypes()) || n.kind() == OpKind::Expand) ||
+      findGpuLowering(n.kind()))
+    return false;
   for (Value* v : n.inputs())
     if (v && !clComputable(v->type().dtype)) return false;
   return clComputable(n.output(0)->type().dtype) && fits32Bit(n);
+}
+
+/// Whether the kernel of `n` computes with doubles (float64 elements, or the double math of
+/// Pow with mixed types): it needs a device with cl_khr_fp64.
+bool needsDouble(const Node& n) {
+  for (Value* v : n.inputs())
+    if (v && v->type().dtype == DType::F64) return true;
+  for (Value* v : n.outputs())
+    if (v->type().dtype == DType::F64) return true;
+  ScalarTypes noF64 = ScalarTypes::all();
+  noF64.f64 = false;
+  return hasScalarExpr(n, ScalarTypes::all()) && !hasScalarExpr(n, noF64);
 }
 
 /// A literal of element `i` of a constant in OpenCL C.
@@ -84,6 +98,10 @@ std::string clLiteral(const Tensor& t, int64_t i = 0) {
   }
   case DType::U64:
     return fmt::format("({}UL)", t.data<uint64_t>()[i]);
+  case DType::F16:
+    return fmt::format("((ushort)0x{:04x})", t.data<Half>()[i].bits);
+  case DType::F64:
+    return scalarLiteral(t, i);
   default:
     return fmt::format("(({}){})", clTypeName(t.dtype()), t.getInt(i));
   }
@@ -109,6 +127,7 @@ std::string broadcastOffset(const Shape& in, const Shape& out, const std::string
 struct Extra {
   std::string decl; // "__global const float* restrict ep0"
   const Value* value;
+  BufferRef ref = {}; // where `value` is null: a place in a buffer that holds no value
 };
 
 class Generator {
@@ -139,6 +158,8 @@ private:
   std::vector<GpuStep> steps_;
   std::set<std::string> kernelNames_;
   size_t tuned_ = 0;
+  size_t checkSlots_ = 0;
+  bool fp64_ = true; // the device computes doubles (cl_khr_fp64), or no device is named
 };
 
 void Generator::placeConstants() {
@@ -219,8 +240,8 @@ Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& i
     const Node* n = grp.nodes[i];
     std::vector<std::string> ops;
     for (Value* v : n->inputs()) {
-      if (!v) {
-        ops.emplace_back();
+      if (!v || (n->kind() == OpKind::CastLike && v == n->input(1))) {
+        ops.emplace_back(); // absent, or CastLike's type-only input
         continue;
       }
       if (!expr.count(v)) {
@@ -240,7 +261,8 @@ Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& i
       }
       ops.push_back(expr.at(v));
     }
-    std::string ex = n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops);
+    std::string ex =
+        n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops, ScalarDialect::OpenCL);
     code += fmt::format("const {} et{} = {}; // {} ({})\n", clTypeName(n->output(0)->type().dtype),
                         i, ex, n->name(), opKindName(n->kind()));
     expr[n->output(0)] = fmt::format("et{}", i);
@@ -283,7 +305,9 @@ void Generator::bindKernel(GeneratedKernel& k, const std::map<std::string, const
   }
   all.insert(all.end(), extras.begin(), extras.end());
   const size_t inputs = g_.inputs().size();
+  const int statusBuffer = int(2 + inputs + g_.outputs().size());
   auto baseName = [&](int b) -> std::string {
+    if (b == statusBuffer) return "triad_status";
     if (b == 0) return "triad_arena";
     if (b == 1) return "triad_weights";
     if (size_t(b) < 2 + inputs) return fmt::format("triad_in{}", b - 2);
@@ -293,8 +317,9 @@ void Generator::bindKernel(GeneratedKernel& k, const std::map<std::string, const
   std::set<int> used;
   std::string body;
   for (const Extra& x : all) {
-    BufferRef r = locate(x.value);
-    TRIAD_ASSERT(r.buffer >= 0, "kernel '{}': value '{}' has no storage", k.name, x.value->name());
+    BufferRef r = x.value ? locate(x.value) : x.ref;
+    TRIAD_ASSERT(r.buffer >= 0, "kernel '{}': value '{}' has no storage", k.name,
+                 x.value ? x.value->name() : paramName(x.decl));
     std::string name = paramName(x.decl);
     std::string type = x.decl.substr(0, x.decl.size() - name.size());
     if (size_t p = type.find(" restrict"); p != std::string::npos) type.erase(p, 9);
@@ -305,8 +330,9 @@ void Generator::bindKernel(GeneratedKernel& k, const std::map<std::string, const
     used.insert(r.buffer);
     std::string at =
         r.offset ? fmt::format("{} + {}", baseName(r.buffer), r.offset) : baseName(r.buffer);
-    body += fmt::format("  {} = ({})({}); // {} {}\n", x.decl, type, at, x.value->name(),
-                        typeToString(x.value->type()));
+    body += fmt::format("  {} = ({})({}); // {}\n", x.decl, type, at,
+                        x.value ? x.value->name() + " " + typeToString(x.value->type())
+                                : "run-time check flag (status buffer)");
   }
   std::vector<std::string> params;
   k.params.clear();
@@ -330,7 +356,18 @@ void Generator::emitChain(const FusionGroup& grp, const std::string& layer, GpuS
   std::map<std::string, const Value*> bind;
   std::unordered_map<const Value*, std::string> expr;
   std::set<std::string> names;
+  // CastLike's second input gives only a type: its elements are never read.
+  auto typeOnly = [&](const Value* v) {
+    for (const Node* n : grp.nodes)
+      for (size_t i = 0; i < n->inputs().size(); ++i)
+        if (n->input(i) == v && !(n->kind() == OpKind::CastLike && i == 1)) return false;
+    return true;
+  };
   for (Value* v : grp.externalInputs()) {
+    if (typeOnly(v)) {
+      expr[v] = "";
+      continue;
+    }
     if (v->isConstant() && v->constant().numElements() == 1) {
       expr[v] = clLiteral(v->constant());
       continue;
@@ -348,7 +385,8 @@ void Generator::emitChain(const FusionGroup& grp, const std::string& layer, GpuS
     std::vector<std::string> ops;
     for (Value* v : n->inputs())
       ops.push_back(v ? expr.at(v) : std::string());
-    std::string e = n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops);
+    std::string e =
+        n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops, ScalarDialect::OpenCL);
     ch.statements.push_back(fmt::format("const {} t{} = {}; // {} ({})",
                                         clTypeName(n->output(0)->type().dtype), i, e, n->name(),
                                         opKindName(n->kind())));
@@ -408,6 +446,8 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
     steps_.push_back(step);
   };
   Support s = gpuSupport(*head);
+  if (s.ok && !fp64_ && needsDouble(*head))
+    s = no("double arithmetic and the device has no cl_khr_fp64");
   if (!s.ok) {
     TRIAD_ASSERT(grp.nodes.size() == 1, "host node {} was fused", head->name());
     host(s.reason);
@@ -418,13 +458,23 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
     if (grp.nodes.size() == 1 && isViewOp(head->kind())) {
       emitCopy(*head, layer, step);
     } else if (const GpuLowering* low = findGpuLowering(head->kind())) {
-      GpuLowerContext c{*head, layer, opts_, {}, {}, {}, {}, {}, {}, {}, {}, {}, false};
+      GpuLowerContext c{*head, layer, opts_, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, false};
       std::vector<Extra> extras;
       c.output = [&](size_t i) -> const Value* {
         return grp.anchored ? grp.last()->output(i) : head->output(i);
       };
       c.epilogue = [&](const EpilogueIndex& index, const std::string& pre) {
         return buildEpilogue(grp, index, pre, extras);
+      };
+      c.check = [&](const std::string& what) {
+        if (step.checkSlot < 0) {
+          step.checkSlot = int(checkSlots_++);
+          step.checkWhat = what;
+          BufferRef at{int(2 + g_.inputs().size() + g_.outputs().size()),
+                       int64_t(step.checkSlot) * 4};
+          extras.push_back({"__global int* restrict triad_check", nullptr, at});
+        }
+        return std::string("triad_check");
       };
       c.pointer = [&](const std::string& name, const Value* v) {
         extras.push_back(
@@ -455,6 +505,15 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
 
 GpuProgram Generator::run() {
   FusionPolicy policy = gpuFusionPolicy();
+  fp64_ = !opts_.device || opts_.device->fp64;
+  if (!fp64_) { // nodes computing in double run on the host: keep them out of groups
+    policy.isAnchor = [inner = policy.isAnchor](const Node& n) {
+      return !needsDouble(n) && inner(n);
+    };
+    policy.isFusableElementwise = [inner = policy.isFusableElementwise](const Node& n) {
+      return !needsDouble(n) && inner(n);
+    };
+  }
   if (!opts_.fuse) policy.isAnchor = [](const Node&) { return false; };
   if (!opts_.fuse) policy.isFusableElementwise = [](const Node&) { return false; };
   std::vector<FusionGroup> groups = formFusionGroups(g_, policy);
@@ -504,6 +563,7 @@ GpuProgram Generator::run() {
   p.hostSteps = hostSteps;
   p.tunedKernels = tuned_;
   p.fusionSummary = describeFusion(groups);
+  p.checkSlots = checkSlots_;
   p.bufferNames = {"arena", "weights"};
   p.bufferBytes = {size_t(plan_.arenaBytes), p.weights.size()};
   for (const Value* v : g_.inputs()) {
@@ -514,6 +574,11 @@ GpuProgram Generator::run() {
     p.bufferNames.push_back(fmt::format("output '{}'", v->name()));
     p.bufferBytes.push_back(size_t(numElements(v->type().shape)) * dtypeSize(v->type().dtype));
   }
+  if (checkSlots_ > 0) {
+    p.statusBuffer = int(p.bufferNames.size());
+    p.bufferNames.push_back("status");
+    p.bufferBytes.push_back(checkSlots_ * 4);
+  }
   return p;
 }
 
@@ -521,18 +586,24 @@ GpuProgram Generator::run() {
 
 Support gpuSupport(const Node& n) {
   if (isViewOp(n.kind())) return {};
+  bool empty = true; // every output empty: nothing to compute (the group emits no kernel)
+  for (Value* v : n.outputs())
+    empty = empty && numElements(v->type().shape) == 0;
+  if (empty) return {};
   if (const GpuLowering* l = findGpuLowering(n.kind()))
     return l->supports ? l->supports(n) : Support{};
   if (elementwiseOnGpu(n)) return {};
-  if (hasScalarExpr(n) || n.kind() == OpKind::Expand) {
-    if (!fits32Bit(n)) return no("a tensor exceeds 32-bit indexing");
-    return no("no OpenCL C arithmetic for f16/f64 elements");
-  }
+  if (hasScalarExpr(n, ScalarTypes::all()) || n.kind() == OpKind::Expand)
+    return no("a tensor exceeds 32-bit indexing");
   for (Value* v : n.inputs())
     if (v && v->type().dtype != DType::F32)
       return no(fmt::format("no GPU lowering for {} with {} inputs", opKindName(n.kind()),
                             dtypeName(v->type().dtype)));
   return no(fmt::format("no GPU lowering for {}", opKindName(n.kind())));
+}
+
+ScalarTypes gpuScalarTypes() {
+  return ScalarTypes::all();
 }
 
 FusionPolicy gpuFusionPolicy() {

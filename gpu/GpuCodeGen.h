@@ -26,6 +26,7 @@
 #include "gpu/Tuner.h"
 #include "ir/Fusion.h"
 #include "ir/MemoryPlan.h"
+#include "ir/ScalarExpr.h"
 #include "ir/Target.h"
 
 #include <optional>
@@ -60,6 +61,10 @@ struct GpuStep {
   std::optional<GemmShape> gemm;      // GEMM-shaped kernels: the shape (tuning key)
   std::optional<ConvShape> conv;      // implicit-GEMM convolutions: the shape (tuning key)
   std::string params;                 // the generator parameters used ("wg 8x8 work 4x4 ...")
+  /// Kernels that check run-time data (indices read from tensors): their slot in the status
+  /// buffer, which the kernel sets to 1 when the check fails, and what failed.
+  int checkSlot = -1;
+  std::string checkWhat;
 };
 
 struct GpuProgram {
@@ -74,6 +79,10 @@ struct GpuProgram {
   std::string fusionSummary;
   std::vector<std::string> bufferNames; // by model buffer index
   std::vector<size_t> bufferBytes;      // by model buffer index
+  /// The status buffer (one int per checking step, zeroed before every run and read after it;
+  /// model buffer index 2 + inputs + outputs), or -1 when no kernel checks run-time data.
+  int statusBuffer = -1;
+  size_t checkSlots = 0;
 };
 
 GpuProgram generateOpenCL(const ir::Graph& g, const GpuCodeGenOptions& opts = {});
@@ -84,6 +93,11 @@ ir::Support gpuSupport(const ir::Node& n);
 /// The GPU fusion policy: Gemm/MatMul/Conv anchor epilogues; elementwise ops with a scalar
 /// expression (and Expand) fuse.
 ir::FusionPolicy gpuFusionPolicy();
+
+/// What elementwise kernels compute (ir::ScalarTypes): everything, float16 in float through the
+/// scalar helpers; float64 and double math only on devices with cl_khr_fp64 (elsewhere those
+/// nodes run on the host).
+ir::ScalarTypes gpuScalarTypes();
 
 /// The OpenCL C type of an element type ("float", "long", "uchar" for bool, ...).
 std::string clTypeName(ir::DType t);

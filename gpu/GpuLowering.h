@@ -5,11 +5,13 @@
 // (gpu/GpuCodeGen.cpp) fuses them into chains and into the anchors' epilogues.
 #pragma once
 
+#include "gpu/CodeWriter.h"
 #include "gpu/GpuCodeGen.h"
 
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace triad::gpu {
@@ -37,6 +39,10 @@ struct GpuLowerContext {
   /// Declares a pointer named `name` to value `v` inside the kernel (for epilogue operands such
   /// as a bias) and returns the name.
   std::function<std::string(const std::string& name, const ir::Value* v)> pointer;
+  /// For kernels that check run-time data: declares the step's status flag (an `__global int*`)
+  /// and returns its name; the kernel sets `*flag = 1` where the check `what` fails, and the run
+  /// then fails naming the node ("an index is out of range").
+  std::function<std::string(const std::string& what)> check;
 
   // Filled by the lowering.
   GeneratedKernel kernel;
@@ -55,5 +61,32 @@ struct GpuLowering {
 };
 
 const GpuLowering* findGpuLowering(ir::OpKind k);
+
+/// The lowering families in their own files add their entries to the table.
+void addReduceLowerings(std::unordered_map<ir::OpKind, GpuLowering>& table);
+void addIndexLowerings(std::unordered_map<ir::OpKind, GpuLowering>& table);
+
+/// Helpers shared by the lowering files.
+namespace lower {
+ir::Support no(std::string why);
+const ir::Shape& shapeOf(const ir::Value* v);
+/// Every tensor the node touches stays below 2^31 elements (kernels index with int).
+ir::Support require32Bit(const ir::Node& n);
+ir::Support both(ir::Support a, const ir::Support& b);
+/// Every input and output is float32.
+ir::Support requireF32(const ir::Node& n);
+/// The OpenCL C type that moves one element of `t` (movement kernels copy bits).
+std::string moveType(ir::DType t);
+constexpr int kMoveWorkGroup = 64;
+/// The common frame of a kernel with one work-item per output element (`total` of them):
+/// comment, signature (`params` are declarations), index `idx` and bounds check. The caller
+/// writes the body and closes the function.
+CodeWriter openPerElementKernel(GpuLowerContext& c, const std::string& what,
+                                const std::vector<std::string>& comment,
+                                const std::vector<std::string>& params, int64_t total);
+/// Softmax over the trailing axes of a float32 tensor: the work-group row kernel
+/// (generateSoftmax).
+void emitTrailingSoftmax(GpuLowerContext& c);
+} // namespace lower
 
 } // namespace triad::gpu

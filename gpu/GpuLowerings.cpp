@@ -17,7 +17,7 @@ namespace triad::gpu {
 
 using namespace ir;
 
-namespace {
+namespace lower {
 
 Support no(std::string why) {
   return {false, std::move(why)};
@@ -51,6 +51,12 @@ Support both(Support a, const Support& b) {
   return a.ok ? b : a;
 }
 
+} // namespace lower
+
+using namespace lower;
+
+namespace {
+
 /// A power of two in [1, 256] no larger than `n` (work-group size of a row reduction).
 int reduceWorkGroup(int64_t n, size_t limit) {
   int wg = 1;
@@ -59,8 +65,9 @@ int reduceWorkGroup(int64_t n, size_t limit) {
   return wg;
 }
 
-/// The OpenCL C type that moves one element of `t` (movement kernels copy bits).
-std::string moveType(DType t) {
+} // namespace
+
+std::string lower::moveType(DType t) {
   switch (dtypeSize(t)) {
   case 1:
     return "uchar";
@@ -72,6 +79,8 @@ std::string moveType(DType t) {
     return "ulong";
   }
 }
+
+namespace {
 
 /// Untuned parameters for a GEMM of `s`: GemmParams{} (32x32 tiles), except on CPU devices
 /// (PoCL) for large enough products, where wider register strips read as float8 measured
@@ -325,19 +334,9 @@ void emitGlobalPool(GpuLowerContext& c) {
 // --- Softmax and LayerNormalization
 // ---------------------------------------------------------------
 
-Support supportsSoftmax(const Node& n) {
-  if (auto s = both(requireF32(n), require32Bit(n)); !s.ok) return s;
-  const auto& axes = n.attrs<SoftmaxAttrs>().axes;
-  size_t r = shapeOf(n.input(0)).size();
-  for (size_t i = 0; i < axes.size(); ++i)
-    if (axes[i] != int64_t(r - axes.size() + i))
-      return no("softmax over non-trailing axes is not compiled");
-  if (axes.empty()) return no("scalar softmax");
-  if (numElements(shapeOf(n.input(0))) == 0) return no("empty input");
-  return {};
-}
+} // namespace
 
-void emitSoftmax(GpuLowerContext& c) {
+void lower::emitTrailingSoftmax(GpuLowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   size_t first = size_t(c.node.attrs<SoftmaxAttrs>().axes.front());
   int64_t rows = numElements(x, 0, first), cols = numElements(x, first);
@@ -348,6 +347,8 @@ void emitSoftmax(GpuLowerContext& c) {
   c.kind = "softmax";
   c.params = p.toString();
 }
+
+namespace {
 
 Support supportsLayerNorm(const Node& n) {
   if (auto s = both(requireF32(n), require32Bit(n)); !s.ok) return s;
@@ -383,12 +384,11 @@ void emitLayerNorm(GpuLowerContext& c) {
 
 // --- Kernels written here: one work-item per output element ------------------------------------
 
-constexpr int kMoveWorkGroup = 64;
+} // namespace
 
-/// The common frame: comment, signature, index and bounds check. `params` are declarations.
-CodeWriter openPerElementKernel(GpuLowerContext& c, const std::string& what,
-                                const std::vector<std::string>& comment,
-                                const std::vector<std::string>& params, int64_t total) {
+CodeWriter lower::openPerElementKernel(GpuLowerContext& c, const std::string& what,
+                                       const std::vector<std::string>& comment,
+                                       const std::vector<std::string>& params, int64_t total) {
   GeneratedKernel& k = c.kernel;
   k.name = kernelIdentifier(c.layer);
   k.range.dims = 1;
@@ -410,6 +410,8 @@ CodeWriter openPerElementKernel(GpuLowerContext& c, const std::string& what,
   w.line("if (idx >= {}) return;", total);
   return w;
 }
+
+namespace {
 
 /// Source offset of output element `idx` for a strided read: output coordinate d (of `out`)
 /// advances the source by srcStride[d]; `base` is the source offset of the first element.
@@ -603,10 +605,10 @@ Support supportsGather(const Node& n) {
   DType t = n.input(1)->type().dtype;
   if (t != DType::I64 && t != DType::I32) return no("indices must be int64 or int32");
   if (numElements(shapeOf(n.output(0))) == 0) return no("empty output");
-  // Indices known only at run time go to the host, whose reference kernel rejects an index out
-  // of range with an error naming the node; a kernel could only clamp it (a silent wrong answer).
+  // Constant indices are checked here; run-time ones by the kernel, whose failed check fails
+  // the run naming the node (the status buffer), as the reference kernel rejects them.
   const Value* idx = n.input(1);
-  if (!idx->isConstant()) return no("run-time indices are range-checked on the host");
+  if (!idx->isConstant()) return {};
   int64_t dim = shapeOf(n.input(0))[size_t(n.attrs<AxisAttrs>().axis)];
   for (int64_t k = 0; k < idx->constant().numElements(); ++k) {
     int64_t v = idx->constant().getInt(k);
@@ -628,15 +630,24 @@ void emitGather(GpuLowerContext& c) {
       c, fmt::format("Gather, {}", dtypeName(n.input(0)->type().dtype)),
       {fmt::format("Y{} = X{}[indices{}] along axis {}", shapeToString(y), shapeToString(x),
                    shapeToString(shapeOf(n.input(1))), axis),
-       "constant indices, checked in range at compile time; negative ones count from the end"},
+       n.input(1)->isConstant()
+           ? "constant indices, checked in range at compile time; negative ones count from the end"
+           : "run-time indices, checked in range (the run fails naming the node); negative ones "
+             "count from the end"},
       {fmt::format("__global const {}* restrict X", t),
        fmt::format("__global const {}* restrict I", it), fmt::format("__global {}* restrict Y", t)},
       numElements(y));
   w.line("const int i = idx % {}, j = (idx / {}) % {}, o = idx / {};", inner, inner, count,
          inner * count);
   w.line("long ix = I[j];");
+  if (!n.input(1)->isConstant()) {
+    std::string flag = c.check("an index is out of range");
+    w.open("if (ix < -{} || ix >= {})", dim, dim);
+    w.line("*{} = 1;", flag);
+    w.line("return;");
+    w.close();
+  }
   w.line("if (ix < 0) ix += {};", dim);
-  w.line("ix = clamp(ix, (long)0, (long){});", dim - 1);
   w.line("Y[idx] = X[(o * {} + (int)ix) * {} + i];", dim, inner);
   w.close();
   c.kernel.source = w.str();
@@ -644,8 +655,8 @@ void emitGather(GpuLowerContext& c) {
   c.kind = "gather";
 }
 
-const std::unordered_map<OpKind, GpuLowering>& table() {
-  static const std::unordered_map<OpKind, GpuLowering> t = {
+std::unordered_map<OpKind, GpuLowering> table() {
+  return {
       {OpKind::Gemm, {supportsGemm, emitGemm, true}},
       {OpKind::MatMul, {supportsMatMul, emitMatMul, true}},
       {OpKind::Conv, {supportsConv, emitConv, true}},
@@ -653,7 +664,6 @@ const std::unordered_map<OpKind, GpuLowering>& table() {
       {OpKind::AveragePool, {supportsPool, emitPool, false}},
       {OpKind::GlobalAveragePool, {supportsGlobalPool, emitGlobalPool, false}},
       {OpKind::GlobalMaxPool, {supportsGlobalPool, emitGlobalPool, false}},
-      {OpKind::Softmax, {supportsSoftmax, emitSoftmax, false}},
       {OpKind::LayerNormalization, {supportsLayerNorm, emitLayerNorm, false}},
       {OpKind::BatchNormalization, {supportsBatchNorm, emitBatchNorm, false}},
       {OpKind::Transpose, {anyType, emitTranspose, false}},
@@ -662,14 +672,21 @@ const std::unordered_map<OpKind, GpuLowering>& table() {
       {OpKind::Split, {supportsSplit, emitSplit, false}},
       {OpKind::Gather, {supportsGather, emitGather, false}},
   };
+}
+
+std::unordered_map<OpKind, GpuLowering> fullTable() {
+  std::unordered_map<OpKind, GpuLowering> t = table();
+  addReduceLowerings(t);
+  addIndexLowerings(t);
   return t;
 }
 
 } // namespace
 
 const GpuLowering* findGpuLowering(OpKind k) {
-  auto it = table().find(k);
-  return it == table().end() ? nullptr : &it->second;
+  static const std::unordered_map<OpKind, GpuLowering> t = fullTable();
+  auto it = t.find(k);
+  return it == t.end() ? nullptr : &it->second;
 }
 
 bool useImplicitGemm(const ConvShape& s) {

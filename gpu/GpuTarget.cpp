@@ -111,6 +111,9 @@ public:
     hostMs_.assign(program_.steps.size(), 0.0);
     for (size_t i = 0; i < inputs.size(); ++i)
       ctx_->write(buffers_[2 + i], inputs[i].raw(), inputs[i].byteSize());
+    std::vector<int32_t> status(program_.checkSlots, 0);
+    if (!status.empty())
+      ctx_->write(buffers_[size_t(program_.statusBuffer)], status.data(), status.size() * 4);
     for (size_t s = 0; s < program_.steps.size(); ++s) {
       if (program_.steps[s].kernel.empty())
         runHost(s);
@@ -128,7 +131,13 @@ public:
       TRIAD_ASSERT(r.buffer >= 0, "graph output '{}' has no storage", v->name());
       ctx_->read(buffers_[size_t(r.buffer)], outs.back().raw(), bytesOf(v), size_t(r.offset));
     }
+    if (!status.empty())
+      ctx_->read(buffers_[size_t(program_.statusBuffer)], status.data(), status.size() * 4);
     ctx_->finish();
+    for (const GpuStep& st : program_.steps) // the first failed check in execution order
+      if (st.checkSlot >= 0 && status[size_t(st.checkSlot)] != 0)
+        fail(ErrorKind::Runtime, "node '{}' ({}): {}", st.nodes.front()->name(),
+             opKindName(st.nodes.front()->kind()), st.checkWhat);
     collectProfile(msSince(t0));
     return outs;
   }

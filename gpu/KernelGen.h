@@ -36,6 +36,11 @@ struct GeneratedKernel {
 std::string programSource(std::span<const GeneratedKernel> kernels);
 std::string programSource(const GeneratedKernel& kernel);
 
+/// OpenCL C definitions of the scalar helpers (ir/ScalarExpr's OpenCL dialect: float16
+/// conversions, integer Pow and Mod, float-to-integer casts) that `source` calls; programSource
+/// puts them before the kernels.
+std::string scalarHelpers(std::string_view source);
+
 /// "/layer1/Conv" -> "layer1_Conv": a C identifier that is not an OpenCL C keyword.
 std::string kernelIdentifier(std::string_view layer);
 

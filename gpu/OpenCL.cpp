@@ -211,6 +211,7 @@ std::vector<PlatformInfo> listPlatforms() {
               "clGetDeviceInfo");
       d.localMemIsDedicated =
           deviceValue<cl_device_local_mem_type>(d.id, CL_DEVICE_LOCAL_MEM_TYPE) == CL_LOCAL;
+      d.fp64 = deviceString(d.id, CL_DEVICE_EXTENSIONS).find("cl_khr_fp64") != std::string::npos;
       p.devices.push_back(std::move(d));
     }
     result.push_back(std::move(p));

@@ -67,6 +67,7 @@ struct DeviceInfo {
   size_t maxWorkGroupSize = 0;
   std::vector<size_t> maxWorkItemSizes;
   bool localMemIsDedicated = false; // CL_LOCAL vs CL_GLOBAL local-memory type
+  bool fp64 = false;                // cl_khr_fp64: double in kernels
 
   /// "0:0 pthread-skylake-avx512-AMD EPYC (Portable Computing Language)"
   std::string label() const;

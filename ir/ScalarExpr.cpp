@@ -13,7 +13,7 @@ namespace triad::ir {
 namespace {
 
 using Operands = std::span<const std::string>;
-using ExprFn = std::function<std::string(const Node&, Operands)>;
+using ExprFn = std::function<std::string(const Node&, Operands, ScalarDialect)>;
 
 /// How an op's expression is typed: math (every input and the output of one dtype; Pow's
 /// exponent may differ), a predicate (inputs of one dtype, bool output), boolean logic (bool in
@@ -70,26 +70,46 @@ DType inType(const Node& n, size_t i = 0) {
   return n.input(i)->type().dtype;
 }
 
-// Float16 values are their bits in generated code; math converts them (triad_scalar.h).
-std::string halfToFloat(const std::string& x) {
-  return "triad_rt::half_to_float(" + x + ")";
+/// A call of a run-time helper: `triad_rt::name<T...>(args)` in C++ (cpu/runtime/
+/// triad_scalar.h), `triad_name_T..(args)` in OpenCL C, whose helpers are generated per
+/// instantiation (gpu/ScalarHelpers.cpp).
+std::string helper(ScalarDialect d, const std::string& name, const std::vector<DType>& types,
+                   const std::string& args) {
+  std::string s = fmt::format("{}{}", d == ScalarDialect::Cpp ? "triad_rt::" : "triad_", name);
+  if (d == ScalarDialect::Cpp && !types.empty()) {
+    std::vector<std::string> names;
+    for (DType t : types)
+      names.push_back(cppTypeName(t));
+    s += fmt::format("<{}>", fmt::join(names, ", "));
+  } else {
+    for (DType t : types)
+      s += fmt::format("_{}", scalarTypeName(t, d));
+  }
+  return fmt::format("{}({})", s, args);
 }
-std::string halfFromFloat(const std::string& x) {
-  return "triad_rt::half_from_float(" + x + ")";
+
+// Float16 values are their bits in generated code; math converts them (triad_scalar.h).
+std::string halfToFloat(const std::string& x, ScalarDialect d) {
+  return helper(d, "half_to_float", {}, x);
+}
+std::string halfFromFloat(const std::string& x, ScalarDialect d) {
+  return helper(d, "half_from_float", {}, x);
 }
 
 /// The unsigned type integer arithmetic on t wraps in (the reference's WrapOf: at least 32
 /// bits, so that uint16 * uint16 is not promoted to an int that overflows).
-std::string wrapType(DType t) {
-  return dtypeSize(t) <= 4 ? "uint32_t" : "uint64_t";
+std::string wrapType(DType t, ScalarDialect d) {
+  return scalarTypeName(dtypeSize(t) <= 4 ? DType::U32 : DType::U64, d);
 }
 /// `a op b` on integers of dtype t with two's complement wrap-around (no signed overflow).
-std::string wrapping(DType t, const std::string& a, const char* op, const std::string& b) {
-  return fmt::format("(({0})(({1}){2} {3} ({1}){4}))", cppTypeName(t), wrapType(t), a, op, b);
+std::string wrapping(DType t, const std::string& a, const char* op, const std::string& b,
+                     ScalarDialect d) {
+  return fmt::format("(({0})(({1}){2} {3} ({1}){4}))", scalarTypeName(t, d), wrapType(t, d), a, op,
+                     b);
 }
 /// -x on integers of dtype t, wrapping (MIN stays MIN).
-std::string wrappingNeg(DType t, const std::string& x) {
-  return fmt::format("(({0})(({1})0 - ({1}){2}))", cppTypeName(t), wrapType(t), x);
+std::string wrappingNeg(DType t, const std::string& x, ScalarDialect d) {
+  return fmt::format("(({0})(({1})0 - ({1}){2}))", scalarTypeName(t, d), wrapType(t, d), x);
 }
 
 } // namespace
@@ -107,14 +127,14 @@ namespace {
 
 Entry unary(const char* fmtText, unsigned types = kReal) {
   return {Typing::Real,
-          [fmtText](const Node&, Operands o) {
+          [fmtText](const Node&, Operands o, ScalarDialect) {
             return fmt::format(fmt::runtime(fmtText), fmt::arg("x", o[0]));
           },
           types};
 }
 Entry binary(const char* fmtText, Typing t = Typing::Real, unsigned types = kReal) {
   return {t,
-          [fmtText](const Node&, Operands o) {
+          [fmtText](const Node&, Operands o, ScalarDialect) {
             return fmt::format(fmt::runtime(fmtText), fmt::arg("a", o[0]), fmt::arg("b", o[1]));
           },
           types};
@@ -122,9 +142,9 @@ Entry binary(const char* fmtText, Typing t = Typing::Real, unsigned types = kRea
 /// Add, Sub, Mul: the C operator on floats, wrapping on integers.
 Entry arithmetic(const char* op) {
   return {Typing::Real,
-          [op](const Node& n, Operands o) {
+          [op](const Node& n, Operands o, ScalarDialect d) {
             DType t = inType(n);
-            if (isInt(t)) return wrapping(t, o[0], op, o[1]);
+            if (isInt(t)) return wrapping(t, o[0], op, o[1], d);
             return fmt::format("({} {} {})", o[0], op, o[1]);
           },
           kReal | kInt};
@@ -133,13 +153,13 @@ Entry arithmetic(const char* op) {
 /// wrapping type; `unsignedFmt` for unsigned types when they differ).
 Entry unaryTyped(const char* realFmt, const char* intFmt, const char* unsignedFmt, unsigned types) {
   return {Typing::Real,
-          [=](const Node& n, Operands o) {
+          [=](const Node& n, Operands o, ScalarDialect d) {
             DType t = inType(n);
             const char* f = !isInt(t)                                            ? realFmt
                             : dtypeBit(t) == kUnsigned && unsignedFmt != nullptr ? unsignedFmt
                                                                                  : intFmt;
-            return fmt::format(fmt::runtime(f), fmt::arg("x", o[0]), fmt::arg("T", cppTypeName(t)),
-                               fmt::arg("W", wrapType(t)));
+            return fmt::format(fmt::runtime(f), fmt::arg("x", o[0]),
+                               fmt::arg("T", scalarTypeName(t, d)), fmt::arg("W", wrapType(t, d)));
           },
           types};
 }
@@ -149,15 +169,15 @@ Entry unaryTyped(const char* realFmt, const char* intFmt, const char* unsignedFm
 Entry variadic(const char* realFmt, const char* intFmt = nullptr, const char* halfFn = nullptr,
                bool mean = false) {
   return {Typing::Real,
-          [realFmt, intFmt, halfFn, mean](const Node& n, Operands o) {
+          [realFmt, intFmt, halfFn, mean](const Node& n, Operands o, ScalarDialect d) {
             DType t = inType(n);
             bool half = t == DType::F16;
-            auto in = [half](const std::string& x) { return half ? halfToFloat(x) : x; };
-            auto out = [half](const std::string& x) { return half ? halfFromFloat(x) : x; };
+            auto in = [half, d](const std::string& x) { return half ? halfToFloat(x, d) : x; };
+            auto out = [half, d](const std::string& x) { return half ? halfFromFloat(x, d) : x; };
             const char* f = isInt(t) ? intFmt : realFmt;
             std::string acc = o[0];
             for (size_t i = 1; i < o.size(); ++i)
-              acc = half && halfFn ? fmt::format("triad_rt::{}({}, {})", halfFn, acc, o[i])
+              acc = half && halfFn ? helper(d, halfFn, {}, acc + ", " + o[i])
                                    : out(fmt::format(fmt::runtime(f), fmt::arg("a", in(acc)),
                                                      fmt::arg("b", in(o[i]))));
             if (mean) acc = out(fmt::format("({} / {})", in(acc), flit(float(o.size()))));
@@ -167,8 +187,8 @@ Entry variadic(const char* realFmt, const char* intFmt = nullptr, const char* ha
 }
 Entry bitwise(const char* op) {
   return {Typing::Real,
-          [op](const Node& n, Operands o) {
-            return fmt::format("(({})({} {} {}))", cppTypeName(inType(n)), o[0], op, o[1]);
+          [op](const Node& n, Operands o, ScalarDialect d) {
+            return fmt::format("(({})({} {} {}))", scalarTypeName(inType(n), d), o[0], op, o[1]);
           },
           kInt, true};
 }
@@ -187,7 +207,7 @@ std::optional<float> constScalar(const Node& n, size_t i) {
 /// Pow as the reference's powElem: the result has the base's dtype; int^int is exact wrapping
 /// repeated squaring, int^real truncates the double result, float bases compute in float when
 /// both operands are f32/f16 and in double otherwise.
-std::string powExpr(const Node& n, Operands o) {
+std::string powExpr(const Node& n, Operands o, ScalarDialect d) {
   DType a = inType(n, 0), b = inType(n, 1);
   if (a == DType::F32 && b == DType::F32) {
     // Small integral exponents as products (exact, and what PyTorch's x.pow(2)/x**3 in
@@ -200,23 +220,21 @@ std::string powExpr(const Node& n, Operands o) {
     }
     return fmt::format("pow({}, {})", o[0], o[1]);
   }
-  std::string x = a == DType::F16 ? halfToFloat(o[0]) : o[0];
-  std::string y = b == DType::F16 ? halfToFloat(o[1]) : o[1];
-  if (isInt(a) && isInt(b))
-    return fmt::format("triad_rt::ipow<{}, {}>({}, {})", cppTypeName(a), cppTypeName(b), x, y);
+  std::string x = a == DType::F16 ? halfToFloat(o[0], d) : o[0];
+  std::string y = b == DType::F16 ? halfToFloat(o[1], d) : o[1];
+  if (isInt(a) && isInt(b)) return helper(d, "ipow", {a, b}, x + ", " + y);
   if (isInt(a))
-    return fmt::format("triad_rt::real_to_int<{}>(pow((double){}, (double){}))", cppTypeName(a), x,
-                       y);
+    return helper(d, "real_to_int", {a}, fmt::format("pow((double){}, (double){})", x, y));
   bool floatMath = a != DType::F64 && (b == DType::F32 || b == DType::F16);
   std::string r = floatMath ? fmt::format("pow({}, {})", x, y)
                             : fmt::format("(({})pow((double){}, (double){}))",
                                           a == DType::F64 ? "double" : "float", x, y);
-  return a == DType::F16 ? halfFromFloat(r) : r;
+  return a == DType::F16 ? halfFromFloat(r, d) : r;
 }
 
 /// Mod as the reference: C's fmod (fmod=1) or the divisor's sign (fmod=0, integers only);
 /// integer x % 0 and x % -1 give 0.
-std::string modExpr(const Node& n, Operands o) {
+std::string modExpr(const Node& n, Operands o, ScalarDialect d) {
   bool fmodMode = attrsOf<ModAttrs>(n).fmod;
   DType t = inType(n);
   const std::string &a = o[0], &b = o[1];
@@ -225,48 +243,61 @@ std::string modExpr(const Node& n, Operands o) {
     if (fmodMode) return r;
     return fmt::format("({0} != 0.0f && ({0} < 0.0f) != ({1} < 0.0f) ? {0} + {1} : {0})", r, b);
   }
+  if (d == ScalarDialect::OpenCL)
+    return fmt::format("triad_int_mod{}_{}({}, {})", fmodMode ? "_fmod" : "", scalarTypeName(t, d),
+                       a, b);
   return fmt::format("triad_rt::int_mod<{}, {}>({}, {})", fmodMode ? "true" : "false",
                      cppTypeName(t), a, b);
 }
 
 /// Integer division truncates; x / 0 gives 0 and MIN / -1 wraps (the reference's DivOp).
-std::string divExpr(const Node& n, Operands o) {
+std::string divExpr(const Node& n, Operands o, ScalarDialect d) {
   DType t = inType(n);
   const std::string &a = o[0], &b = o[1];
   if (!isInt(t)) return fmt::format("({} / {})", a, b);
-  std::string T = cppTypeName(t);
+  std::string T = scalarTypeName(t, d);
   if (dtypeBit(t) == kUnsigned)
     return fmt::format("({1} == 0 ? ({0})0 : ({0})({2} / {1}))", T, b, a);
   return fmt::format("({1} == 0 ? ({0})0 : {1} == -1 ? {3} : ({0})({2} / {1}))", T, b, a,
-                     wrappingNeg(t, a));
+                     wrappingNeg(t, a, d));
 }
 
 /// Shifts by the bit width or more give 0 (the reference's BitShiftOp; unsigned only).
-std::string bitShiftExpr(const Node& n, Operands o) {
+std::string bitShiftExpr(const Node& n, Operands o, ScalarDialect d) {
   DType t = inType(n);
-  std::string T = cppTypeName(t);
+  std::string T = scalarTypeName(t, d);
   std::string shifted = attrsOf<BitShiftAttrs>(n).direction == ShiftDirection::Left
-                            ? fmt::format("({})(({}){} << {})", T, wrapType(t), o[0], o[1])
+                            ? fmt::format("({})(({}){} << {})", T, wrapType(t, d), o[0], o[1])
                             : fmt::format("({})({} >> {})", T, o[0], o[1]);
-  return fmt::format("((uint64_t){} >= {}u ? ({})0 : {})", o[1], dtypeSize(t) * 8, T, shifted);
+  return fmt::format("(({}){} >= {}u ? ({})0 : {})", scalarTypeName(DType::U64, d), o[1],
+                     dtypeSize(t) * 8, T, shifted);
 }
 
 /// Cast (and CastLike) as the reference's Tensor::castTo / evalCast: C conversions, except
 /// float16, which is converted in one rounding from double, -> bool (nonzero), and real ->
 /// integer (triad_rt::cast_to_int: truncation with the reference's wrap rule).
-std::string castExpr(const Node& n, Operands o) {
+std::string castExpr(const Node& n, Operands o, ScalarDialect d) {
   DType from = inType(n), to = n.output(0)->type().dtype;
   const std::string& x = o[0];
   if (to == DType::Bool)
-    return from == DType::F16 ? fmt::format("({} != 0.0f)", halfToFloat(x))
+    return from == DType::F16 ? fmt::format("({} != 0.0f)", halfToFloat(x, d))
                               : fmt::format("({} != 0)", x);
-  if (to == DType::F16)
-    return from == DType::F16 ? x : fmt::format("triad_rt::half_from_double((double){})", x);
+  if (to == DType::F16) {
+    if (from == DType::F16) return x;
+    // OpenCL C without doubles: every source but float64 converts to float exactly, or (integers
+    // beyond 2^24) to a float that rounds to infinity in float16 as the exact value does.
+    if (d == ScalarDialect::OpenCL && from != DType::F64)
+      return halfFromFloat(fmt::format("(float){}", x), d);
+    return helper(d, "half_from_double", {}, "(double)" + x);
+  }
   bool toInt = (dtypeBit(to) & kInt) != 0, fromReal = (dtypeBit(from) & kReal) != 0;
-  std::string v = from == DType::F16 ? halfToFloat(x) : x;
-  if (toInt && fromReal) // the reference's wrap rule, defined out of range too
-    return fmt::format("triad_rt::cast_to_int<{}>((double){})", cppTypeName(to), v);
-  return fmt::format("(({}){})", cppTypeName(to), v);
+  std::string v = from == DType::F16 ? halfToFloat(x, d) : x;
+  if (toInt && fromReal) { // the reference's wrap rule, defined out of range too
+    if (d == ScalarDialect::OpenCL && from != DType::F64) // float math is exact here
+      return helper(d, "cast_float_to", {to}, v);
+    return helper(d, "cast_to_int", {to}, "(double)" + v);
+  }
+  return fmt::format("(({}){})", scalarTypeName(to, d), v);
 }
 
 const std::unordered_map<OpKind, Entry>& table() {
@@ -327,16 +358,16 @@ const std::unordered_map<OpKind, Entry>& table() {
     // as the reference's T(alpha).
     m[OpKind::Relu] =
         unaryTyped("({x} < 0.0f ? 0.0f : {x})", "({x} < 0 ? ({T})0 : {x})", "{x}", kReal | kInt);
-    m[OpKind::LeakyRelu] = {Typing::Real, [](const Node& n, Operands o) {
+    m[OpKind::LeakyRelu] = {Typing::Real, [](const Node& n, Operands o, ScalarDialect) {
                               return fmt::format("({0} < 0.0f ? {1} * {0} : {0})", o[0],
                                                  flit(attrsOf<AlphaAttrs>(n).alpha));
                             }};
     m[OpKind::PRelu] = {Typing::Real,
-                        [](const Node& n, Operands o) {
+                        [](const Node& n, Operands o, ScalarDialect d) {
                           DType t = inType(n);
                           if (isInt(t))
                             return fmt::format("({0} < 0 ? {1} : {0})", o[0],
-                                               wrapping(t, o[0], "*", o[1]));
+                                               wrapping(t, o[0], "*", o[1], d));
                           return fmt::format("({0} < 0.0f ? {1} * {0} : {0})", o[0], o[1]);
                         },
                         kReal | kSigned};
@@ -345,7 +376,7 @@ const std::unordered_map<OpKind, Entry>& table() {
         unary("({x} >= 0.0f ? 1.0f / (1.0f + exp(-{x})) : exp({x}) / (1.0f + exp({x})))");
     m[OpKind::Tanh] = unary("tanh({x})", kF32 | kF64);
     m[OpKind::HardSigmoid] = {
-        Typing::Real, [](const Node& n, Operands o) {
+        Typing::Real, [](const Node& n, Operands o, ScalarDialect) {
           const auto& a = attrsOf<HardSigmoidAttrs>(n);
           std::string v = fmt::format("({} * {} + {})", flit(a.alpha), o[0], flit(a.beta));
           return fmt::format("({0} < 0.0f ? 0.0f : {0} > 1.0f ? 1.0f : {0})", v);
@@ -354,7 +385,7 @@ const std::unordered_map<OpKind, Entry>& table() {
                                  "1.0f ? 1.0f : {x} / 6.0f + 0.5f))");
     m[OpKind::Clip] = {
         Typing::Real,
-        [](const Node& n, Operands o) {
+        [](const Node& n, Operands o, ScalarDialect) {
           const auto& a = attrsOf<ClipAttrs>(n);
           std::string lo = o.size() > 1 && !o[1].empty() ? o[1] : a.min ? flit(*a.min) : "";
           std::string hi = o.size() > 2 && !o[2].empty() ? o[2] : a.max ? flit(*a.max) : "";
@@ -368,7 +399,7 @@ const std::unordered_map<OpKind, Entry>& table() {
     // Float32 only: the constants are float literals (the reference's are T(...) of doubles)
     // and erf/tanh are the run-time's float approximations.
     m[OpKind::Gelu] = {Typing::Real,
-                       [](const Node& n, Operands o) {
+                       [](const Node& n, Operands o, ScalarDialect) {
                          if (attrsOf<GeluAttrs>(n).approximate == GeluApproximation::Tanh)
                            return fmt::format("(0.5f * {0} * (1.0f + tanh(0.7978845608f * ({0} + "
                                               "0.044715f * {0} * {0} * {0}))))",
@@ -377,28 +408,28 @@ const std::unordered_map<OpKind, Entry>& table() {
                                             o[0]);
                        },
                        kF32};
-    m[OpKind::Elu] = {Typing::Real, [](const Node& n, Operands o) {
+    m[OpKind::Elu] = {Typing::Real, [](const Node& n, Operands o, ScalarDialect) {
                         return fmt::format("({0} < 0.0f ? {1} * expm1({0}) : {0})", o[0],
                                            flit(attrsOf<AlphaAttrs>(n).alpha));
                       }};
-    m[OpKind::Selu] = {Typing::Real, [](const Node& n, Operands o) {
+    m[OpKind::Selu] = {Typing::Real, [](const Node& n, Operands o, ScalarDialect) {
                          const auto& a = attrsOf<SeluAttrs>(n);
                          return fmt::format("({0} > 0.0f ? {1} * {0} : {1} * ({2} * expm1({0})))",
                                             o[0], flit(a.gamma), flit(a.alpha));
                        }};
-    m[OpKind::Celu] = {Typing::Real, [](const Node& n, Operands o) {
+    m[OpKind::Celu] = {Typing::Real, [](const Node& n, Operands o, ScalarDialect) {
                          return fmt::format("({0} > 0.0f ? {0} : {1} * expm1({0} / {1}))", o[0],
                                             flit(attrsOf<AlphaAttrs>(n).alpha));
                        }};
     m[OpKind::Softplus] = unary("(({x} > 0.0f ? {x} : 0.0f) + log1p(exp(-fabs({x}))))");
     m[OpKind::Softsign] = unary("({x} / (1.0f + fabs({x})))");
-    m[OpKind::ThresholdedRelu] = {Typing::Real, [](const Node& n, Operands o) {
+    m[OpKind::ThresholdedRelu] = {Typing::Real, [](const Node& n, Operands o, ScalarDialect) {
                                     return fmt::format("({0} > {1} ? {0} : 0.0f)", o[0],
                                                        flit(attrsOf<AlphaAttrs>(n).alpha));
                                   }};
     m[OpKind::Mish] =
         unary("({x} * tanh(({x} > 0.0f ? {x} : 0.0f) + log1p(exp(-fabs({x})))))", kF32 | kF64);
-    m[OpKind::Shrink] = {Typing::Real, [](const Node& n, Operands o) {
+    m[OpKind::Shrink] = {Typing::Real, [](const Node& n, Operands o, ScalarDialect) {
                            const auto& a = attrsOf<ShrinkAttrs>(n);
                            return fmt::format("({0} < -{1} ? {0} + {2} : {0} > {1} ? {0} - {2} : "
                                               "0.0f)",
@@ -410,9 +441,10 @@ const std::unordered_map<OpKind, Entry>& table() {
     m[OpKind::LessOrEqual] = binary("({a} <= {b})", Typing::Predicate, kReal | kInt);
     m[OpKind::Greater] = binary("({a} > {b})", Typing::Predicate, kReal | kInt);
     m[OpKind::GreaterOrEqual] = binary("({a} >= {b})", Typing::Predicate, kReal | kInt);
-    m[OpKind::IsNaN] = {Typing::Predicate,
-                        [](const Node&, Operands o) { return fmt::format("({0} != {0})", o[0]); }};
-    m[OpKind::IsInf] = {Typing::Predicate, [](const Node& n, Operands o) {
+    m[OpKind::IsNaN] = {Typing::Predicate, [](const Node&, Operands o, ScalarDialect) {
+                          return fmt::format("({0} != {0})", o[0]);
+                        }};
+    m[OpKind::IsInf] = {Typing::Predicate, [](const Node& n, Operands o, ScalarDialect) {
                           const auto& a = attrsOf<IsInfAttrs>(n);
                           std::string pos = fmt::format("({} == INFINITY)", o[0]);
                           std::string neg = fmt::format("({} == -INFINITY)", o[0]);
@@ -420,15 +452,16 @@ const std::unordered_map<OpKind, Entry>& table() {
                             return fmt::format("({} || {})", pos, neg);
                           return a.detectPositive ? pos : a.detectNegative ? neg : "false";
                         }};
-    m[OpKind::Not] = {Typing::Logic,
-                      [](const Node&, Operands o) { return fmt::format("(!{})", o[0]); }};
+    m[OpKind::Not] = {Typing::Logic, [](const Node&, Operands o, ScalarDialect) {
+                        return fmt::format("(!{})", o[0]);
+                      }};
     m[OpKind::And] = binary("({a} && {b})", Typing::Logic);
     m[OpKind::Or] = binary("({a} || {b})", Typing::Logic);
     m[OpKind::Xor] = binary("({a} != {b})", Typing::Logic);
     // Casts: see hasScalarExpr for the pairs; float -> int wraps as the reference does.
     m[OpKind::Cast] = {Typing::Cast, castExpr};
     m[OpKind::CastLike] = {Typing::Cast, castExpr, kReal, true};
-    m[OpKind::Where] = {Typing::Where, [](const Node&, Operands o) {
+    m[OpKind::Where] = {Typing::Where, [](const Node&, Operands o, ScalarDialect) {
                           return fmt::format("({} ? {} : {})", o[0], o[1], o[2]);
                         }};
     return m;
@@ -474,6 +507,12 @@ bool hasScalarExpr(const Node& n, ScalarTypes types) {
                                                   : t == in;
       if (!ok) return false;
     }
+    // Pow computes in double unless both operands are float32/float16.
+    if (n.kind() == OpKind::Pow && !types.f64) {
+      auto f = [](DType t) { return t == DType::F32 || t == DType::F16; };
+      DType e = n.input(1)->type().dtype;
+      if (!(isInt(in) && isInt(e)) && !(f(in) && f(e))) return false;
+    }
     return true;
   }
   case Typing::Logic:
@@ -494,20 +533,20 @@ bool hasScalarExpr(const Node& n, ScalarTypes types) {
   return false;
 }
 
-std::string scalarExpr(const Node& n, std::span<const std::string> operands) {
+std::string scalarExpr(const Node& n, std::span<const std::string> operands, ScalarDialect d) {
   auto it = table().find(n.kind());
   TRIAD_ASSERT(it != table().end(), "no scalar expression for {}", opKindName(n.kind()));
   const Entry& entry = it->second;
   bool half = (entry.typing == Typing::Real || entry.typing == Typing::Predicate) &&
               !entry.convertsHalf && inType(n) == DType::F16;
-  if (!half) return entry.expr(n, operands);
+  if (!half) return entry.expr(n, operands, d);
   // Float16 math runs in float on the converted operands and rounds the result back, as the
   // reference's kernels do (ComputeOf<Half> is float).
   std::vector<std::string> ops(operands.begin(), operands.end());
   for (size_t i = 0; i < ops.size(); ++i)
-    if (n.input(i) && n.input(i)->type().dtype == DType::F16) ops[i] = halfToFloat(ops[i]);
-  std::string e = entry.expr(n, ops);
-  return n.output(0)->type().dtype == DType::F16 ? halfFromFloat(e) : e;
+    if (n.input(i) && n.input(i)->type().dtype == DType::F16) ops[i] = halfToFloat(ops[i], d);
+  std::string e = entry.expr(n, ops, d);
+  return n.output(0)->type().dtype == DType::F16 ? halfFromFloat(e, d) : e;
 }
 
 std::string cppTypeName(DType t) {
@@ -538,6 +577,37 @@ std::string cppTypeName(DType t) {
     return "uint16_t"; // storage only: binary16 bits
   case DType::Fixed:
     return "int64_t"; // storage of fixed-point values (raw integers)
+  }
+  return "void";
+}
+
+std::string scalarTypeName(DType t, ScalarDialect d) {
+  if (d == ScalarDialect::Cpp) return cppTypeName(t);
+  switch (t) {
+  case DType::F32:
+    return "float";
+  case DType::F64:
+    return "double";
+  case DType::I64:
+  case DType::Fixed:
+    return "long";
+  case DType::I32:
+    return "int";
+  case DType::I16:
+    return "short";
+  case DType::I8:
+    return "char";
+  case DType::U64:
+    return "ulong";
+  case DType::U32:
+    return "uint";
+  case DType::U16:
+  case DType::F16: // binary16 bits
+    return "ushort";
+  case DType::U8:
+    return "uchar";
+  case DType::Bool:
+    return "bool";
   }
   return "void";
 }

@@ -7,9 +7,11 @@
 // so calls resolve to the float overloads) and OpenCL C 1.2 (whose math built-ins are
 // overloaded for float): it uses only the function names listed by scalarMathFunctions(), float
 // literals with an `f` suffix, INFINITY/NAN, the conditional operator and C casts. A target may
-// ask for more (ScalarTypes): integer, float64 and float16 math and the ops beyond the core, in
-// C++ only (they call the triad_rt helpers of cpu/runtime/triad_scalar.h). Every expression computes
-// what the reference kernel (ir/ops/) computes, bit for bit.
+// ask for more (ScalarTypes): integer, float64 and float16 math and the ops beyond the core,
+// rendered in its dialect (ScalarDialect): C++ calls the triad_rt helpers of
+// cpu/runtime/triad_scalar.h, OpenCL C the triad_<helper>_<types> functions the GPU target
+// generates (gpu/ScalarHelpers.cpp). Every expression computes what the reference kernel
+// (ir/ops/) computes, bit for bit.
 #pragma once
 
 #include "ir/Graph.h"
@@ -20,6 +22,11 @@
 #include <vector>
 
 namespace triad::ir {
+
+/// The language of generated expressions: C++ (helpers in namespace triad_rt, stdint type names)
+/// or OpenCL C (OpenCL type names; helpers named triad_<helper>_<types>, which the GPU target
+/// defines for the ones a program uses).
+enum class ScalarDialect { Cpp, OpenCL };
 
 /// What a target's generated code handles beyond the float32 core that every target shares
 /// (float32 math, casts int/bool -> float32 and -> bool, comparisons, logic, Where).
@@ -42,7 +49,8 @@ bool hasScalarExpr(const Node& n, ScalarTypes types = {});
 /// never read). Constant scalar operands may be passed as literals (see scalarLiteral).
 /// Precondition: hasScalarExpr(n, types) for the target's types.
 /// Float16 operands and results are binary16 bits (uint16_t), as generated code stores them.
-std::string scalarExpr(const Node& n, std::span<const std::string> operands);
+std::string scalarExpr(const Node& n, std::span<const std::string> operands,
+                       ScalarDialect dialect = ScalarDialect::Cpp);
 
 /// A C literal for one element of a constant, in its dtype ("0.5f", "-INFINITY", "3", "1";
 /// float16: its bits, "uint16_t(0x3c00)").
@@ -53,6 +61,8 @@ std::string floatLiteral(float v);
 
 /// The C type name of a dtype in generated C++ ("float", "int64_t", "bool").
 std::string cppTypeName(DType t);
+/// The type name of a dtype in `dialect` (OpenCL C: "float", "long", "bool", float16 "ushort").
+std::string scalarTypeName(DType t, ScalarDialect dialect);
 
 /// A Reduce* op as generated code computes it: an accumulator `acc` (its type is the target's
 /// choice; the CPU uses double, as the oracle does) starts at `init`, takes each reduced value
