@@ -76,19 +76,8 @@ void ModelOptions::add(CLI::App& cmd) {
 frontend::ImportResult ModelOptions::load(bool optimizeAnyway) const {
   frontend::ImportOptions opts;
   opts.batch = batch;
-  for (const std::string& d : dims) {
-    auto eq = d.find('=');
-    int64_t v = 0;
-    try {
-      if (eq == std::string::npos || eq == 0) throw std::invalid_argument(d);
-      size_t used = 0;
-      v = std::stoll(d.substr(eq + 1), &used);
-      if (used != d.size() - eq - 1 || v <= 0) throw std::invalid_argument(d);
-    } catch (const std::exception&) {
-      fail(ErrorKind::Usage, "--dim '{}': expected NAME=VALUE with a positive integer VALUE", d);
-    }
-    opts.dims[d.substr(0, eq)] = v;
-  }
+  for (const std::string& d : dims)
+    frontend::addDim(opts, d);
   frontend::ImportResult r = frontend::importOnnxFile(model, opts);
   if (optimize || optimizeAnyway || printAfterAll || !printAfter.empty()) {
     std::vector<std::string> known = ir::allPassNames();

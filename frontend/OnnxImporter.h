@@ -52,6 +52,10 @@ struct ImportResult {
   int64_t irVersion = 0;
 };
 
+/// Sets a symbolic dimension from "NAME=VALUE" (`--dim`): a Usage error naming `what` unless
+/// VALUE is a positive integer.
+void addDim(ImportOptions& options, const std::string& spec, std::string_view what = "--dim");
+
 /// Imports a model file; throws triad::Error (Io, InvalidModel or Unsupported) naming the file
 /// and the node, attribute or tensor at fault.
 ImportResult importOnnxFile(const std::filesystem::path& path, const ImportOptions& options = {});
