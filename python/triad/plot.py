@@ -32,12 +32,12 @@ def precision(q, x, path=None):
     return draw(profile(q, x), path)
 
 
-def _box(ax, y, s, color, label):
+def _box(ax, y, s, color):
+    """A box from the first to the third quartile, whiskers to the extremes, the median."""
     if not s or "max" not in s:
         return
     ax.plot([s["min"], s["max"]], [y, y], color=color, lw=1)
-    ax.barh(y, s["q75"] - s["q25"], left=s["q25"], height=0.3, color=color, alpha=0.8,
-            label=label)
+    ax.barh(y, s["q75"] - s["q25"], left=s["q25"], height=0.3, color=color, alpha=0.8)
     ax.plot([s["median"]], [y], "|", color="black", ms=9)
 
 
@@ -58,13 +58,13 @@ def draw(data, path=None):
         labels.append(f"{layer['name']} ({layer['op']})")
         res = layer["result_format"]
         ax.barh(y + 0.17, res["max"] - res["lsb"], left=res["lsb"], height=0.34,
-                color="tab:blue", alpha=0.15, label="output format" if i == 0 else None)
-        _box(ax, y + 0.17, layer.get("outputs"), "tab:blue", "outputs (float)" if i == 0 else None)
+                color="tab:blue", alpha=0.15)
+        _box(ax, y + 0.17, layer.get("outputs"), "tab:blue")
         wf = layer.get("weight_format")
         if wf:
             ax.barh(y - 0.17, wf["max"] - wf["lsb"], left=wf["lsb"], height=0.34,
                     color="tab:orange", alpha=0.15)
-            _box(ax, y - 0.17, layer.get("weights"), "tab:orange", None)
+            _box(ax, y - 0.17, layer.get("weights"), "tab:orange")
         over = layer["saturated"] + layer["wrapped"] + layer.get("const_saturated", 0)
         if over:
             ax.annotate(f"{layer['saturated']} sat, {layer['wrapped']} wrap"
@@ -74,12 +74,16 @@ def draw(data, path=None):
                         color="tab:red", fontsize=8)
         err = layer["max_abs_error"]
         ex.barh(y, err if err > 0 else 0, color="tab:red" if over else "tab:gray")
-    ax.barh([], [], color="tab:orange", alpha=0.6, label="weights (float) / format")
     ax.set_xscale("log", base=2)
     ax.set_yticks(range(n))
     ax.set_yticklabels(list(reversed(labels)), fontsize=8)
     ax.set_xlabel("|value| (log2); shaded: what the fixed-point format holds")
-    ax.legend(loc="lower left", fontsize=8)
+    from matplotlib.patches import Patch
+    ax.legend(handles=[Patch(color="tab:blue", alpha=0.8, label="outputs (float)"),
+                       Patch(color="tab:blue", alpha=0.15, label="output format"),
+                       Patch(color="tab:orange", alpha=0.8, label="weights (float)"),
+                       Patch(color="tab:orange", alpha=0.15, label="weight format")],
+              loc="lower left", fontsize=8)
     ax.set_title("values against formats")
     if any(layer["max_abs_error"] > 0 for layer in layers):
         ex.set_xscale("log")
