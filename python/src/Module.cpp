@@ -541,6 +541,8 @@ NB_MODULE(_triad, m) {
   m.def("simulate", &simulate, nb::arg("dir"), nb::arg("x"), nb::arg("seed"), nb::arg("trace"));
   m.def("synthesize", &synthesize, nb::arg("dir"), nb::arg("family"), nb::arg("jobs"),
         nb::arg("pnr"), nb::arg("device"));
+  m.def("memory_limit", &ir::memoryLimit);
+  m.def("set_memory_limit", &ir::setMemoryLimit, nb::arg("bytes"));
   m.def("error_kinds", [] {
     std::vector<std::string> k;
     for (ErrorKind e :

@@ -72,3 +72,21 @@ def test_bad_arguments_are_usage_errors(small):
     with pytest.raises(triad.UsageError) as e:
         m.quantize({"default": {"precision": "fixed<99,6>"}})
     assert "99" in str(e.value)
+
+
+def test_memory_limit_is_a_resource_error(models, cli):
+    before = triad.max_memory()
+    triad.set_max_memory(4096)
+    try:
+        with pytest.raises(triad.ResourceError) as e:
+            triad.load(models / "digits_cnn.onnx", batch=360).compile("interp")(
+                np.load(models / "digits_test_x.npy"))
+    finally:
+        triad.set_max_memory(before)
+    assert e.value.exit_code == 7 and isinstance(e.value, MemoryError)
+    code, stderr = _cli_message(cli, "--max-memory", 4096, "run", models / "digits_cnn.onnx",
+                                "--batch", 360, "--input", models / "digits_test_x.npy")
+    assert code == 7 and stderr == f"triad: {e.value.kind}: {e.value}"
+    assert triad.max_memory() == before
+    with pytest.raises(triad.UsageError):
+        triad.set_max_memory(0)

@@ -20,7 +20,7 @@ from .errors import (Error, InternalError, InvalidModelError, IoError, ResourceE
                      UnsupportedError, UsageError)
 
 __all__ = [
-    "load", "Model", "Executable", "Quantized", "sim", "synth", "bench",
+    "load", "max_memory", "set_max_memory", "Model", "Executable", "Quantized", "sim", "synth", "bench",
     "Error", "UsageError", "IoError", "InvalidModelError", "UnsupportedError", "RunError",
     "ResourceError", "InternalError",
 ]
@@ -76,6 +76,19 @@ def _bind(inputs, specs):
         arrays.append(np.ascontiguousarray(a))
     arrays.extend(np.ascontiguousarray(v) for v in ordered[len(specs):])  # the library counts
     return arrays
+
+
+def max_memory():
+    """The most bytes a model may hold in tensors (default: the machine's memory)."""
+    return _triad.memory_limit()
+
+
+def set_max_memory(nbytes):
+    """Sets :func:`max_memory` (``triad --max-memory``): a model or input that needs more is
+    refused with :class:`ResourceError` naming the node and the size."""
+    if int(nbytes) < 1:
+        raise UsageError(f"max memory {nbytes}: expected a positive number of bytes")
+    _triad.set_memory_limit(int(nbytes))
 
 
 def load(path, batch=1, dims=None):
