@@ -90,3 +90,11 @@ def test_memory_limit_is_a_resource_error(models, cli):
     assert triad.max_memory() == before
     with pytest.raises(triad.UsageError):
         triad.set_max_memory(0)
+
+
+def test_one_class_per_cpp_error_kind():
+    from triad import _triad, errors
+    kinds = _triad.error_kinds()  # errorKindName of every ErrorKind, from ir/Diagnostics
+    assert sorted(kinds) == sorted(errors._BY_KIND)
+    assert all(issubclass(errors._make(k, "x").__class__, triad.Error) for k in kinds)
+    assert len({c.exit_code for c in errors._BY_KIND.values()}) == len(kinds)
