@@ -1,8 +1,8 @@
 // triad bench: one model on several targets, batch sizes and peers, into one report
 // (bench/Bench.h; docs/cli.md; docs/report-schema.md).
 #include "bench/Bench.h"
+#include "bench/PlanTargets.h"
 #include "cli/Commands.h"
-#include "cli/Targets.h"
 #include "fpga/QuantConfig.h"
 
 #include <fmt/format.h>
@@ -39,8 +39,6 @@ int runBenchCommand(BenchCliOptions& o, const ir::TargetRegistry& targets) {
   std::set<std::string> seen;
   b.targets.clear();
   for (const std::string& t : splitList(o.targets)) {
-    if (t != "auto" && !targets.find(t))
-      fail(ErrorKind::Usage, "--targets: no target '{}' (available: {}, auto)", t, targets.names());
     if (!seen.insert(t).second) fail(ErrorKind::Usage, "--targets: '{}' given twice", t);
     b.targets.push_back(t);
   }
@@ -63,36 +61,8 @@ int runBenchCommand(BenchCliOptions& o, const ir::TargetRegistry& targets) {
       fail(ErrorKind::Usage, "--peers '{}': a peer is a name like onnxruntime, openvino, tvm", p);
     if (std::find(b.peers.begin(), b.peers.end(), p) == b.peers.end()) b.peers.push_back(p);
   }
-  if (b.targets.empty() && b.peers.empty())
-    fail(ErrorKind::Usage, "--targets and --peers are both empty: nothing to run");
-  if (b.batches.empty()) fail(ErrorKind::Usage, "--batch: no batch size given");
-  if (!b.labels.empty() && b.data.empty())
-    fail(ErrorKind::Usage, "--labels needs --data (the labels of its rows)");
-  if (!(b.clockMhz > 0 && b.clockMhz <= 1000))
-    fail(ErrorKind::Usage, "--clock-mhz {}: expected a clock in (0, 1000] MHz", b.clockMhz);
-  if (b.reuse != "auto") {
-    try {
-      size_t used = 0;
-      if (std::stoll(b.reuse, &used) < 1 || used != b.reuse.size())
-        throw std::invalid_argument(b.reuse);
-    } catch (const std::exception&) {
-      fail(ErrorKind::Usage, "--reuse '{}': expected a positive whole number or 'auto'", b.reuse);
-    }
-  }
-  if (!b.precision.empty()) fpga::QuantConfig::fromCommandLine("", b.precision, {});
-  if (!(b.timeoutS > 0)) fail(ErrorKind::Usage, "--timeout {}: expected seconds > 0", b.timeoutS);
-  // `auto` plans over device models measured on this machine (cached) and the measured GPU
-  // link, as `triad partition` does (cli/Targets.h); it runs inside the auto worker.
-  PlanTargetOptions pto;
-  pto.threads = b.threads;
-  pto.reuse = b.reuse;
-  pto.clockMhz = b.clockMhz;
-  pto.fpgaPart = b.fpgaPart;
-  b.planCosts = [pto](ir::partition::Options& po, std::vector<std::string>* notes) {
-    Targets t = makeTargets(pto);
-    fillCosts(t, pto, po, true, false,
-              [notes](const std::string& line) { notes->push_back(line); });
-  };
+  bench::checkOptions(b, targets);
+  bench::setMeasuredPlanCosts(b);
   return bench::runBench(b, targets);
 }
 

@@ -1,5 +1,6 @@
 // triad inspect: what a model is made of (inputs, outputs, per-layer table with shapes,
 // parameters and MACs, totals) and which layers each target supports.
+#include "frontend/Inspect.h"
 #include "cli/Commands.h"
 #include "frontend/TensorIO.h"
 #include "ir/Printer.h"
@@ -23,16 +24,6 @@ std::string withCommas(int64_t v) {
   return out;
 }
 
-struct Layer {
-  const ir::Node* node;
-  int64_t params = 0;
-  int64_t macs = 0;
-};
-
-int64_t nodeMacs(const ir::Node& n) {
-  return ir::nodeWork(n).macs;
-}
-
 struct InspectOptions {
   ModelOptions model;
   std::string json, dot;
@@ -45,22 +36,10 @@ int runInspect(const InspectOptions& o, const ir::TargetRegistry& targets) {
   for (const auto& w : r.warnings)
     fmt::print(stderr, "triad: warning: {}\n", w);
 
-  std::vector<Layer> layers;
-  int64_t totalParams = 0, totalMacs = 0, paramBytes = 0;
-  for (const auto& n : g.nodes()) {
-    Layer l{n.get()};
-    for (ir::Value* v : n->inputs())
-      if (v && v->isConstant()) l.params += v->type().numElements();
-    l.macs = nodeMacs(*n);
-    totalMacs += l.macs;
-    layers.push_back(l);
-  }
-  auto uses = g.useCounts();
-  for (ir::Value* c : g.constants())
-    if (uses[size_t(c->id())] > 0) {
-      totalParams += c->type().numElements();
-      paramBytes += int64_t(c->constant().byteSize());
-    }
+  // The report is the library's (the Python package's Model.inspect() returns the same); the
+  // text form below is printed from it.
+  nlohmann::json j = frontend::inspectModel(r, o.model.model, targets);
+  const nlohmann::json& layers = j["layers"];
 
   fmt::print("model    {}\n", o.model.model);
   fmt::print("graph    {}: opset {}, IR version {}, producer '{}'\n", g.name, g.opset, r.irVersion,
@@ -74,76 +53,34 @@ int runInspect(const InspectOptions& o, const ir::TargetRegistry& targets) {
 
   size_t nameW = 5;
   for (const auto& l : layers)
-    nameW = std::max(nameW, l.node->name().size());
+    nameW = std::max(nameW, l["name"].get<std::string>().size());
   nameW = std::min<size_t>(nameW, 48);
   fmt::print("\n{:>4}  {:<{}}  {:<20} {:<24} {:>12} {:>14}\n", "#", "layer", nameW, "op", "output",
              "params", "MACs");
   for (size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
-    fmt::print("{:>4}  {:<{}}  {:<20} {:<24} {:>12} {:>14}\n", i, l.node->name(), nameW,
-               ir::opKindName(l.node->kind()), typeToString(l.node->output(0)->type()),
-               withCommas(l.params), withCommas(l.macs));
+    fmt::print("{:>4}  {:<{}}  {:<20} {:<24} {:>12} {:>14}\n", i, l["name"].get<std::string>(),
+               nameW, l["op"].get<std::string>(), l["outputs"][0].get<std::string>(),
+               withCommas(l["params"].get<int64_t>()), withCommas(l["macs"].get<int64_t>()));
   }
+  const nlohmann::json& totals = j["totals"];
   fmt::print("\ntotals   {} layers, {} parameters ({:.1f} KiB), {} MACs per inference\n",
-             layers.size(), withCommas(totalParams), double(paramBytes) / 1024.0,
-             withCommas(totalMacs));
+             layers.size(), withCommas(totals["params"].get<int64_t>()),
+             double(totals["param_bytes"].get<int64_t>()) / 1024.0,
+             withCommas(totals["macs"].get<int64_t>()));
 
   // Per-target support, from each target's own tables.
-  nlohmann::json support = nlohmann::json::object();
   fmt::print("\ntarget support\n");
-  std::map<std::string, std::vector<std::string>> unsupportedByOp; // op -> targets lacking it
   for (const ir::Target* t : targets.all()) {
-    int ok = 0;
-    std::map<std::string, std::string> missing; // op -> reason
-    for (const auto& l : layers) {
-      ir::Support s = t->supports(*l.node);
-      if (s.ok)
-        ++ok;
-      else
-        missing.emplace(std::string(ir::opKindName(l.node->kind())), s.reason);
-    }
-    fmt::print("  {:<8} {}/{} layers{}\n", t->name(), ok, layers.size(),
+    const nlohmann::json& s = j["targets"][std::string(t->name())];
+    auto missing = s["unsupported"].get<std::map<std::string, std::string>>(); // op -> reason
+    fmt::print("  {:<8} {}/{} layers{}\n", t->name(), s["supported"].get<int64_t>(), layers.size(),
                missing.empty() ? "" : fmt::format("; not supported: {}", fmt::join(missing, ", ")));
-    support[std::string(t->name())] = {{"supported", ok}, {"layers", layers.size()}};
   }
 
   if (o.printIr) fmt::print("\n{}", ir::printGraph(g));
   if (!o.dot.empty()) frontend::writeFileAtomic(o.dot, ir::toDot(g));
-  if (!o.json.empty()) {
-    nlohmann::json j;
-    j["model"] = o.model.model;
-    j["graph"] = g.name;
-    j["opset"] = g.opset;
-    auto io = [](const std::vector<ir::Value*>& vs) {
-      nlohmann::json a = nlohmann::json::array();
-      for (ir::Value* v : vs)
-        a.push_back({{"name", v->name()},
-                     {"dtype", ir::dtypeName(v->type().dtype)},
-                     {"shape", v->type().shape}});
-      return a;
-    };
-    j["inputs"] = io(g.inputs());
-    j["outputs"] = io(g.outputs());
-    nlohmann::json ls = nlohmann::json::array();
-    for (const auto& l : layers) {
-      nlohmann::json outs = nlohmann::json::array();
-      for (ir::Value* v : l.node->outputs())
-        outs.push_back(typeToString(v->type()));
-      ls.push_back({{"name", l.node->name()},
-                    {"op", ir::opKindName(l.node->kind())},
-                    {"outputs", outs},
-                    {"params", l.params},
-                    {"macs", l.macs}});
-    }
-    j["layers"] = ls;
-    j["totals"] = {{"layers", layers.size()},
-                   {"params", totalParams},
-                   {"param_bytes", paramBytes},
-                   {"macs", totalMacs}};
-    j["targets"] = support;
-    j["warnings"] = r.warnings;
-    frontend::writeFileAtomic(o.json, j.dump(2) + "\n");
-  }
+  if (!o.json.empty()) frontend::writeFileAtomic(o.json, j.dump(2) + "\n");
   return 0;
 }
 

@@ -61,21 +61,10 @@ void applyMemoryLimit(const std::string& flag) {
 }
 
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs) {
-  std::map<std::string, int64_t> out;
-  for (const std::string& d : specs) {
-    auto eq = d.find('=');
-    int64_t v = 0;
-    try {
-      if (eq == std::string::npos || eq == 0) throw std::invalid_argument(d);
-      size_t used = 0;
-      v = std::stoll(d.substr(eq + 1), &used);
-      if (used != d.size() - eq - 1 || v <= 0) throw std::invalid_argument(d);
-    } catch (const std::exception&) {
-      fail(ErrorKind::Usage, "--dim '{}': expected NAME=VALUE with a positive integer VALUE", d);
-    }
-    out[d.substr(0, eq)] = v;
-  }
-  return out;
+  frontend::ImportOptions o;
+  for (const std::string& d : specs)
+    frontend::addDim(o, d);
+  return o.dims;
 }
 
 void ModelOptions::add(CLI::App& cmd) {

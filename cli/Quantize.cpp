@@ -3,7 +3,14 @@
 #include "cli/Commands.h"
 #include "cli/FpgaOptions.h"
 #include "fpga/Emulator.h"
+#include "fpga/Profile.h"
 #include "frontend/TensorIO.h"
+#include "ir/Files.h"
+#include "ir/System.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <sys/wait.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -12,9 +19,11 @@ namespace triad::cli {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 struct QuantizeOptions {
   ModelOptions model;
-  std::string config, calibrate, input, output, json, labels, defaultPrecision;
+  std::string config, calibrate, input, output, json, labels, defaultPrecision, plot;
   std::vector<std::string> precision;
   bool report = false;
 };
@@ -39,6 +48,43 @@ frontend::ImportResult loadFor(const QuantizeOptions& o, const ir::Tensor& x,
     fail(ErrorKind::Runtime, "input '{}' expects {}, the file holds {}", g.inputs()[0]->name(),
          typeToString(want), typeToString(x.type()));
   return r;
+}
+
+// --plot: the numerical profile (fpga/Profile.h) drawn by the Python package's plot script
+// (python/triad/plot.py, run on its own) with matplotlib from the project's venv (TRIAD_PYTHON
+// overrides it, as for triad bench's peers).
+void drawPlot(const nlohmann::json& profile, const std::string& out) {
+  std::string python = "python3";
+  if (const char* p = std::getenv("TRIAD_PYTHON"); p && *p)
+    python = p;
+  else if (fs::path venv = fs::path(TRIAD_SOURCE_DIR) / ".venv" / "bin" / "python";
+           fs::exists(venv))
+    python = venv.string();
+  fs::path script = fs::path(TRIAD_SOURCE_DIR) / "python" / "triad" / "plot.py";
+  if (const char* p = std::getenv("TRIAD_PLOT_SCRIPT"); p && *p) script = p;
+  if (!fs::exists(script))
+    fail(ErrorKind::Unsupported,
+         "--plot needs the triad Python package's plot script, not found at '{}' (set "
+         "TRIAD_PLOT_SCRIPT)",
+         script.string());
+  fs::path data = writeTempFile(out, profile.dump());
+  int rc = 0;
+  std::string log =
+      runCapture(fmt::format("{} {} {} {} 2>&1", shellQuote(python), shellQuote(script.string()),
+                             shellQuote(data.string()), shellQuote(out)),
+                 &rc);
+  std::error_code ec;
+  fs::remove(data, ec);
+  if (rc == 0) return;
+  int code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  if (code == 3)
+    fail(ErrorKind::Unsupported,
+         "--plot needs matplotlib, which Python '{}' lacks (pip install matplotlib into it, or "
+         "set TRIAD_PYTHON to a Python that has it)",
+         python);
+  if (code == 126 || code == 127)
+    fail(ErrorKind::Unsupported, "--plot needs Python: cannot run '{}' (set TRIAD_PYTHON)", python);
+  fail(ErrorKind::Io, "--plot '{}': the plot script failed (exit {}): {}", out, code, log);
 }
 
 std::vector<int64_t> argmaxRows(const ir::Tensor& t) {
@@ -73,6 +119,8 @@ int runQuantize(const QuantizeOptions& o) {
 
   fpga::Emulator emu(g, cfg, ranges);
   fpga::EmulatorResult res = emu.run(std::span<const ir::Tensor>(&x, 1), true);
+  if (!o.plot.empty())
+    drawPlot(fpga::precisionProfile(g, emu, std::span<const ir::Tensor>(&x, 1)), o.plot);
 
   nlohmann::json j;
   j["model"] = o.model.model;
@@ -162,6 +210,9 @@ Action addQuantize(CLI::App& app, const ir::TargetRegistry&) {
   cmd->add_flag("--report", o->report, "Print the per-layer table");
   cmd->add_option("--json", o->json, "Write the report as JSON");
   cmd->add_option("-o,--output", o->output, "Write the (dequantized) first output (.npy or .pb)");
+  cmd->add_option("--plot", o->plot,
+                  "Draw the numerical profile (per-layer value ranges against the formats, "
+                  "overflows, error vs float) to FILE.png/.svg/.pdf (Python with matplotlib)");
   return [o] { return runQuantize(*o); };
 }
 

@@ -699,4 +699,19 @@ ImportResult importOnnxFile(const fs::path& path, const ImportOptions& options) 
   return importOnnxBytes(bytes, path.parent_path(), path.string(), options);
 }
 
+void addDim(ImportOptions& options, const std::string& spec, std::string_view what) {
+  auto eq = spec.find('=');
+  int64_t v = 0;
+  try {
+    if (eq == std::string::npos || eq == 0) throw std::invalid_argument(spec);
+    size_t used = 0;
+    v = std::stoll(spec.substr(eq + 1), &used);
+    if (used != spec.size() - eq - 1 || v <= 0) throw std::invalid_argument(spec);
+  } catch (const std::exception&) {
+    fail(ErrorKind::Usage, "{} '{}': expected NAME=VALUE with a positive integer VALUE", what,
+         spec);
+  }
+  options.dims[spec.substr(0, eq)] = v;
+}
+
 } // namespace triad::frontend

@@ -88,6 +88,10 @@ struct ImportResult {
   DimBinding binding; // the sizes bound from ImportOptions::inputShapes
 };
 
+/// Sets a symbolic dimension from "NAME=VALUE" (`--dim`): a Usage error naming `what` unless
+/// VALUE is a positive integer.
+void addDim(ImportOptions& options, const std::string& spec, std::string_view what = "--dim");
+
 /// Imports a model file; throws triad::Error (Io, InvalidModel or Unsupported) naming the file
 /// and the node, attribute or tensor at fault; with `inputShapes`, also bindDims' Usage and
 /// Runtime errors, after the model itself is validated.

@@ -15,7 +15,7 @@ APT_PACKAGES=(
   build-essential cmake g++ pkg-config git ca-certificates
   libonnx-dev libprotobuf-dev protobuf-compiler
   libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
-  python3 python3-venv python3-pip
+  python3 python3-venv python3-pip python3-dev
   verilator yosys nextpnr-ice40 fpga-icestorm ccache
   libbenchmark-dev libopenblas-dev libsqlite3-dev chromium
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -136,5 +137,9 @@ bool haveNextpnrIce40();
 /// Yosys or nextpnr fails or runs past pnrTimeoutSeconds (naming the module and its log),
 /// Unsupported when the design does not fit the device (naming the resource).
 SynthReport synthesize(const std::filesystem::path& outdir, const SynthOptions& o);
+
+/// The report as `triad synth --json` writes it (docs/fpga.md): top, family, yosys, modules
+/// (counts, logic depth, xc7 paths and Fmax estimates), total, pnr.
+nlohmann::json synthReportJson(const SynthReport& r);
 
 } // namespace triad::sim

@@ -1,0 +1,554 @@
+// triad._triad: the extension module under the `triad` Python package (python/triad/,
+// docs/python.md). It only calls the C++ libraries: import (frontend), the pass pipeline, the
+// targets' compile and run, the FPGA emulator; the Python side shapes the results into the
+// package's API. triad::Error becomes the triad.Error subclass of its kind
+// (python/triad/errors.py). The GIL is released while the libraries work.
+#include "python/src/Convert.h"
+
+#include "bench/Bench.h"
+#include "bench/PlanTargets.h"
+#include "cpu/CpuTarget.h"
+#include "fpga/Design.h"
+#include "fpga/Emulator.h"
+#include "fpga/FpgaTarget.h"
+#include "fpga/Profile.h"
+#include "frontend/Inspect.h"
+#include "frontend/OnnxImporter.h"
+#include "frontend/TensorIO.h"
+#include "gpu/GpuTarget.h"
+#include "ir/Diagnostics.h"
+#include "ir/Interpreter.h"
+#include "ir/passes/Pass.h"
+#include "sim/Synth.h"
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+namespace nb = nanobind;
+
+namespace triad::python {
+
+namespace {
+
+using Imported = std::shared_ptr<const frontend::ImportResult>;
+
+/// One model file with the options it is imported with.
+struct Source {
+  std::string path;
+  frontend::ImportOptions options;
+
+  /// Imports (with the GIL released); `optimize` runs the default pass pipeline, as every
+  /// compiled target and the FPGA flow do.
+  Imported import(bool optimize, std::optional<int64_t> batch = {}) const {
+    nb::gil_scoped_release unlocked;
+    frontend::ImportOptions o = options;
+    if (batch) o.batch = *batch;
+    auto r = std::make_shared<frontend::ImportResult>(frontend::importOnnxFile(path, o));
+    if (optimize) ir::defaultPipeline().run(r->graph, {});
+    return r;
+  }
+};
+
+std::vector<ir::Tensor> toTensors(const std::vector<InArray>& arrays, const ir::Graph& g) {
+  if (arrays.size() != g.inputs().size())
+    fail(ErrorKind::Usage, "{} input array{} given; the model has {} input{}", arrays.size(),
+         arrays.size() == 1 ? "" : "s", g.inputs().size(), g.inputs().size() == 1 ? "" : "s");
+  std::vector<ir::Tensor> ts;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const ir::Value* v = g.inputs()[i];
+    ts.push_back(toTensor(arrays[i], fmt::format("input '{}'", v->name())));
+    if (ts.back().dtype() != v->type().dtype || ts.back().shape() != v->type().shape)
+      fail(ErrorKind::Runtime, "input '{}' expects {}, got {}", v->name(), typeToString(v->type()),
+           typeToString(ts.back().type()));
+  }
+  return ts;
+}
+
+nb::list toArrays(std::vector<ir::Tensor>&& ts) {
+  nb::list out;
+  for (ir::Tensor& t : ts)
+    out.append(toArray(std::move(t)));
+  return out;
+}
+
+std::string ioJson(const std::vector<ir::Value*>& vs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (ir::Value* v : vs)
+    a.push_back({{"name", v->name()},
+                 {"dtype", ir::dtypeName(v->type().dtype)},
+                 {"shape", v->type().shape}});
+  return a.dump();
+}
+
+ir::TargetRegistry allTargets() {
+  ir::TargetRegistry t;
+  t.add(ir::makeInterpreterTarget());
+  t.add(cpu::makeCpuTarget());
+  t.add(gpu::makeGpuTarget());
+  t.add(fpga::makeFpgaTarget());
+  return t;
+}
+
+/// A compiled model: the graph it was compiled from (the executable may refer to it), the target
+/// and the executable.
+class Executable {
+public:
+  Executable(Imported r, std::unique_ptr<ir::Target> t, std::unique_ptr<ir::Executable> e)
+      : r_(std::move(r)), target_(std::move(t)), exe_(std::move(e)) {}
+
+  nb::list run(const std::vector<InArray>& arrays) {
+    std::vector<ir::Tensor> in = toTensors(arrays, r_->graph);
+    std::vector<ir::Tensor> out;
+    {
+      nb::gil_scoped_release unlocked;
+      out = exe_->run(in);
+    }
+    return toArrays(std::move(out));
+  }
+  void setProfiling(bool on) { exe_->setProfiling(on); }
+  /// [(layer, kind, milliseconds, cycles)] accumulated since profiling was turned on.
+  std::vector<std::tuple<std::string, std::string, double, int64_t>> profile() const {
+    std::vector<std::tuple<std::string, std::string, double, int64_t>> out;
+    for (const ir::LayerTime& l : exe_->profile())
+      out.emplace_back(l.layer, l.kind, l.milliseconds, l.cycles);
+    return out;
+  }
+  double modelledSeconds() const { return exe_->modelledSeconds(); }
+  std::string target() const { return std::string(target_->name()); }
+  std::string inputs() const { return ioJson(r_->graph.inputs()); }
+  std::string outputs() const { return ioJson(r_->graph.outputs()); }
+
+private:
+  Imported r_;
+  std::unique_ptr<ir::Target> target_;
+  std::unique_ptr<ir::Executable> exe_;
+};
+
+/// A model quantized with a precision config: the bit-accurate emulator, planned once per batch
+/// size the inputs bring (value ranges for "auto" precisions come from the calibration inputs).
+class Quantized {
+public:
+  Quantized(Source src, int64_t batch, fpga::QuantConfig cfg, fpga::ValueRanges ranges)
+      : src_(std::move(src)), batch_(batch), cfg_(std::move(cfg)), ranges_(std::move(ranges)) {}
+
+  /// Dequantized outputs (float32) of the emulator.
+  nb::list predict(const std::vector<InArray>& arrays) {
+    Plan& p = planFor(arrays);
+    std::vector<ir::Tensor> in = toTensors(arrays, p.r->graph);
+    fpga::EmulatorResult res;
+    {
+      nb::gil_scoped_release unlocked;
+      res = p.emu->run(in, false);
+    }
+    return toArrays(std::move(res.values));
+  }
+
+  /// Every layer's output, fixed (dequantized) and float (the interpreter on the same graph),
+  /// with its report row: [(name, op, formats, out_format, fixed, float, saturated, wrapped,
+  /// max_abs_error, elements)]; the first row is the graph input's quantization. Then the raw
+  /// fixed outputs of the model.
+  nb::tuple trace(const std::vector<InArray>& arrays) {
+    Plan& p = planFor(arrays);
+    const ir::Graph& g = p.r->graph;
+    std::vector<ir::Tensor> in = toTensors(arrays, g);
+    fpga::EmulatorResult res;
+    std::vector<ir::Tensor> ref;
+    {
+      nb::gil_scoped_release unlocked;
+      res = p.emu->run(in, true);
+      ref = ir::Interpreter(g).runAll(in);
+    }
+    nb::list rows;
+    const auto& infos = p.emu->layers();
+    for (size_t i = 0; i < res.layers.size(); ++i) {
+      const fpga::LayerReport& l = res.layers[i];
+      nb::object fixed = nb::none(), flt = nb::none();
+      std::string outFormat;
+      if (i == 0) { // the graph input, quantized
+        outFormat = fpga::formatToString(p.emu->inputQuant().format);
+        const ir::Value* v = g.inputs()[0];
+        ir::Tensor x = in[0].castTo(ir::DType::F32);
+        std::vector<double> q;
+        for (double d : x.toDoubleVector())
+          q.push_back(fpga::dequantize(fpga::quantize(d, p.emu->inputQuant().format,
+                                                      p.emu->inputQuant().rounding,
+                                                      p.emu->inputQuant().overflow),
+                                       p.emu->inputQuant().format));
+        fixed = toArray(q, v->type().shape);
+        flt = toArray(std::move(x));
+      } else {
+        const fpga::LayerInfo& info = infos[i - 1];
+        outFormat = fpga::formatToString(info.outFormat);
+        const ir::Value* v = g.values()[size_t(info.output)].get();
+        std::vector<double> q;
+        for (int64_t r : res.layerRaw[i - 1])
+          q.push_back(fpga::dequantize(r, info.outFormat));
+        fixed = toArray(q, v->type().shape);
+        if (size_t(info.output) < ref.size() && ref[size_t(info.output)].numElements() > 0)
+          flt = toArray(ref[size_t(info.output)].castTo(ir::DType::F32));
+      }
+      rows.append(nb::make_tuple(l.name, l.op, l.formats, outFormat, fixed, flt, l.saturated,
+                                 l.wrapped, l.maxAbsError, l.elements));
+    }
+    return nb::make_tuple(rows, toArrays(std::move(res.raw)));
+  }
+
+  /// The planned layers as JSON: name, op, folded nodes, formats per role, input and output
+  /// formats with their value ranges, and the node's float constants (weights, bias) as lists.
+  std::string layers() {
+    Plan& p = planFor(batch_);
+    const ir::Graph& g = p.r->graph;
+    auto fmtJson = [](const fpga::FixedFormat& f) {
+      return nlohmann::json{{"format", fpga::formatToString(f)},
+                            {"width", f.width},
+                            {"int_bits", f.intBits},
+                            {"signed", f.isSigned},
+                            {"min", fpga::minValue(f)},
+                            {"max", fpga::maxValue(f)}};
+    };
+    std::map<std::string, const ir::Node*> byName;
+    for (const auto& n : g.nodes())
+      byName.emplace(n->name(), n.get());
+    nlohmann::json a = nlohmann::json::array();
+    for (const fpga::LayerInfo& l : p.emu->layers()) {
+      nlohmann::json roles = nlohmann::json::object();
+      for (int r = 0; r < fpga::kNumRoles; ++r)
+        roles[std::string(fpga::toString(fpga::Role(r)))] =
+            fmtJson(l.quant.roles[size_t(r)].format);
+      nlohmann::json consts = nlohmann::json::array();
+      if (auto it = byName.find(l.name); it != byName.end())
+        for (const ir::Value* v : it->second->inputs())
+          if (v && v->isConstant() && v->type().dtype == ir::DType::F32)
+            consts.push_back({{"name", v->name()},
+                              {"shape", v->type().shape},
+                              {"values", v->constant().toDoubleVector()}});
+      a.push_back({{"name", l.name},
+                   {"op", l.op},
+                   {"folded", l.folded},
+                   {"formats", l.formats()},
+                   {"uses_weights", l.usesWeights},
+                   {"uses_accumulator", l.usesAcc},
+                   {"pass_through", l.passThrough},
+                   {"const_saturated", l.constSaturated},
+                   {"roles", roles},
+                   {"in", fmtJson(l.inFormat)},
+                   {"out", fmtJson(l.outFormat)},
+                   {"constants", consts}});
+    }
+    return a.dump();
+  }
+
+  std::string inputs() { return ioJson(planFor(batch_).r->graph.inputs()); }
+
+  /// Writes the Verilog design to `dir` (fpga/Design.h) and returns summary.json's text. With
+  /// `arrays`: the design's batch is theirs and the expected outputs are written too. The
+  /// config and calibration files are the ones the Python side saved in `dir`, for triad.sim.
+  std::string writeVerilog(const std::string& dir, const std::vector<InArray>& arrays,
+                           int64_t reuse, bool autoReuse,
+                           const std::map<std::string, int64_t>& layerReuse, double clockMhz,
+                           const std::string& configPath, const std::string& calibrationPath) {
+    Plan& p = planFor(arrays);
+    std::vector<ir::Tensor> in;
+    if (!arrays.empty()) in = toTensors(arrays, p.r->graph);
+    if (in.size() > 1)
+      fail(ErrorKind::Unsupported, "the FPGA design streams one input (this model has {})",
+           in.size());
+    if (!(clockMhz > 0 && clockMhz <= 1000))
+      fail(ErrorKind::Usage, "clock_mhz {}: expected a clock in (0, 1000] MHz", clockMhz);
+    if (reuse < 1) fail(ErrorKind::Usage, "reuse {}: expected a positive whole number", reuse);
+    fpga::VerilogOptions vo;
+    vo.name = std::filesystem::path(src_.path).stem().string();
+    vo.reuse = reuse;
+    vo.autoReuse = autoReuse;
+    vo.layerReuse = layerReuse;
+    vo.clockMhz = clockMhz;
+    fpga::DesignSource ds;
+    ds.model = std::filesystem::absolute(src_.path).string();
+    for (const auto& [name, v] : src_.options.dims)
+      ds.dims.push_back(fmt::format("{}={}", name, v));
+    ds.config = configPath;
+    ds.calibration = calibrationPath;
+    ir::Tensor x = in.empty() ? ir::Tensor() : in[0].castTo(ir::DType::F32);
+    nb::gil_scoped_release unlocked;
+    return fpga::writeDesign(p.r->graph, *p.emu, vo, dir,
+                             std::filesystem::path(src_.path).filename().string(), ds,
+                             in.empty() ? nullptr : &x)
+        .dump();
+  }
+
+  /// The numerical profile on `arrays` (fpga/Profile.h) as JSON.
+  std::string profile(const std::vector<InArray>& arrays) {
+    Plan& p = planFor(arrays);
+    std::vector<ir::Tensor> in = toTensors(arrays, p.r->graph);
+    nb::gil_scoped_release unlocked;
+    return fpga::precisionProfile(p.r->graph, *p.emu, in).dump();
+  }
+
+private:
+  struct Plan {
+    Imported r;
+    std::unique_ptr<fpga::Emulator> emu;
+  };
+  Plan& planFor(const std::vector<InArray>& arrays) {
+    int64_t batch = batch_;
+    if (!arrays.empty() && arrays[0].ndim() > 0) batch = int64_t(arrays[0].shape(0));
+    return planFor(batch);
+  }
+  /// The graph imported with this batch size (the first dimension of the inputs) and its
+  /// emulator, made once per batch size.
+  Plan& planFor(int64_t batch) {
+    auto it = plans_.find(batch);
+    if (it != plans_.end()) return *it->second;
+    auto p = std::make_shared<Plan>();
+    p->r = src_.import(true, batch);
+    {
+      nb::gil_scoped_release unlocked;
+      p->emu = std::make_unique<fpga::Emulator>(p->r->graph, cfg_, ranges_);
+    }
+    return *plans_.emplace(batch, std::move(p)).first->second;
+  }
+
+  Source src_;
+  int64_t batch_;
+  fpga::QuantConfig cfg_;
+  fpga::ValueRanges ranges_;
+  std::map<int64_t, std::shared_ptr<Plan>> plans_; // by batch size
+};
+
+class Model {
+public:
+  explicit Model(Source src) : src_(std::move(src)), r_(src_.import(false)) {}
+
+  std::string inspect() const {
+    return frontend::inspectModel(*r_, src_.path, allTargets()).dump();
+  }
+  std::string inputs() const { return ioJson(r_->graph.inputs()); }
+  std::string outputs() const { return ioJson(r_->graph.outputs()); }
+  std::vector<std::string> warnings() const { return r_->warnings; }
+  int64_t batch() const { return src_.options.batch.value_or(1); }
+
+  Executable compile(const std::string& target, int threads, const std::string& device,
+                     bool fpgaRtl) const {
+    std::unique_ptr<ir::Target> t;
+    if (target == "interp") {
+      t = ir::makeInterpreterTarget();
+    } else if (target == "cpu") {
+      t = cpu::makeCpuTarget();
+    } else if (target == "gpu") {
+      gpu::GpuOptions go;
+      go.device = device;
+      t = gpu::makeGpuTarget(go);
+    } else if (target == "fpga") {
+      fpga::FpgaTargetOptions fo;
+      fo.verilate = fpgaRtl;
+      t = fpga::makeFpgaTarget(fo);
+    } else {
+      fail(ErrorKind::Usage, "target '{}' is not available (available: {})", target,
+           allTargets().names());
+    }
+    if (!device.empty() && target != "gpu")
+      fail(ErrorKind::Usage, "device applies to the gpu target, not '{}'", target);
+    if (fpgaRtl && target != "fpga")
+      fail(ErrorKind::Usage, "fpga_rtl applies to the fpga target, not '{}'", target);
+    // The interpreter runs the graph as imported; compiled targets after the pass pipeline (as
+    // `triad run` does).
+    Imported r = target == "interp" ? r_ : src_.import(true);
+    ir::CompileSettings s;
+    s.threads = threads;
+    std::unique_ptr<ir::Executable> e;
+    {
+      nb::gil_scoped_release unlocked;
+      e = t->compile(r->graph, s);
+    }
+    return Executable(std::move(r), std::move(t), std::move(e));
+  }
+
+  /// The emulator with a precision config (JSON text, docs/fpga.md's schema); value ranges for
+  /// "auto" precisions from `calibration` (graph inputs; none: "auto" keeps default integer bits).
+  Quantized quantize(const std::string& configJson, const std::vector<InArray>& calibration) const {
+    fpga::QuantConfig cfg = fpga::QuantConfig::fromJson(configJson, "config");
+    fpga::ValueRanges ranges;
+    if (!calibration.empty()) {
+      int64_t batch = calibration[0].ndim() > 0 ? int64_t(calibration[0].shape(0)) : 1;
+      Imported rc = src_.import(true, batch);
+      std::vector<ir::Tensor> in = toTensors(calibration, rc->graph);
+      nb::gil_scoped_release unlocked;
+      ranges = fpga::observeRanges(rc->graph, in);
+    }
+    return Quantized(src_, src_.options.batch.value_or(1), std::move(cfg), std::move(ranges));
+  }
+
+  /// The emulator's layers under the built-in defaults: [(name, op, uses_weights, pass_through)],
+  /// for a config template (triad.fpga.config).
+  std::vector<std::tuple<std::string, std::string, bool, bool>> fpgaLayers() const {
+    Imported r = src_.import(true);
+    nb::gil_scoped_release unlocked;
+    fpga::Emulator emu(r->graph, fpga::QuantConfig{}, fpga::ValueRanges{});
+    std::vector<std::tuple<std::string, std::string, bool, bool>> out;
+    for (const fpga::LayerInfo& l : emu.layers())
+      out.emplace_back(l.name, l.op, l.usesWeights, l.passThrough);
+    return out;
+  }
+
+private:
+  Source src_;
+  Imported r_;
+};
+
+Model load(const std::string& path, int64_t batch, const std::map<std::string, int64_t>& dims) {
+  if (batch < 1) fail(ErrorKind::Usage, "batch {}: expected a positive whole number", batch);
+  Source s;
+  s.path = path;
+  s.options.batch = batch;
+  for (const auto& [name, v] : dims) {
+    if (v < 1) fail(ErrorKind::Usage, "dims['{}'] = {}: expected a positive whole number", name, v);
+    s.options.dims[name] = v;
+  }
+  return Model(std::move(s));
+}
+
+/// Simulates a design folder on `x` (fpga/Design.h): (report JSON text, the RTL's outputs);
+/// a deadlock raises the run-time error `triad sim` exits with.
+nb::tuple simulate(const std::string& dir, const InArray& x, uint64_t seed,
+                   const std::string& trace) {
+  ir::Tensor t = toTensor(x, "the inputs").castTo(ir::DType::F32);
+  fpga::DesignSim d;
+  {
+    nb::gil_scoped_release unlocked;
+    d = fpga::simulateDesign(dir, t, "the inputs", seed, trace);
+  }
+  if (d.report.timeout) fail(ErrorKind::Runtime, "{}", fpga::deadlockMessage(d));
+  return nb::make_tuple(fpga::simReportJson(d, seed).dump(), toArray(fpga::simOutputs(d)));
+}
+
+/// Yosys on a design folder: `triad synth --json`'s report as JSON text.
+std::string synthesize(const std::string& dir, const std::string& family, int jobs, bool pnr,
+                       const std::string& device) {
+  sim::SynthOptions o;
+  o.family = family;
+  o.jobs = jobs;
+  o.pnr = pnr;
+  o.device = device;
+  nb::gil_scoped_release unlocked;
+  return sim::synthReportJson(sim::synthesize(dir, o)).dump();
+}
+
+/// `triad bench` (bench/Bench.h) with `o`; returns the report.json written to o.outDir.
+std::string benchmark(bench::BenchOptions o) {
+  ir::TargetRegistry targets = allTargets();
+  bench::checkOptions(o, targets);
+  bench::setMeasuredPlanCosts(o);
+  int rc = 0;
+  {
+    nb::gil_scoped_release unlocked;
+    rc = bench::runBench(o, targets);
+  }
+  if (rc != 0)
+    fail(ErrorKind::Runtime, "the benchmark of '{}' was interrupted (exit {})", o.model, rc);
+  return frontend::readFile(o.outDir / "report.json");
+}
+
+/// Raises the triad.errors class of `kind` (Python side) with the message.
+void raise(ErrorKind kind, const char* message) {
+  nb::object errors = nb::module_::import_("triad.errors");
+  nb::object exc = errors.attr("_make")(std::string(errorKindName(kind)), message);
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+}
+
+} // namespace
+
+} // namespace triad::python
+
+NB_MODULE(_triad, m) {
+  using namespace triad;
+  using namespace triad::python;
+  m.doc() = "The C++ side of the triad package (use `import triad`).";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      raise(e.kind(), e.what());
+    } catch (const std::bad_alloc&) {
+      raise(ErrorKind::Resource,
+            "out of memory (the machine or its cgroup has less than the run needs)");
+    } catch (const std::filesystem::filesystem_error& e) {
+      raise(ErrorKind::Io, e.what());
+    }
+  });
+
+  nb::class_<Executable>(m, "Executable")
+      .def("run", &Executable::run, nb::arg("inputs"))
+      .def("set_profiling", &Executable::setProfiling, nb::arg("on"))
+      .def("profile", &Executable::profile)
+      .def("modelled_seconds", &Executable::modelledSeconds)
+      .def_prop_ro("target", &Executable::target)
+      .def("inputs", &Executable::inputs)
+      .def("outputs", &Executable::outputs);
+
+  nb::class_<Quantized>(m, "Quantized")
+      .def("predict", &Quantized::predict, nb::arg("inputs"))
+      .def("trace", &Quantized::trace, nb::arg("inputs"))
+      .def("layers", &Quantized::layers)
+      .def("profile", &Quantized::profile, nb::arg("inputs"))
+      .def("write_verilog", &Quantized::writeVerilog, nb::arg("dir"), nb::arg("inputs"),
+           nb::arg("reuse"), nb::arg("auto_reuse"), nb::arg("layer_reuse"), nb::arg("clock_mhz"),
+           nb::arg("config_path"), nb::arg("calibration_path"))
+      .def("inputs", &Quantized::inputs);
+
+  nb::class_<Model>(m, "Model")
+      .def("inspect", &Model::inspect)
+      .def("inputs", &Model::inputs)
+      .def("outputs", &Model::outputs)
+      .def("warnings", &Model::warnings)
+      .def_prop_ro("batch", &Model::batch)
+      .def("compile", &Model::compile, nb::arg("target"), nb::arg("threads"), nb::arg("device"),
+           nb::arg("fpga_rtl"))
+      .def("quantize", &Model::quantize, nb::arg("config"), nb::arg("calibration"))
+      .def("fpga_layers", &Model::fpgaLayers);
+
+  m.def("load", &load, nb::arg("path"), nb::arg("batch"), nb::arg("dims"));
+  nb::class_<bench::BenchOptions>(m, "BenchOptions")
+      .def(nb::init<>())
+      .def_rw("model", &bench::BenchOptions::model)
+      .def_rw("targets", &bench::BenchOptions::targets)
+      .def_rw("batches", &bench::BenchOptions::batches)
+      .def_rw("data", &bench::BenchOptions::data)
+      .def_rw("labels", &bench::BenchOptions::labels)
+      .def_rw("peers", &bench::BenchOptions::peers)
+      .def_rw("repeat", &bench::BenchOptions::repeat)
+      .def_rw("warmup", &bench::BenchOptions::warmup)
+      .def_rw("rounds", &bench::BenchOptions::rounds)
+      .def_rw("threads", &bench::BenchOptions::threads)
+      .def_rw("fpga_part", &bench::BenchOptions::fpgaPart)
+      .def_rw("clock_mhz", &bench::BenchOptions::clockMhz)
+      .def_rw("reuse", &bench::BenchOptions::reuse)
+      .def_rw("precision", &bench::BenchOptions::precision)
+      .def_rw("fpga_rtl", &bench::BenchOptions::fpgaRtl)
+      .def_rw("timeout_s", &bench::BenchOptions::timeoutS)
+      .def_rw("seed", &bench::BenchOptions::seed)
+      .def_rw("out_dir", &bench::BenchOptions::outDir)
+      .def_rw("db", &bench::BenchOptions::db)
+      .def_rw("no_db", &bench::BenchOptions::noDb)
+      .def_rw("command", &bench::BenchOptions::command);
+  m.def("bench", &benchmark, nb::arg("options"));
+  m.def("simulate", &simulate, nb::arg("dir"), nb::arg("x"), nb::arg("seed"), nb::arg("trace"));
+  m.def("synthesize", &synthesize, nb::arg("dir"), nb::arg("family"), nb::arg("jobs"),
+        nb::arg("pnr"), nb::arg("device"));
+  m.def("memory_limit", &ir::memoryLimit);
+  m.def("set_memory_limit", &ir::setMemoryLimit, nb::arg("bytes"));
+  m.def("error_kinds", [] {
+    std::vector<std::string> k;
+    for (ErrorKind e :
+         {ErrorKind::Usage, ErrorKind::Io, ErrorKind::InvalidModel, ErrorKind::Unsupported,
+          ErrorKind::Runtime, ErrorKind::Resource, ErrorKind::Internal})
+      k.emplace_back(errorKindName(e));
+    return k;
+  });
+}
