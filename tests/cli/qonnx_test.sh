@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Quantization-aware models in (issue 15): the QONNX MLP models/jet_qmlp.onnx (Quant on input,
+# weights, biases and activations, power-of-two scales), the Brevitas export
+# models/jet_brevitas_mlp.onnx and ONNX Runtime's QDQ models
+# models/jet_mlp_qdq{,_pc}.onnx, end to end through the CLI:
+# - the interpreter and the CPU target equal QONNX's executor bit for bit on 2,000 jets
+#   (models/ref/jet_qmlp_output.npy), the GPU target runs it or refuses it cleanly;
+# - triad quantize (the FPGA emulator) imports the model's formats and equals the interpreter
+#   bit for bit (its arithmetic is exact at those formats); triad compile --target fpga + triad
+#   sim: the RTL is bit-exact with the emulator (skipped without verilator);
+# - must-fail: a Quant with a non-power-of-two scale on data is refused on the FPGA naming the
+#   node, an unknown rounding mode at import;
+# - QDQ: interp and cpu against ONNX Runtime 1.20.1 (unfused QDQ semantics).
+# Usage: qonnx_test.sh TRIAD_BINARY SOURCE_DIR
+set -u
+TRIAD=$1
+SRC=$2
+source "$SRC/tests/lib.sh"
+PY=$SRC/.venv/bin/python
+[[ -x $PY ]] || PY=python3
+M=$SRC/models/jet_qmlp.onnx
+X=$SRC/models/jet_test_x.npy
+REF=$SRC/models/ref/jet_qmlp_output.npy
+
+# same A B: bit-identical float32 arrays
+same() {
+  $PY - "$1" "$2" <<'PYEOF'
+import sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert a.shape == b.shape, (a.shape, b.shape)
+d = int(np.sum(a.astype(np.float32).view(np.uint32) != b.astype(np.float32).view(np.uint32)))
+print(f"{a.size} values, {d} differ in any bit, max |diff| {float(np.abs(a - b).max()):g}")
+sys.exit(d != 0)
+PYEOF
+}
+
+check "inspect lists the QONNX Quant nodes" 0 "Quant" -- "$TRIAD" inspect "$M"
+check "interp runs jet_qmlp" 0 "" -- "$TRIAD" run "$M" --batch 2000 -i "$X" -o "$TMP/interp.npy"
+ok "interp equals QONNX's executor bit for bit" -- same "$TMP/interp.npy" "$REF"
+check "cpu runs jet_qmlp" 0 "" -- "$TRIAD" run "$M" --target cpu --batch 2000 -i "$X" -o "$TMP/cpu.npy"
+ok "cpu equals QONNX's executor bit for bit" -- same "$TMP/cpu.npy" "$REF"
+# The GPU target: runs (Quant through the host fallback) or, without OpenCL, exits 5.
+"$TRIAD" run "$M" --target gpu --batch 2000 -i "$X" -o "$TMP/gpu.npy" >"$TMP/gout" 2>&1
+rc=$?
+if [[ $rc -eq 0 ]]; then
+  ok "gpu equals QONNX's executor bit for bit" -- same "$TMP/gpu.npy" "$REF"
+elif [[ $rc -eq 5 ]]; then
+  good "gpu: no OpenCL device or op refused cleanly (exit 5)"
+else
+  bad "gpu: exit $rc"; head -5 "$TMP/gout"
+fi
+
+# A real Brevitas export (brevitas 0.10.3 export_qonnx, domain onnx.brevitas, initializers
+# listed as inputs): interp and cpu equal QONNX's executor, the FPGA emulator equals interp.
+B=$SRC/models/jet_brevitas_mlp.onnx
+BREF=$SRC/models/ref/jet_brevitas_mlp_output.npy
+for t in interp cpu fpga; do
+  check "brevitas mlp on $t" 0 "" -- "$TRIAD" run "$B" --target $t --batch 2000 -i "$X" -o "$TMP/b.$t.npy"
+done
+ok "brevitas mlp: interp equals QONNX's executor bit for bit" -- same "$TMP/b.interp.npy" "$BREF"
+ok "brevitas mlp: cpu equals QONNX's executor bit for bit" -- same "$TMP/b.cpu.npy" "$BREF"
+ok "brevitas mlp: fpga emulator equals QONNX's executor bit for bit" -- same "$TMP/b.fpga.npy" "$BREF"
+
+# FPGA emulator: the model's precisions, output equal to the interpreter's.
+check "quantize imports the formats" 0 "fixed<8,4>" -- \
+  "$TRIAD" quantize "$M" --input "$X" --report --output "$TMP/fpga.npy"
+ok "fpga emulator equals the interpreter bit for bit" -- same "$TMP/fpga.npy" "$TMP/interp.npy"
+check "run --target fpga" 0 "" -- "$TRIAD" run "$M" --target fpga --batch 2000 -i "$X" -o "$TMP/fpga2.npy"
+ok "run --target fpga equals the interpreter" -- same "$TMP/fpga2.npy" "$TMP/interp.npy"
+
+# Must-fail: a data Quant with scale 0.1 on the FPGA; an unknown rounding mode at import.
+$PY - "$TMP" <<'PYEOF' || exit 1
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+def model(scale, mode, path):
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n)
+             for n, v in [("s", scale), ("z", 0.0), ("b", 8.0)]]
+    node = helper.make_node("Quant", ["x", "s", "z", "b"], ["y"], name="/act/Quant",
+                            domain="qonnx.custom_op.general", rounding_mode=mode)
+    g = helper.make_graph([node], "q", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                            helper.make_opsetid("qonnx.custom_op.general", 1)])
+    onnx.save(m, path)
+model(0.1, "ROUND", sys.argv[1] + "/scale01.onnx")
+model(0.25, "STOCHASTIC", sys.argv[1] + "/badmode.onnx")
+np.save(sys.argv[1] + "/x4.npy", np.linspace(-3, 3, 8, dtype=np.float32).reshape(2, 4))
+PYEOF
+check "fpga refuses a non-power-of-two scale, naming the node" 5 \
+  "'/act/Quant' \(Quant\).*not a power of two" -- \
+  "$TRIAD" compile "$TMP/scale01.onnx" --target fpga -o "$TMP/bad"
+check "interp runs the scale-0.1 Quant" 0 "" -- "$TRIAD" run "$TMP/scale01.onnx" --batch 2 -i "$TMP/x4.npy"
+check "unknown rounding mode refused at import" 5 "'/act/Quant'.*rounding_mode.*STOCHASTIC" -- \
+  "$TRIAD" inspect "$TMP/badmode.onnx"
+
+# QDQ models from onnxruntime.quantization.quantize_static against ONNX Runtime 1.20.1.
+for q in jet_mlp_qdq jet_mlp_qdq_pc; do
+  for t in interp cpu; do
+    if "$TRIAD" run "$SRC/models/$q.onnx" --target $t --batch 2000 -i "$X" -o "$TMP/$q.$t.npy" >/dev/null &&
+      $PY - "$TMP/$q.$t.npy" "$SRC/models/ref/${q}_output.npy" <<'PYEOF'
+import sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+d = a != b
+print(f"{a.size} values, {int(d.sum())} differ, max |diff| {float(np.abs(a - b).max()):g}, "
+      f"top-1 agreement {float(np.mean(a.argmax(1) == b.argmax(1))):.4f}")
+# Outputs are DequantizeLinear of uint8/int8: equal, or (float sums in another order reaching
+# another side of a rounding tie) one quantization step apart in a few values.
+assert np.abs(a - b).max() <= 1 / 255 + 1e-6 and d.mean() <= 0.002
+PYEOF
+    then good "$q on $t equals ONNX Runtime"; else bad "$q on $t"; fi
+  done
+done
+
+# RTL: bit-exact with the emulator (Verilator).
+if command -v verilator >/dev/null; then
+  $PY -c "import numpy as np; np.save('$TMP/x500.npy', np.load('$X')[:500])" || exit 1
+  if "$TRIAD" compile "$M" --target fpga --reuse 4 --input "$TMP/x500.npy" -o "$TMP/rtl" >/dev/null &&
+    "$TRIAD" sim "$TMP/rtl" --input "$TMP/x500.npy" --json "$TMP/sim.json" --output "$TMP/rtl.npy" >/dev/null &&
+    $PY - "$TMP/sim.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(f"jet_qmlp RTL: {j['samples']} samples, {j['mismatches']} mismatches, II {j['ii']}")
+assert j["samples"] == 500 and j["mismatches"] == 0 and j["missing"] == 0, j
+PYEOF
+  then good "jet_qmlp RTL bit-exact with the emulator"; else bad "jet_qmlp RTL"; fi
+  $PY -c "import numpy as np; np.save('$TMP/i500.npy', np.load('$TMP/interp.npy')[:500])" &&
+    ok "RTL outputs equal the interpreter's" -- same "$TMP/rtl.npy" "$TMP/i500.npy"
+else
+  echo "skip RTL: verilator is not on PATH"
+fi
+finish
