@@ -89,7 +89,7 @@ struct Emulator::Impl {
     PlanContext ctx(g, cfg, range, fmt, known);
     ctx.importedMode = std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& n) {
       return n->kind() == ir::OpKind::Quant || n->kind() == ir::OpKind::BipolarQuant ||
-             n->kind() == ir::OpKind::Trunc;
+             n->kind() == ir::OpKind::Trunc || n->kind() == ir::OpKind::QuantizeLinear;
     });
     for (const auto& up : g.nodes()) {
       const ir::Node& n = *up;

@@ -31,7 +31,8 @@ ir::Support fpgaSupport(const ir::Node& n) {
   const LayerKind* k = findLayerKind(n.kind());
   if (!k) return {false, "no FPGA layer for this op"};
   for (size_t i = 0; i < n.inputs().size(); ++i)
-    if (n.input(i) && !n.input(i)->isConstant() && !ir::isFloat(n.input(i)->type().dtype))
+    if (n.input(i) && !n.input(i)->isConstant() && !ir::isFloat(n.input(i)->type().dtype) &&
+        n.kind() != ir::OpKind::DequantizeLinear) // a QDQ pair's integers (fpga/layers/Quant.cpp)
       return {false, fmt::format("input {} is {}: FPGA layers take float data (quantized to "
                                  "fixed point at the boundary)",
                                  i, typeToString(n.input(i)->type()))};

@@ -11,6 +11,11 @@
 //   with LO = 0; narrow ranges clamp at the narrow bound), rounding ROUND -> convergent, FLOOR
 //   -> truncate, saturating. Clamping before rounding equals QONNX's order because both are
 //   monotone. RTL: triad_clip. Scale per tensor and a power of two, zero point 0.
+// - ONNX's QuantizeLinear on data (QDQ models) is the same layer: int8 -> fixed<8, 8-f>, uint8
+//   -> fixed<9, 9-f> clamped at 0, round half to even (convergent), saturating; the
+//   DequantizeLinear reading it with the same scale and zero point passes the stream on (its
+//   values are the fixed-point values already). Scale a power of two, zero point 0; anything
+//   else is refused naming the node (ONNX Runtime's calibrated scales are not powers of two).
 #include "fpga/layers/Layer.h"
 #include "ir/ops/QuantizeQonnx.h"
 
@@ -72,7 +77,37 @@ struct DataQuant {
   int64_t minInt = 0, maxInt = 0;
 };
 
+std::variant<DataQuant, std::string> qdqQuant(const ir::Node& n) {
+  for (size_t i = 1; i < 3; ++i)
+    if (n.input(i) && !n.input(i)->isConstant())
+      return fmt::format("input {} ({}) must be a constant", i, i == 1 ? "scale" : "zero point");
+  if (!n.input(2))
+    return "QuantizeLinear without a zero point (uint8, zero point 0) is not supported";
+  std::vector<double> scale = n.input(1)->constant().toDoubleVector();
+  std::vector<int64_t> zero = n.input(2)->constant().toInt64Vector();
+  if (scale.size() != 1)
+    return fmt::format("the scale has {} elements; on data the FPGA takes one scale per tensor",
+                       scale.size());
+  if (zero[0] != 0) return fmt::format("zero point {} is not 0", zero[0]);
+  std::optional<int> e = powerOfTwo(scale[0]);
+  if (!e)
+    return fmt::format("scale {} is not a power of two: x / scale has no fixed-point form",
+                       scale[0]);
+  ir::DType t = n.output(0)->type().dtype;
+  if (t != ir::DType::I8 && t != ir::DType::U8)
+    return fmt::format("QuantizeLinear to {} (int8 and uint8 are supported)", dtypeName(t));
+  bool isSigned = t == ir::DType::I8;
+  DataQuant d;
+  d.rounding = Rounding::Convergent;
+  int width = isSigned ? 8 : 9;
+  d.format = FixedFormat{width, width + *e, true};
+  d.minInt = isSigned ? -128 : 0;
+  d.maxInt = isSigned ? 127 : 255;
+  return d;
+}
+
 std::variant<DataQuant, std::string> dataQuant(const ir::Node& n) {
+  if (n.kind() == ir::OpKind::QuantizeLinear) return qdqQuant(n);
   if (n.kind() != ir::OpKind::Quant)
     return fmt::format("{} on data has no fixed-point form (only Quant has)", opKindName(n.kind()));
   QuantParams p;
@@ -120,8 +155,28 @@ std::optional<int64_t> boundIn(int64_t k, int frac, const FixedFormat& in) {
   return k >> -sh;
 }
 
+/// Whether a DequantizeLinear undoes the QuantizeLinear that feeds it (same scale and zero
+/// point): then it passes the fixed-point stream on.
+std::optional<std::string> dequantizeMismatch(const ir::Node& n) {
+  const ir::Node* q = n.input(0)->producer();
+  if (!q || q->kind() != ir::OpKind::QuantizeLinear)
+    return "a DequantizeLinear on the FPGA must read a QuantizeLinear (a QDQ pair)";
+  for (size_t i = 1; i < 3; ++i) {
+    const ir::Value *a = n.input(i), *b = q->input(i);
+    if (!a || !b || !a->isConstant() || !b->isConstant() ||
+        a->constant().toDoubleVector() != b->constant().toDoubleVector())
+      return fmt::format("its {} differs from its QuantizeLinear's ('{}')",
+                         i == 1 ? "scale" : "zero point", q->name());
+  }
+  return std::nullopt;
+}
+
 ir::Support supportsQuant(const ir::Node& n) {
   if (isConstantQuantizer(n)) return {}; // folded into the layer that reads it
+  if (n.kind() == ir::OpKind::DequantizeLinear) {
+    if (auto why = dequantizeMismatch(n)) return {false, *why};
+    return {};
+  }
   if (auto d = dataQuant(n); std::holds_alternative<std::string>(d))
     return {false, std::get<std::string>(d)};
   return {};
@@ -165,20 +220,43 @@ public:
     for (auto& p : resultParams(outF, res))
       inst.params.push_back(p);
     r.module.comment = fmt::format(
-        "Layer '{}' (Quant, imported): {} x {} -> {} x {}\n  clamp [{}, {}], {}, {}", info.name, n,
-        formatToString(a.format), n, formatToString(outF), dequantize(lo, a.format),
+        "Layer '{}' ({}, imported): {} x {} -> {} x {}\n  clamp [{}, {}], {}, {}", info.name,
+        info.op, n, formatToString(a.format), n, formatToString(outF), dequantize(lo, a.format),
         dequantize(hi, a.format), toString(res.rounding), toString(res.overflow));
     r.blocks.insert(inst.module);
     r.module.add(std::move(inst));
     r.latency = 1;
     r.out = a.geom;
     r.outFormat = outF;
-    r.summary = "Quant";
+    r.summary = info.op;
+    return r;
+  }
+};
+
+/// DequantizeLinear after its QuantizeLinear: the values are already the fixed-point values.
+class DequantizePass final : public Layer {
+public:
+  void exec(RawValues& val, LayerReport&) const override {
+    val[size_t(info.output)] = val[size_t(info.input)];
+  }
+  RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings&) const override {
+    RtlLayer r;
+    r.passThrough = true;
+    r.out = ops[0].geom;
+    r.outFormat = ops[0].format;
     return r;
   }
 };
 
 std::unique_ptr<Layer> planQuant(const ir::Node& n, PlanContext& ctx) {
+  if (n.kind() == ir::OpKind::DequantizeLinear) {
+    if (auto why = dequantizeMismatch(n)) unsupportedNode(n, *why);
+    auto L = std::make_unique<DequantizePass>();
+    L->info.inputs = {ctx.dataInput(n, 0)};
+    L->info.passThrough = true;
+    L->info.quant = resolveLayer(ctx.config, n.name(), RoleRanges{});
+    return L;
+  }
   auto d = dataQuant(n);
   if (auto* why = std::get_if<std::string>(&d)) unsupportedNode(n, *why);
   const DataQuant& q = std::get<DataQuant>(d);
@@ -221,7 +299,9 @@ std::optional<Quant> importedInputQuant(const ir::Graph& g) {
   for (ir::Value* v : g.inputs()) {
     if (v->users().empty()) return std::nullopt;
     for (ir::Node* u : v->users()) {
-      if (u->kind() != ir::OpKind::Quant || u->input(0) != v) return std::nullopt;
+      if ((u->kind() != ir::OpKind::Quant && u->kind() != ir::OpKind::QuantizeLinear) ||
+          u->input(0) != v)
+        return std::nullopt;
       auto d = dataQuant(*u);
       if (!std::holds_alternative<DataQuant>(d)) return std::nullopt;
       const DataQuant& q = std::get<DataQuant>(d);
@@ -291,7 +371,8 @@ Quant constantQuantizerFormat(const ir::Node& n, const ir::Tensor& values) {
 }
 
 extern const LayerKind kQuantLayer{"Quant",
-                                   {ir::OpKind::Quant, ir::OpKind::BipolarQuant, ir::OpKind::Trunc},
+                                   {ir::OpKind::Quant, ir::OpKind::BipolarQuant, ir::OpKind::Trunc,
+                                    ir::OpKind::QuantizeLinear, ir::OpKind::DequantizeLinear},
                                    supportsQuant,
                                    planQuant};
 

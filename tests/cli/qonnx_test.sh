@@ -115,6 +115,45 @@ PYEOF
   done
 done
 
+# QDQ on the FPGA: ORT's calibrated zero points and scales have no fixed form (refused naming
+# the node); a QDQ model with power-of-two scales and zero points 0 (int8 input, uint8 after the
+# ReLU-less Gemm as ORT writes it, int8 weights per channel through DequantizeLinear) runs on the
+# emulator equal to the interpreter and its RTL is bit-exact with the emulator.
+check "fpga refuses ORT's QDQ zero point, naming the node" 5 \
+  "'input_QuantizeLinear' \(QuantizeLinear\): zero point" -- \
+  "$TRIAD" compile "$SRC/models/jet_mlp_qdq.onnx" --target fpga -o "$TMP/bad"
+$PY - "$TMP/qdq_pow2.onnx" <<'PYEOF' || exit 1
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+rng = np.random.default_rng(15)
+w1 = rng.integers(-127, 128, (32, 16)).astype(np.int8)   # int8 per output channel
+s1 = (2.0 ** -rng.integers(6, 9, 32)).astype(np.float32)
+b1 = (rng.integers(-512, 512, 32) * 2.0**-10).astype(np.float32)
+w2 = (rng.integers(-100, 100, (5, 32)) * 2.0**-8).astype(np.float32)
+init = [numpy_helper.from_array(v, n) for n, v in [
+    ("s_in", np.array(2.0**-4, np.float32)), ("z_in", np.array(0, np.int8)),
+    ("w1_q", w1), ("w1_s", s1), ("w1_z", np.zeros(32, np.int8)), ("b1", b1),
+    ("s_h", np.array(2.0**-3, np.float32)), ("z_h", np.array(0, np.uint8)), ("w2", w2)]]
+nodes = [
+    helper.make_node("QuantizeLinear", ["x", "s_in", "z_in"], ["xq"], name="/in/QuantizeLinear"),
+    helper.make_node("DequantizeLinear", ["xq", "s_in", "z_in"], ["xd"], name="/in/DequantizeLinear"),
+    helper.make_node("DequantizeLinear", ["w1_q", "w1_s", "w1_z"], ["w1"], name="/fc1/w/DequantizeLinear", axis=0),
+    helper.make_node("Gemm", ["xd", "w1", "b1"], ["h"], name="/fc1/Gemm", transB=1),
+    helper.make_node("QuantizeLinear", ["h", "s_h", "z_h"], ["hq"], name="/h/QuantizeLinear"),
+    helper.make_node("DequantizeLinear", ["hq", "s_h", "z_h"], ["hd"], name="/h/DequantizeLinear"),
+    helper.make_node("Gemm", ["hd", "w2"], ["y"], name="/fc2/Gemm", transB=1)]
+g = helper.make_graph(nodes, "qdq_pow2", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 5])], initializer=init)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+PYEOF
+check "qdq pow2: interp" 0 "" -- "$TRIAD" run "$TMP/qdq_pow2.onnx" --batch 2000 -i "$X" -o "$TMP/qdq.interp.npy"
+check "qdq pow2: fpga imports int8/uint8 formats" 0 "-> fixed<9,6>" -- \
+  "$TRIAD" quantize "$TMP/qdq_pow2.onnx" --input "$X" --report --output "$TMP/qdq.fpga.npy"
+ok "qdq pow2: fpga emulator equals the interpreter bit for bit" -- \
+  same "$TMP/qdq.fpga.npy" "$TMP/qdq.interp.npy"
+
 # RTL: bit-exact with the emulator (Verilator).
 if command -v verilator >/dev/null; then
   $PY -c "import numpy as np; np.save('$TMP/x500.npy', np.load('$X')[:500])" || exit 1
@@ -129,6 +168,15 @@ PYEOF
   then good "jet_qmlp RTL bit-exact with the emulator"; else bad "jet_qmlp RTL"; fi
   $PY -c "import numpy as np; np.save('$TMP/i500.npy', np.load('$TMP/interp.npy')[:500])" &&
     ok "RTL outputs equal the interpreter's" -- same "$TMP/rtl.npy" "$TMP/i500.npy"
+  if "$TRIAD" compile "$TMP/qdq_pow2.onnx" --target fpga --reuse 4 --input "$TMP/x500.npy" -o "$TMP/qrtl" >/dev/null &&
+    "$TRIAD" sim "$TMP/qrtl" --input "$TMP/x500.npy" --json "$TMP/qsim.json" >/dev/null &&
+    $PY - "$TMP/qsim.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(f"qdq_pow2 RTL: {j['samples']} samples, {j['mismatches']} mismatches")
+assert j["samples"] == 500 and j["mismatches"] == 0 and j["missing"] == 0, j
+PYEOF
+  then good "qdq pow2 RTL bit-exact with the emulator"; else bad "qdq pow2 RTL"; fi
 else
   echo "skip RTL: verilator is not on PATH"
 fi
