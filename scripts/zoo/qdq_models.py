@@ -5,10 +5,12 @@
     .venv/bin/python scripts/zoo/qdq_models.py --reference            # the project's ORT 1.20.1
 
 (the project's .venv has onnx 1.13, with which onnxruntime.quantization does not import) write,
-from models/jet_mlp.onnx calibrated on the first 500 jets of models/jet_test_x.npy:
+calibrated on the first 500 test jets / 300 test digits:
 
-  models/jet_mlp_qdq.onnx     QDQ format, per tensor: activations uint8, weights int8
-  models/jet_mlp_qdq_pc.onnx  QDQ format, per channel weights (int8), activations int8
+  models/jet_mlp_qdq.onnx       jet_mlp, QDQ format, per tensor: activations uint8, weights int8
+  models/jet_mlp_qdq_pc.onnx    jet_mlp, per channel weights (int8), activations int8
+  models/resblock_cnn_qdq.onnx  the residual CNN (Conv, BN, residual Add, GAP, Dense, Softmax),
+                                per channel int8 weights, uint8 activations
 
 and for each models/ref/<name>_output.npy: ONNX Runtime's outputs on all 2000 jets with graph
 optimizations off (ORT_DISABLE_ALL: QuantizeLinear/DequantizeLinear run as the ONNX spec
@@ -31,10 +33,14 @@ def run_ort(path, x, opt):
     return s.run(None, {"input": x})[0]
 
 
-NAMES = ["jet_mlp_qdq", "jet_mlp_qdq_pc"]
+NAMES = ["jet_mlp_qdq", "jet_mlp_qdq_pc", "resblock_cnn_qdq"]
+# (model, source, inputs, labels)
+SOURCES = {"jet_mlp_qdq": ("jet_mlp", "jet_test_x.npy", "jet_test_y.npy"),
+           "jet_mlp_qdq_pc": ("jet_mlp", "jet_test_x.npy", "jet_test_y.npy"),
+           "resblock_cnn_qdq": ("resblock_cnn", "digits_test_x.npy", "digits_test_y.npy")}
 
 
-def quantize(x):
+def quantize():
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
                                           quantize_static)
 
@@ -45,24 +51,29 @@ def quantize(x):
         def get_next(self):
             return next(self.it, None)
 
-    src = os.path.join(ROOT, "models", "jet_mlp.onnx")
     kws = [dict(per_channel=False, activation_type=QuantType.QUInt8),
-           dict(per_channel=True, activation_type=QuantType.QInt8)]
+           dict(per_channel=True, activation_type=QuantType.QInt8),
+           dict(per_channel=True, activation_type=QuantType.QUInt8)]
     for name, kw in zip(NAMES, kws):
+        base, xs, _ = SOURCES[name]
+        src = os.path.join(ROOT, "models", base + ".onnx")
+        x = np.load(os.path.join(ROOT, "models", xs)).astype(np.float32)
         out = os.path.join(ROOT, "models", name + ".onnx")
-        quantize_static(src, out, Reader(x[:500]), quant_format=QuantFormat.QDQ,
+        count = 500 if base == "jet_mlp" else 300
+        quantize_static(src, out, Reader(x[:count]), quant_format=QuantFormat.QDQ,
                         weight_type=QuantType.QInt8, **kw)
         print(f"{out}: {os.path.getsize(out)} bytes")
 
 
 def main():
-    x = np.load(os.path.join(ROOT, "models", "jet_test_x.npy")).astype(np.float32)
-    y = np.load(os.path.join(ROOT, "models", "jet_test_y.npy"))
     if "--quantize" in sys.argv:
-        quantize(x)
+        quantize()
     if "--reference" not in sys.argv:
         return
     for name in NAMES:
+        _, xs, ys = SOURCES[name]
+        x = np.load(os.path.join(ROOT, "models", xs)).astype(np.float32)
+        y = np.load(os.path.join(ROOT, "models", ys))
         out = os.path.join(ROOT, "models", name + ".onnx")
         ref = run_ort(out, x, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
         fused = run_ort(out, x, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)

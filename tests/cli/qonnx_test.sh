@@ -10,7 +10,9 @@
 #   sim: the RTL is bit-exact with the emulator (skipped without verilator);
 # - must-fail: a Quant with a non-power-of-two scale on data is refused on the FPGA naming the
 #   node, an unknown rounding mode at import;
-# - QDQ: interp and cpu against ONNX Runtime 1.20.1 (unfused QDQ semantics).
+# - QDQ (jet_mlp per tensor and per channel, the residual CNN resblock_cnn per channel): interp,
+#   cpu and gpu against ONNX Runtime 1.20.1 (unfused QDQ semantics); on the FPGA, ORT's zero
+#   points are refused naming the node, and a power-of-two QDQ model runs exactly (emulator, RTL).
 # Usage: qonnx_test.sh TRIAD_BINARY SOURCE_DIR
 set -u
 TRIAD=$1
@@ -97,9 +99,15 @@ check "unknown rounding mode refused at import" 5 "'/act/Quant'.*rounding_mode.*
   "$TRIAD" inspect "$TMP/badmode.onnx"
 
 # QDQ models from onnxruntime.quantization.quantize_static against ONNX Runtime 1.20.1.
-for q in jet_mlp_qdq jet_mlp_qdq_pc; do
-  for t in interp cpu; do
-    if "$TRIAD" run "$SRC/models/$q.onnx" --target $t --batch 2000 -i "$X" -o "$TMP/$q.$t.npy" >/dev/null &&
+# The GPU (QuantizeLinear/DequantizeLinear on the host) where an OpenCL device exists.
+GPU=""
+"$TRIAD" devices >/dev/null 2>&1 && GPU=gpu
+# resblock_cnn_qdq: the residual CNN (Conv, BN, residual Add, GAP, Dense, Softmax) per channel.
+for q in jet_mlp_qdq jet_mlp_qdq_pc resblock_cnn_qdq; do
+  QX=$X; QB=2000
+  [[ $q == resblock_cnn_qdq ]] && QX=$SRC/models/digits_test_x.npy && QB=360
+  for t in interp cpu $GPU; do
+    if "$TRIAD" run "$SRC/models/$q.onnx" --target $t --batch $QB -i "$QX" -o "$TMP/$q.$t.npy" >/dev/null &&
       $PY - "$TMP/$q.$t.npy" "$SRC/models/ref/${q}_output.npy" <<'PYEOF'
 import sys
 import numpy as np
