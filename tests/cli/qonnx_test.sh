@@ -23,6 +23,9 @@ PY=$SRC/.venv/bin/python
 M=$SRC/models/jet_qmlp.onnx
 X=$SRC/models/jet_test_x.npy
 REF=$SRC/models/ref/jet_qmlp_output.npy
+# The GPU (quantizers on the host) where an OpenCL device exists.
+GPU=""
+"$TRIAD" devices >/dev/null 2>&1 && GPU=gpu
 
 # same A B: bit-identical float32 arrays
 same() {
@@ -57,12 +60,13 @@ fi
 # listed as inputs): interp and cpu equal QONNX's executor, the FPGA emulator equals interp.
 B=$SRC/models/jet_brevitas_mlp.onnx
 BREF=$SRC/models/ref/jet_brevitas_mlp_output.npy
-for t in interp cpu fpga; do
+for t in interp cpu fpga $GPU; do
   check "brevitas mlp on $t" 0 "" -- "$TRIAD" run "$B" --target $t --batch 2000 -i "$X" -o "$TMP/b.$t.npy"
 done
 ok "brevitas mlp: interp equals QONNX's executor bit for bit" -- same "$TMP/b.interp.npy" "$BREF"
 ok "brevitas mlp: cpu equals QONNX's executor bit for bit" -- same "$TMP/b.cpu.npy" "$BREF"
 ok "brevitas mlp: fpga emulator equals QONNX's executor bit for bit" -- same "$TMP/b.fpga.npy" "$BREF"
+[[ -n $GPU ]] && ok "brevitas mlp: gpu equals QONNX's executor bit for bit" -- same "$TMP/b.gpu.npy" "$BREF"
 
 # FPGA emulator: the model's precisions, output equal to the interpreter's.
 check "quantize imports the formats" 0 "fixed<8,4>" -- \
@@ -99,9 +103,6 @@ check "unknown rounding mode refused at import" 5 "'/act/Quant'.*rounding_mode.*
   "$TRIAD" inspect "$TMP/badmode.onnx"
 
 # QDQ models from onnxruntime.quantization.quantize_static against ONNX Runtime 1.20.1.
-# The GPU (QuantizeLinear/DequantizeLinear on the host) where an OpenCL device exists.
-GPU=""
-"$TRIAD" devices >/dev/null 2>&1 && GPU=gpu
 # resblock_cnn_qdq: the residual CNN (Conv, BN, residual Add, GAP, Dense, Softmax) per channel.
 for q in jet_mlp_qdq jet_mlp_qdq_pc resblock_cnn_qdq; do
   QX=$X; QB=2000
