@@ -68,7 +68,11 @@ void PlanContext::foldConstantQuantizer(const ir::Node& n) {
   for (ir::Value* v : n.inputs())
     ins.push_back(v ? &v->constant() : nullptr);
   ir::Tensor t = std::move(ir::evalNode(n, ins).at(0));
-  imported_[n.output(0)->id()] = constantQuantizerFormat(n, t);
+  auto f = constantQuantizerFormat(n, t);
+  if (auto* q = std::get_if<Quant>(&f))
+    imported_[n.output(0)->id()] = *q;
+  else
+    importErrors_[n.output(0)->id()] = std::get<std::string>(f);
   folded_.emplace(n.output(0)->id(), std::move(t));
 }
 
@@ -76,6 +80,12 @@ std::optional<Quant> PlanContext::imported(const ir::Value* v) const {
   if (!v) return std::nullopt;
   auto it = imported_.find(v->id());
   return it == imported_.end() ? std::nullopt : std::optional<Quant>(it->second);
+}
+
+std::optional<std::string> PlanContext::importError(const ir::Value* v) const {
+  if (!v) return std::nullopt;
+  auto it = importErrors_.find(v->id());
+  return it == importErrors_.end() ? std::nullopt : std::optional<std::string>(it->second);
 }
 
 bool PlanContext::configSets(const std::string& layer, Role r) const {

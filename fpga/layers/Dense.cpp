@@ -60,11 +60,14 @@ DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vect
   if (!bias.empty()) rr[1] = maxAbsOf(bias);
   rr[2] = rr[3] = outRange;
   info.quant = resolveLayer(ctx.config, info.name, rr);
-  // Imported precisions: the model's own weight and bias formats (QONNX Quant on them).
-  if (auto q = ctx.imported(weightValue); q && !ctx.configSets(info.name, Role::Weight))
-    info.quant.roles[size_t(Role::Weight)] = *q;
-  if (auto q = ctx.imported(biasValue); q && !ctx.configSets(info.name, Role::Bias))
-    info.quant.roles[size_t(Role::Bias)] = *q;
+  // Imported precisions: the model's own weight and bias formats (QONNX Quant on them); a
+  // quantizer whose values have no exact format needs the role set in the config.
+  for (auto [v, role] : {std::pair{weightValue, Role::Weight}, std::pair{biasValue, Role::Bias}}) {
+    if (ctx.configSets(info.name, role)) continue;
+    if (auto q = ctx.imported(v)) info.quant.roles[size_t(role)] = *q;
+    if (auto why = ctx.importError(v))
+      fail(ErrorKind::Unsupported, "layer '{}': {} {}", info.name, toString(role), *why);
+  }
   DenseCore c;
   c.K = K;
   c.N = N;

@@ -19,6 +19,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace triad::fpga {
@@ -52,6 +53,9 @@ public:
   void foldConstantQuantizer(const ir::Node& n);
   /// The precision the model gives a value (a QONNX quantizer's output), if any.
   std::optional<Quant> imported(const ir::Value* v) const;
+  /// Why a constant quantizer's output has no exact format (nullopt: it has one, or the value
+  /// is not a quantizer's). A layer reading it must have the role set in the config.
+  std::optional<std::string> importError(const ir::Value* v) const;
   void setImported(int valueId, const Quant& q) { imported_[valueId] = q; }
   /// The graph carries QONNX quantizers: layers the config leaves alone keep exact results
   /// (Dense/Conv: the exact accumulator when it fits 32 bits; Relu, Clip: the input format).
@@ -64,8 +68,9 @@ private:
   const ValueRanges& ranges_;
   std::vector<FixedFormat>& fmt_;
   std::vector<bool>& known_;
-  std::map<int, ir::Tensor> folded_; // value id -> values of a folded constant quantizer
-  std::map<int, Quant> imported_;    // value id -> imported precision
+  std::map<int, ir::Tensor> folded_;        // value id -> values of a folded constant quantizer
+  std::map<int, Quant> imported_;           // value id -> imported precision
+  std::map<int, std::string> importErrors_; // value id -> why it has no exact format
 };
 
 /// A QONNX quantizer (Quant, BipolarQuant, Trunc) whose inputs are all constants: folded by the
@@ -73,9 +78,10 @@ private:
 bool isConstantQuantizer(const ir::Node& n);
 /// A constant, or the output of a constant quantizer (a weight the model quantized).
 bool isConstantOperand(const ir::Value* v);
-/// The exact format of a constant quantizer's folded values (fpga/layers/Quant.cpp);
-/// Unsupported naming the node when no fixed<W,I> of at most 32 bits holds them exactly.
-Quant constantQuantizerFormat(const ir::Node& n, const ir::Tensor& values);
+/// The exact format of a constant quantizer's folded values (fpga/layers/Quant.cpp), or why
+/// there is none (no fixed<W,I> of at most 32 bits holds them exactly), naming the node.
+std::variant<Quant, std::string> constantQuantizerFormat(const ir::Node& n,
+                                                         const ir::Tensor& values);
 /// The graph inputs' format when every use of every graph input is the same data Quant (the
 /// input is then quantized once, as the Quant does, instead of twice).
 std::optional<Quant> importedInputQuant(const ir::Graph& g);

@@ -314,12 +314,17 @@ std::optional<Quant> importedInputQuant(const ir::Graph& g) {
   return common;
 }
 
-Quant constantQuantizerFormat(const ir::Node& n, const ir::Tensor& values) {
+std::variant<Quant, std::string> constantQuantizerFormat(const ir::Node& n,
+                                                         const ir::Tensor& values) {
   // A power-of-two scale (per tensor or per channel) with zero point 0: the quantizer's own
-  // format. Else the narrowest format in which the folded values are exact.
+  // format. Else the narrowest format in which the folded values are exact, if it is at most 8
+  // bits wider than the quantizer (a scale m·2^-f with a small odd m, e.g. 3·2^-5): any float32
+  // is exact in some fixed<W,I>, but a scale such as 0.3 would give ~25-bit weights.
+  int maxWidth = 32;
   if (n.kind() == ir::OpKind::Quant) {
     QuantParams p;
     if (!readParams(n, p)) {
+      maxWidth = std::min(32, p.bits + 1 + 8);
       const auto& a = n.attrs<ir::QonnxQuantAttrs>();
       bool zero = std::all_of(p.zero.begin(), p.zero.end(), [](double z) { return z == 0; });
       std::optional<int> fMax, iMax;
@@ -350,7 +355,7 @@ Quant constantQuantizerFormat(const ir::Node& n, const ir::Tensor& values) {
     if (!exact) continue;
     // Integer bits: the fewest that hold every value (sign included).
     int width = 1;
-    while (width <= 32) {
+    while (width <= maxWidth) {
       FixedFormat f{width, width - frac, true};
       if (std::all_of(v.begin(), v.end(), [&](double x) {
             double r = std::ldexp(x, frac);
@@ -361,13 +366,12 @@ Quant constantQuantizerFormat(const ir::Node& n, const ir::Tensor& values) {
     }
     break;
   }
-  unsupportedNode(n, fmt::format("its values (max |x| {}) are not exact in any fixed<W,I> of at "
-                                 "most 32 bits (scale {}): a non-power-of-two scale cannot be "
-                                 "imported; set the layer's weight/bias precision in the config",
-                                 maxAbs,
-                                 n.input(1) && n.input(1)->isConstant()
-                                     ? n.input(1)->constant().getDouble(0)
-                                     : 0.0));
+  return fmt::format("node '{}' ({}): its values (max |x| {}) are not exact in any fixed<W,I> of "
+                     "at most {} bits (scale {}, not a power of two); set the reading layer's "
+                     "weight/bias precision in the config to quantize them anyway",
+                     n.name(), opKindName(n.kind()), maxAbs, maxWidth,
+                     n.input(1) && n.input(1)->isConstant() ? n.input(1)->constant().getDouble(0)
+                                                            : 0.0);
 }
 
 extern const LayerKind kQuantLayer{"Quant",

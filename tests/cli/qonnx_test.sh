@@ -92,12 +92,38 @@ def model(scale, mode, path):
                                             helper.make_opsetid("qonnx.custom_op.general", 1)])
     onnx.save(m, path)
 model(0.1, "ROUND", sys.argv[1] + "/scale01.onnx")
+# A weight Quant with scale 0.3 (Brevitas' default float scales): no exact fixed format.
+w = numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), "w")
+inits = [w] + [numpy_helper.from_array(np.array(v, np.float32), n)
+               for n, v in [("ws", 0.3), ("wz", 0.0), ("wb", 4.0)]]
+nodes = [helper.make_node("Quant", ["w", "ws", "wz", "wb"], ["wq"], name="/fc/weight_quant/Quant",
+                          domain="qonnx.custom_op.general", narrow=1),
+         helper.make_node("Gemm", ["x", "wq"], ["y"], name="/fc/Gemm", transB=1)]
+g = helper.make_graph(nodes, "w03", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])], initializer=inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                              helper.make_opsetid("qonnx.custom_op.general", 1)]),
+          sys.argv[1] + "/w03.onnx")
+# Scale 3 * 2^-5: not a power of two, but the int4 values k * 3/32 are exact in fixed<6,1>.
+inits[1] = numpy_helper.from_array(np.array(3 / 32, np.float32), "ws")
+g = helper.make_graph(nodes, "w3", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])], initializer=inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                              helper.make_opsetid("qonnx.custom_op.general", 1)]),
+          sys.argv[1] + "/w3.onnx")
 model(0.25, "STOCHASTIC", sys.argv[1] + "/badmode.onnx")
 np.save(sys.argv[1] + "/x4.npy", np.linspace(-3, 3, 8, dtype=np.float32).reshape(2, 4))
 PYEOF
 check "fpga refuses a non-power-of-two scale, naming the node" 5 \
   "'/act/Quant' \(Quant\).*not a power of two" -- \
   "$TRIAD" compile "$TMP/scale01.onnx" --target fpga -o "$TMP/bad"
+check "fpga refuses inexact weights, naming the layer and the Quant" 5 \
+  "layer '/fc/Gemm': weight node '/fc/weight_quant/Quant' \(Quant\).*not exact" -- \
+  "$TRIAD" quantize "$TMP/w03.onnx" --input "$TMP/x4.npy"
+check "... unless the config sets the weight precision" 0 "w fixed<8,2>" -- \
+  "$TRIAD" quantize "$TMP/w03.onnx" --input "$TMP/x4.npy" --report --precision "/fc/Gemm:weight=fixed<8,2>"
+check "a weight scale 3*2^-5 folds exactly (fixed<6,1>)" 0 "w fixed<6,1>" -- \
+  "$TRIAD" quantize "$TMP/w3.onnx" --input "$TMP/x4.npy" --report
 check "interp runs the scale-0.1 Quant" 0 "" -- "$TRIAD" run "$TMP/scale01.onnx" --batch 2 -i "$TMP/x4.npy"
 check "unknown rounding mode refused at import" 5 "'/act/Quant'.*rounding_mode.*STOCHASTIC" -- \
   "$TRIAD" inspect "$TMP/badmode.onnx"
