@@ -7,7 +7,7 @@
 #   (models/ref/jet_qmlp_output.npy), the GPU target runs it or refuses it cleanly;
 # - triad quantize (the FPGA emulator) imports the model's formats and equals the interpreter
 #   bit for bit (its arithmetic is exact at those formats); triad compile --target fpga + triad
-#   sim: the RTL is bit-exact with the emulator (skipped without verilator);
+#   sim on both QONNX models: the RTL is bit-exact with the emulator (skipped without verilator);
 # - must-fail: a Quant with a non-power-of-two scale on data is refused on the FPGA naming the
 #   node, an unknown rounding mode at import;
 # - QDQ (jet_mlp per tensor and per channel, the residual CNN resblock_cnn per channel): interp,
@@ -203,6 +203,18 @@ PYEOF
   then good "jet_qmlp RTL bit-exact with the emulator"; else bad "jet_qmlp RTL"; fi
   $PY -c "import numpy as np; np.save('$TMP/i500.npy', np.load('$TMP/interp.npy')[:500])" &&
     ok "RTL outputs equal the interpreter's" -- same "$TMP/rtl.npy" "$TMP/i500.npy"
+  # The Brevitas export: RTL bit-exact with the emulator, outputs equal to QONNX's executor.
+  if "$TRIAD" compile "$B" --target fpga --reuse 4 --input "$TMP/x500.npy" -o "$TMP/brtl" >/dev/null &&
+    "$TRIAD" sim "$TMP/brtl" --input "$TMP/x500.npy" --json "$TMP/bsim.json" --output "$TMP/brtl.npy" >/dev/null &&
+    $PY - "$TMP/bsim.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(f"jet_brevitas_mlp RTL: {j['samples']} samples, {j['mismatches']} mismatches, II {j['ii']}")
+assert j["samples"] == 500 and j["mismatches"] == 0 and j["missing"] == 0, j
+PYEOF
+  then good "jet_brevitas_mlp RTL bit-exact with the emulator"; else bad "jet_brevitas_mlp RTL"; fi
+  $PY -c "import numpy as np; np.save('$TMP/b500.npy', np.load('$BREF')[:500])" &&
+    ok "jet_brevitas_mlp RTL outputs equal QONNX's executor" -- same "$TMP/brtl.npy" "$TMP/b500.npy"
   if "$TRIAD" compile "$TMP/qdq_pow2.onnx" --target fpga --reuse 4 --input "$TMP/x500.npy" -o "$TMP/qrtl" >/dev/null &&
     "$TRIAD" sim "$TMP/qrtl" --input "$TMP/x500.npy" --json "$TMP/qsim.json" >/dev/null &&
     $PY - "$TMP/qsim.json" <<'PYEOF'
