@@ -49,6 +49,10 @@ struct Emulator::Impl {
       if (range[size_t(v->id())]) inRange = std::max(inRange.value_or(0), *range[size_t(v->id())]);
     }
     input = resolveInput(cfg, inRange);
+    // A model whose inputs all go straight into the same QONNX Quant is quantized once, as that
+    // Quant does (its layer then only clamps), unless the config sets the input precision.
+    if (!cfg.input.precision)
+      if (std::optional<Quant> q = importedInputQuant(g)) input = *q;
     for (ir::Value* v : g.inputs()) {
       fmt[size_t(v->id())] = input.format;
       known[size_t(v->id())] = true;
@@ -83,8 +87,16 @@ struct Emulator::Impl {
     for (ir::Value* v : g.outputs())
       ++uses[size_t(v->id())];
     PlanContext ctx(g, cfg, range, fmt, known);
+    ctx.importedMode = std::any_of(g.nodes().begin(), g.nodes().end(), [](const auto& n) {
+      return n->kind() == ir::OpKind::Quant || n->kind() == ir::OpKind::BipolarQuant ||
+             n->kind() == ir::OpKind::Trunc || n->kind() == ir::OpKind::QuantizeLinear;
+    });
     for (const auto& up : g.nodes()) {
       const ir::Node& n = *up;
+      if (isConstantQuantizer(n)) {
+        ctx.foldConstantQuantizer(n); // a weight's precision, not a layer
+        continue;
+      }
       for (size_t i = 1; i < n.outputs().size(); ++i)
         if (n.output(i) && uses[size_t(n.output(i)->id())] > 0)
           unsupportedNode(n,
@@ -115,7 +127,8 @@ ValueRanges observeRanges(const ir::Graph& g, std::span<const ir::Tensor> inputs
   ValueRanges range(g.values().size());
   std::vector<ir::Tensor> all = ir::Interpreter(g).runAll(inputs);
   for (size_t i = 0; i < all.size() && i < range.size(); ++i)
-    if (all[i].numElements() > 0 && ir::isFloat(all[i].dtype()))
+    // A value no node computes (a dead one) has no data: nothing observed.
+    if (all[i].byteSize() > 0 && ir::isFloat(all[i].dtype()))
       range[i] = maxAbsOf(all[i].toDoubleVector());
   return range;
 }

@@ -603,7 +603,9 @@ Support gpuSupport(const Node& n) {
 }
 
 ScalarTypes gpuScalarTypes() {
-  return ScalarTypes::all();
+  ScalarTypes t = ScalarTypes::all();
+  t.exactDivision = false; // OpenCL C's float division may be off by an ulp or more
+  return t;
 }
 
 FusionPolicy gpuFusionPolicy() {

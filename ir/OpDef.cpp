@@ -16,7 +16,7 @@ constexpr std::string_view kOpKindNames[] = {
 struct Registry {
   std::vector<OpDef> defs;
   std::array<const OpDef*, kNumOpKinds> byKind{};
-  std::map<std::string, const OpDef*, std::less<>> byOnnxName;
+  std::map<std::pair<std::string, std::string>, const OpDef*> byOnnxName; // (domain, op type)
 
   Registry() {
     OpTable table;
@@ -29,7 +29,7 @@ struct Registry {
       TRIAD_ASSERT(d.infer && d.eval, "op {} lacks a shape rule or reference kernel",
                    opKindName(d.kind));
       byKind[size_t(d.kind)] = &d;
-      byOnnxName[std::string(d.onnxName)] = &d;
+      byOnnxName[{std::string(d.domain), std::string(d.onnxName)}] = &d;
     }
   }
 };
@@ -64,9 +64,11 @@ const OpDef& opDef(OpKind kind) {
 }
 
 const OpDef* findOnnxOp(std::string_view domain, std::string_view opType) {
-  if (!domain.empty() && domain != "ai.onnx") return nullptr;
+  if (domain == "ai.onnx") domain = "";
+  if (domain == "finn.custom_op.general" || domain == "onnx.brevitas")
+    domain = "qonnx.custom_op.general";
   const auto& m = registry().byOnnxName;
-  auto it = m.find(opType);
+  auto it = m.find({std::string(domain), std::string(opType)});
   return it == m.end() ? nullptr : it->second;
 }
 

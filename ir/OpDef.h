@@ -111,7 +111,11 @@ using MacsFn = std::function<int64_t(const InferContext&, std::span<const Tensor
 
 struct OpDef {
   OpKind kind{};
-  std::string_view onnxName{};      // defaults to the OpKind's name
+  std::string_view onnxName{}; // defaults to the OpKind's name
+  /// ONNX domain; empty: the default domain (also spelled "ai.onnx"). QONNX's ops name
+  /// "qonnx.custom_op.general", which findOnnxOp also reaches as "finn.custom_op.general" and
+  /// "onnx.brevitas" (the domains FINN and older Brevitas exports use).
+  std::string_view domain{};
   int minInputs = 1, maxInputs = 1; // ONNX arity (maxInputs -1: variadic)
   int minOutputs = 1, maxOutputs = 1;
   /// ONNX inputs that determine output shapes (Reshape's shape, Slice's starts, ...): they must
@@ -121,6 +125,10 @@ struct OpDef {
   /// The outputs depend only on the input types, never on their values (Shape, Size,
   /// EyeLike): the importer folds such nodes to constants whenever shapes are static.
   bool valueIndependent = false;
+  /// False: never folded ahead of run time, even on constant inputs. QONNX's quantizers on
+  /// weights stay in the graph because their scale and bit width are the weight's precision,
+  /// which the FPGA target reads (fpga/Imported.h); other targets compute them at run time.
+  bool foldable = true;
   /// Lowest default-domain opset whose semantics `parse` maps (older models are refused).
   int sinceOpset = 1;
   /// Null: the op takes no attributes (NoAttrs). The frontend refuses any ONNX attribute that
@@ -133,7 +141,8 @@ struct OpDef {
   bool isShapeOperand(int i) const;
 };
 
-/// Registry lookups. Unknown kinds / names give nullptr.
+/// Registry lookups. Unknown kinds / names give nullptr. `domain` is the node's ONNX domain
+/// (aliases resolved as described at OpDef::domain).
 const OpDef* findOp(OpKind kind);
 const OpDef* findOnnxOp(std::string_view domain, std::string_view opType);
 const OpDef& opDef(OpKind kind); // asserts registered

@@ -2,6 +2,7 @@
 
 #include "ir/ops/Activation.h"
 #include "ir/ops/Elementwise.h"
+#include "ir/ops/QuantizeQonnx.h"
 
 #include <cmath>
 #include <fmt/format.h>
@@ -473,9 +474,71 @@ bool isIntegerOrBool(DType t) {
   return (dtypeBit(t) & (kInt | kBool)) != 0;
 }
 
+// QONNX's fake quantizers (ir/ops/QuantizeQonnx.h) in float32, step for step as the reference
+// computes them: Quant (with a constant bit width, which fixes its integer range) and
+// BipolarQuant. C++ only (ScalarTypes::moreOps): OpenCL's float division is not correctly
+// rounded by default, and x / scale must be.
+
+bool isQonnxQuantizer(const Node& n) {
+  return n.kind() == OpKind::Quant || n.kind() == OpKind::BipolarQuant;
+}
+
+bool hasQonnxExpr(const Node& n, ScalarTypes types) {
+  if (!types.exactDivision || n.outputs().size() != 1) return false;
+  if (n.kind() == OpKind::Quant) {
+    Value* bits = n.input(3);
+    if (!bits || !bits->isConstant() || bits->constant().numElements() != 1) return false;
+    double b = bits->constant().getDouble(0);
+    if (!(b >= 1 && b <= 32) || b != std::floor(b)) return false; // the reference reports it
+  }
+  return true;
+}
+
+/// r rounded as `mode` does, with the reference's numpy formulas; `v` is evaluated several times.
+std::string qonnxRoundExpr(QonnxRounding mode, const std::string& v) {
+  auto sign = [&] { return fmt::format("({0} > 0.0f ? 1.0f : {0} < 0.0f ? -1.0f : 0.0f)", v); };
+  switch (mode) {
+  case QonnxRounding::HalfEven:
+    return fmt::format("rint({})", v);
+  case QonnxRounding::Ceil:
+    return fmt::format("ceil({})", v);
+  case QonnxRounding::Floor:
+    return fmt::format("floor({})", v);
+  case QonnxRounding::Down: // trunc, from the functions every prelude has
+    return fmt::format("({0} < 0.0f ? ceil({0}) : floor({0}))", v);
+  case QonnxRounding::Up:
+    return fmt::format("({} * ceil(fabs({})))", sign(), v);
+  case QonnxRounding::HalfUp:
+    return fmt::format("({} * floor(fabs({}) + 0.5f))", sign(), v);
+  case QonnxRounding::HalfDown:
+    return fmt::format("({} * ceil(fabs({}) - 0.5f))", sign(), v);
+  }
+  return v;
+}
+
+std::string qonnxExpr(const Node& n, Operands o) {
+  if (n.kind() == OpKind::BipolarQuant)
+    return fmt::format("(({} >= 0.0f ? 1.0f : -1.0f) * {})", o[0], o[1]);
+  const auto& a = n.attrs<QonnxQuantAttrs>();
+  int bits = int(n.input(3)->constant().getDouble(0));
+  // q = x / scale + zero point, two float operations (a NaN stays NaN through the clamp).
+  std::string q = fmt::format("({} / {} + {})", o[0], o[1], o[2]);
+  std::string r;
+  if (bits == 1 && a.isSigned) {
+    r = fmt::format("({} >= 0.0f ? 1.0f : -1.0f)", q);
+  } else {
+    std::string lo = flit(float(ops::qonnxMinInt(a.isSigned, a.narrow, bits)));
+    std::string hi = flit(float(ops::qonnxMaxInt(a.isSigned, a.narrow, bits)));
+    std::string c = fmt::format("({0} > {1} ? {1} : {0} < {2} ? {2} : {0})", q, hi, lo);
+    r = qonnxRoundExpr(a.rounding, c);
+  }
+  return fmt::format("(({} - {}) * {})", r, o[2], o[1]);
+}
+
 } // namespace
 
 bool hasScalarExpr(const Node& n, ScalarTypes types) {
+  if (isQonnxQuantizer(n)) return hasQonnxExpr(n, types);
   auto it = table().find(n.kind());
   if (it == table().end()) return false;
   const Entry& entry = it->second;
@@ -534,6 +597,7 @@ bool hasScalarExpr(const Node& n, ScalarTypes types) {
 }
 
 std::string scalarExpr(const Node& n, std::span<const std::string> operands, ScalarDialect d) {
+  if (isQonnxQuantizer(n)) return qonnxExpr(n, operands);
   auto it = table().find(n.kind());
   TRIAD_ASSERT(it != table().end(), "no scalar expression for {}", opKindName(n.kind()));
   const Entry& entry = it->second;

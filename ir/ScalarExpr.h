@@ -35,8 +35,11 @@ struct ScalarTypes {
   bool f64 = false;      ///< float64 math and casts
   bool f16 = false;      ///< float16 (uint16_t bits) math, computed in float and rounded back
   bool moreOps = false;  ///< Mod, BitShift, Bitwise*, CastLike
+  /// Float division rounds correctly (C++; OpenCL C's need not): QONNX's quantizers, whose
+  /// x / scale must match the reference bit for bit.
+  bool exactDivision = false;
   /// Everything: the CPU target (C++ with the triad_rt helpers).
-  static constexpr ScalarTypes all() { return {true, true, true, true}; }
+  static constexpr ScalarTypes all() { return {true, true, true, true, true}; }
 };
 
 /// Whether `n` has a scalar expression for its operand types, given what the target handles

@@ -112,6 +112,11 @@ std::unique_ptr<Layer> planActivation(const ir::Node& n, PlanContext& ctx) {
   rr[3] = ctx.range(n.output(0)->id());
   L->info.quant = resolveLayer(ctx.config, n.name(), rr);
   const FixedFormat& inF = ctx.format(in);
+  // With imported precisions, Relu and Clip keep their input's format (exact; the model's next
+  // Quant rounds) where the config sets no result.
+  if (ctx.importedMode && n.kind() != ir::OpKind::LeakyRelu &&
+      !ctx.configSets(n.name(), Role::Result))
+    L->info.quant.roles[size_t(Role::Result)].format = inF;
   if (n.kind() == ir::OpKind::LeakyRelu) {
     const Quant& qw = L->info.quant.weight();
     CastStatus st;

@@ -1,5 +1,6 @@
 // Helpers shared by the layer files and the one table of layer kinds.
 #include "fpga/layers/Layer.h"
+#include "ir/Interpreter.h"
 
 #include <fmt/format.h>
 
@@ -9,13 +10,14 @@
 namespace triad::fpga {
 
 extern const LayerKind kDenseLayer, kConvLayer, kActivationLayer, kLutLayer, kSoftmaxLayer,
-    kAddLayer, kConcatLayer, kReshapeLayer, kPoolLayer, kGlobalPoolLayer, kScaleLayer, kResizeLayer;
+    kAddLayer, kConcatLayer, kReshapeLayer, kPoolLayer, kGlobalPoolLayer, kScaleLayer, kResizeLayer,
+    kQuantLayer;
 
 const std::vector<const LayerKind*>& layerTable() {
   static const std::vector<const LayerKind*> table = {
-      &kDenseLayer,   &kConvLayer,       &kActivationLayer, &kLutLayer,
-      &kSoftmaxLayer, &kAddLayer,        &kConcatLayer,     &kReshapeLayer,
-      &kPoolLayer,    &kGlobalPoolLayer, &kScaleLayer,      &kResizeLayer};
+      &kDenseLayer, &kConvLayer,   &kActivationLayer, &kLutLayer,  &kSoftmaxLayer,
+      &kAddLayer,   &kConcatLayer, &kReshapeLayer,    &kPoolLayer, &kGlobalPoolLayer,
+      &kScaleLayer, &kResizeLayer, &kQuantLayer};
   return table;
 }
 
@@ -29,7 +31,8 @@ ir::Support fpgaSupport(const ir::Node& n) {
   const LayerKind* k = findLayerKind(n.kind());
   if (!k) return {false, "no FPGA layer for this op"};
   for (size_t i = 0; i < n.inputs().size(); ++i)
-    if (n.input(i) && !n.input(i)->isConstant() && !ir::isFloat(n.input(i)->type().dtype))
+    if (n.input(i) && !n.input(i)->isConstant() && !ir::isFloat(n.input(i)->type().dtype) &&
+        n.kind() != ir::OpKind::DequantizeLinear) // a QDQ pair's integers (fpga/layers/Quant.cpp)
       return {false, fmt::format("input {} is {}: FPGA layers take float data (quantized to "
                                  "fixed point at the boundary)",
                                  i, typeToString(n.input(i)->type()))};
@@ -53,9 +56,43 @@ int PlanContext::dataInput(const ir::Node& n, size_t i) const {
 
 const ir::Tensor& PlanContext::constInput(const ir::Node& n, size_t i, const char* what) const {
   ir::Value* v = n.input(i);
+  if (v)
+    if (auto it = folded_.find(v->id()); it != folded_.end()) return it->second;
   if (!v || !v->isConstant())
     unsupportedNode(n, fmt::format("{} (input {}) must be a constant", what, i));
   return v->constant();
+}
+
+void PlanContext::foldConstantQuantizer(const ir::Node& n) {
+  std::vector<const ir::Tensor*> ins;
+  for (ir::Value* v : n.inputs())
+    ins.push_back(v ? &v->constant() : nullptr);
+  ir::Tensor t = std::move(ir::evalNode(n, ins).at(0));
+  auto f = constantQuantizerFormat(n, t);
+  if (auto* q = std::get_if<Quant>(&f))
+    imported_[n.output(0)->id()] = *q;
+  else
+    importErrors_[n.output(0)->id()] = std::get<std::string>(f);
+  folded_.emplace(n.output(0)->id(), std::move(t));
+}
+
+std::optional<Quant> PlanContext::imported(const ir::Value* v) const {
+  if (!v) return std::nullopt;
+  auto it = imported_.find(v->id());
+  return it == imported_.end() ? std::nullopt : std::optional<Quant>(it->second);
+}
+
+std::optional<std::string> PlanContext::importError(const ir::Value* v) const {
+  if (!v) return std::nullopt;
+  auto it = importErrors_.find(v->id());
+  return it == importErrors_.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
+
+bool PlanContext::configSets(const std::string& layer, Role r) const {
+  if (config.defaults.precision || config.defaults.roles[size_t(r)].precision) return true;
+  auto it = config.layers.find(layer);
+  return it != config.layers.end() &&
+         (it->second.precision || it->second.roles[size_t(r)].precision);
 }
 
 std::optional<double> PlanContext::range(int valueId) const {

@@ -108,8 +108,8 @@ namespace {
 
 ir::Support supportsConv(const ir::Node& n) {
   if (n.input(0)->type().rank() != 4) return {false, "only 2-D convolutions are supported"};
-  if (!n.input(1)->isConstant()) return {false, "the weights must be a constant"};
-  if (n.input(2) && !n.input(2)->isConstant()) return {false, "the bias must be a constant"};
+  if (!isConstantOperand(n.input(1))) return {false, "the weights must be a constant"};
+  if (n.input(2) && !isConstantOperand(n.input(2))) return {false, "the bias must be a constant"};
   return {};
 }
 
@@ -193,7 +193,8 @@ std::unique_ptr<Layer> planConv(const ir::Node& n, PlanContext& ctx) {
   std::vector<double> bias;
   if (n.input(2)) bias = ctx.constInput(n, 2, "the bias B").toDoubleVector();
   L->info.name = n.name(); // the config is read by layer name
-  L->core = planDenseCore(L->info, ctx, weights, bias, K, M, in, ctx.range(n.output(0)->id()));
+  L->core = planDenseCore(L->info, ctx, weights, bias, K, M, in, ctx.range(n.output(0)->id()),
+                          n.input(1), n.input(2));
   L->core.q = &L->info.quant;
   return L;
 }

@@ -53,12 +53,21 @@ void DenseCore::row(const int64_t* x, int64_t* y, LayerReport& rep) const {
 
 DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vector<double>& w,
                         const std::vector<double>& bias, int64_t K, int64_t N, int inputValue,
-                        std::optional<double> outRange) {
+                        std::optional<double> outRange, const ir::Value* weightValue,
+                        const ir::Value* biasValue) {
   RoleRanges rr;
   rr[0] = maxAbsOf(w);
   if (!bias.empty()) rr[1] = maxAbsOf(bias);
   rr[2] = rr[3] = outRange;
   info.quant = resolveLayer(ctx.config, info.name, rr);
+  // Imported precisions: the model's own weight and bias formats (QONNX Quant on them); a
+  // quantizer whose values have no exact format needs the role set in the config.
+  for (auto [v, role] : {std::pair{weightValue, Role::Weight}, std::pair{biasValue, Role::Bias}}) {
+    if (ctx.configSets(info.name, role)) continue;
+    if (auto q = ctx.imported(v)) info.quant.roles[size_t(role)] = *q;
+    if (auto why = ctx.importError(v))
+      fail(ErrorKind::Unsupported, "layer '{}': {} {}", info.name, toString(role), *why);
+  }
   DenseCore c;
   c.K = K;
   c.N = N;
@@ -70,6 +79,11 @@ DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vect
   if (info.quant.exactAccumulator)
     info.quant.roles[size_t(Role::Accumulator)].format =
         exactAccumulator(c.in, info.quant.weight().format, K);
+  // In a model with imported precisions the layer passes its exact sum on (the model's next
+  // Quant rounds it), where the config sets no result and the sum fits a 32-bit value.
+  if (ctx.importedMode && info.quant.exactAccumulator && !ctx.configSets(info.name, Role::Result) &&
+      info.quant.acc().format.width <= 32)
+    info.quant.roles[size_t(Role::Result)].format = info.quant.acc().format;
   info.fanIn = K;
   info.fanOut = N;
   info.weights = c.w;
@@ -266,12 +280,12 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
 namespace {
 
 ir::Support supportsDense(const ir::Node& n) {
-  if (!n.input(1) || !n.input(1)->isConstant())
-    return {false, "the weight matrix B must be a constant"};
+  if (!isConstantOperand(n.input(1))) return {false, "the weight matrix B must be a constant"};
   if (n.input(1)->type().rank() != 2) return {false, "the weight matrix must be 2-D"};
   if (n.kind() == ir::OpKind::Gemm) {
     if (n.attrs<ir::GemmAttrs>().transA) return {false, "transA=1 is not supported"};
-    if (n.input(2) && !n.input(2)->isConstant()) return {false, "the bias C must be a constant"};
+    if (n.input(2) && !isConstantOperand(n.input(2)))
+      return {false, "the bias C must be a constant"};
   } else if (n.input(0)->type().rank() < 1) {
     return {false, "scalar input"};
   }
@@ -397,7 +411,9 @@ std::unique_ptr<Layer> planDense(const ir::Node& n, PlanContext& ctx) {
                                      ir::shapeToString(C.shape()), N, N));
   }
   L->info.name = n.name(); // the config is read by layer name
-  L->core = planDenseCore(L->info, ctx, w, bias, K, N, in, ctx.range(n.output(0)->id()));
+  L->core = planDenseCore(L->info, ctx, w, bias, K, N, in, ctx.range(n.output(0)->id()),
+                          alpha == 1 ? n.input(1) : nullptr,
+                          n.kind() == ir::OpKind::Gemm && beta == 1 ? n.input(2) : nullptr);
   L->core.q = &L->info.quant;
   L->info.inputs = {in};
   return L;

@@ -18,9 +18,13 @@ struct DenseCore {
 
 /// Quantizes the float weights w[n][k] (N*K) and bias (N or empty) with the layer's quant and
 /// fills `info` (weights, biases, accumulator format, ranges); `outRange` feeds "auto" results.
+/// `weightValue` / `biasValue`: the IR values they come from, whose imported precisions (QONNX
+/// Quant on the weights) become the weight / bias formats where the config sets none (null
+/// when the values were scaled on the way, e.g. by Gemm's alpha).
 DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vector<double>& w,
                         const std::vector<double>& bias, int64_t K, int64_t N, int inputValue,
-                        std::optional<double> outRange);
+                        std::optional<double> outRange, const ir::Value* weightValue = nullptr,
+                        const ir::Value* biasValue = nullptr);
 
 /// Adds WEIGHTS and BIASES localparams and a triad_dense instance to `m`, reading weight column
 /// j of the RTL's input vector from column perm[j] of the core (identity when perm is empty);

@@ -14,10 +14,12 @@
 #include "fpga/Hdl.h"
 #include "ir/Target.h"
 
+#include <map>
 #include <memory>
 #include <set>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace triad::fpga {
@@ -45,11 +47,44 @@ public:
   std::optional<double> range(int valueId) const;
   const FixedFormat& format(int valueId) const { return fmt_[size_t(valueId)]; }
 
+  // Imported precisions (QONNX quantizers; fpga/layers/Quant.cpp) ---------------------------
+  /// Folds a quantizer whose inputs are all constants: its values become a constant operand
+  /// (constInput) and its format the imported precision of its output.
+  void foldConstantQuantizer(const ir::Node& n);
+  /// The precision the model gives a value (a QONNX quantizer's output), if any.
+  std::optional<Quant> imported(const ir::Value* v) const;
+  /// Why a constant quantizer's output has no exact format (nullopt: it has one, or the value
+  /// is not a quantizer's). A layer reading it must have the role set in the config.
+  std::optional<std::string> importError(const ir::Value* v) const;
+  void setImported(int valueId, const Quant& q) { imported_[valueId] = q; }
+  /// The graph carries QONNX quantizers: layers the config leaves alone keep exact results
+  /// (Dense/Conv: the exact accumulator when it fits 32 bits; Relu, Clip: the input format).
+  bool importedMode = false;
+  /// Whether the config sets a role of a layer itself (layers[name] or default), which then wins
+  /// over an imported precision.
+  bool configSets(const std::string& layer, Role r) const;
+
 private:
   const ValueRanges& ranges_;
   std::vector<FixedFormat>& fmt_;
   std::vector<bool>& known_;
+  std::map<int, ir::Tensor> folded_;        // value id -> values of a folded constant quantizer
+  std::map<int, Quant> imported_;           // value id -> imported precision
+  std::map<int, std::string> importErrors_; // value id -> why it has no exact format
 };
+
+/// A QONNX quantizer (Quant, BipolarQuant, Trunc) whose inputs are all constants: folded by the
+/// emulator into the layer that reads it, never a layer itself.
+bool isConstantQuantizer(const ir::Node& n);
+/// A constant, or the output of a constant quantizer (a weight the model quantized).
+bool isConstantOperand(const ir::Value* v);
+/// The exact format of a constant quantizer's folded values (fpga/layers/Quant.cpp), or why
+/// there is none (no fixed<W,I> of at most 32 bits holds them exactly), naming the node.
+std::variant<Quant, std::string> constantQuantizerFormat(const ir::Node& n,
+                                                         const ir::Tensor& values);
+/// The graph inputs' format when every use of every graph input is the same data Quant (the
+/// input is then quantized once, as the Quant does, instead of twice).
+std::optional<Quant> importedInputQuant(const ir::Graph& g);
 
 /// Geometry of a stream inside the FPGA part: a frame (one sample) is h*w transfers of c
 /// elements each (channels-last pixels in raster order; h = w = 1 for vectors). `chw` marks a

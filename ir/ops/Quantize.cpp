@@ -13,6 +13,7 @@ namespace triad::ir {
 using namespace ops;
 
 void registerQuantizeProducts(OpTable& table); // QuantizeProducts.cpp
+void registerQuantizeQonnx(OpTable& table);    // QuantizeQonnx.cpp
 
 namespace {
 
@@ -299,6 +300,7 @@ void registerQuantizeOps(OpTable& table) {
              .infer = inferDynamicQuantize,
              .eval = evalDynamicQuantize});
   registerQuantizeProducts(table);
+  registerQuantizeQonnx(table);
 }
 
 } // namespace triad::ir

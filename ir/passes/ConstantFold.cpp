@@ -45,7 +45,8 @@ std::optional<std::vector<Tensor>> tryFoldNode(const OpDef& def, const Attrs& at
                                                const FoldInputs& in,
                                                std::span<const TensorType> outputs,
                                                int64_t maxGrowth) {
-  if (!in.allKnown() || !foldWithinSizeLimit(def.kind, in, outputs, maxGrowth)) return std::nullopt;
+  if (!def.foldable || !in.allKnown() || !foldWithinSizeLimit(def.kind, in, outputs, maxGrowth))
+    return std::nullopt;
   std::vector<Tensor> outs;
   outs.reserve(outputs.size());
   for (const TensorType& t : outputs)

@@ -9,7 +9,9 @@
 // Size guard: folding must not blow up the model. A node whose outputs together hold more than
 // kMaxFoldGrowthElements elements and more elements than its constant inputs (Expand, Tile,
 // ConstantOfShape, Range, Resize, an outer product...) is left in the graph to run at run
-// time. Constant nodes are exempt (their value is already stored in the model).
+// time. Constant nodes are exempt (their value is already stored in the model). Ops marked
+// OpDef::foldable = false (QONNX's quantizers, whose operands carry a weight's precision) never
+// fold.
 #pragma once
 
 #include "ir/Graph.h"

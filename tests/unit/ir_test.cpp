@@ -188,10 +188,18 @@ TEST(OpTable, EveryListedOpIsRegisteredWithItsOnnxName) {
   for (size_t k = 0; k < kNumOpKinds; ++k) {
     const OpDef* d = findOp(OpKind(k));
     ASSERT_NE(d, nullptr) << opKindName(OpKind(k)) << " is listed in Ops.def but not registered";
-    EXPECT_EQ(findOnnxOp("", d->onnxName), d);
-    EXPECT_EQ(findOnnxOp("ai.onnx", d->onnxName), d);
+    EXPECT_EQ(findOnnxOp(d->domain, d->onnxName), d);
+    if (d->domain.empty()) {
+      EXPECT_EQ(findOnnxOp("ai.onnx", d->onnxName), d);
+    }
   }
   EXPECT_EQ(findOnnxOp("com.example", "Relu"), nullptr);
+  // QONNX's ops live in their domain (and its FINN / Brevitas aliases), not in the default one.
+  EXPECT_EQ(findOnnxOp("qonnx.custom_op.general", "Quant"), findOp(OpKind::Quant));
+  EXPECT_EQ(findOnnxOp("finn.custom_op.general", "Quant"), findOp(OpKind::Quant));
+  EXPECT_EQ(findOnnxOp("onnx.brevitas", "Trunc"), findOp(OpKind::Trunc));
+  EXPECT_EQ(findOnnxOp("", "Quant"), nullptr);
+  EXPECT_EQ(findOnnxOp("qonnx.custom_op.general", "Relu"), nullptr);
 }
 
 TEST(Graph, UseListsFollowEveryRewiring) {

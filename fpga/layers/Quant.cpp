@@ -1,0 +1,383 @@
+// Imported precisions: QONNX's Quant (and BipolarQuant, Trunc on constants) as the model's own
+// fixed-point formats (docs/fpga.md, "Imported precisions").
+//
+// - On constants (weights, biases: Brevitas puts a Quant on each): not a layer. The emulator
+//   folds the quantizer (its reference kernel) and the reading layer takes the exact format of
+//   its values as its weight or bias precision: a power-of-two scale 2^-f per tensor or per
+//   channel with zero point 0 gives fixed<b, b - f> (unsigned b bits: fixed<b+1, b+1-f>, since
+//   the RTL blocks are signed); other scales are folded when the quantized values are exact in
+//   some fixed<W,I> of at most 32 bits, and refused naming the node otherwise.
+// - On data: a layer. y = cast(clamp(x, LO, HI)) to fixed<b, b - f> (unsigned: fixed<b+1, b+1-f>
+//   with LO = 0; narrow ranges clamp at the narrow bound), rounding ROUND -> convergent, FLOOR
+//   -> truncate, saturating. Clamping before rounding equals QONNX's order because both are
+//   monotone. RTL: triad_clip. Scale per tensor and a power of two, zero point 0.
+// - ONNX's QuantizeLinear on data (QDQ models) is the same layer: int8 -> fixed<8, 8-f>, uint8
+//   -> fixed<9, 9-f> clamped at 0, round half to even (convergent), saturating; the
+//   DequantizeLinear reading it with the same scale and zero point passes the stream on (its
+//   values are the fixed-point values already). Scale a power of two, zero point 0; anything
+//   else is refused naming the node (ONNX Runtime's calibrated scales are not powers of two).
+#include "fpga/layers/Layer.h"
+#include "ir/ops/QuantizeQonnx.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <variant>
+
+namespace triad::fpga {
+
+bool isConstantQuantizer(const ir::Node& n) {
+  if (n.kind() != ir::OpKind::Quant && n.kind() != ir::OpKind::BipolarQuant &&
+      n.kind() != ir::OpKind::Trunc)
+    return false;
+  for (ir::Value* v : n.inputs())
+    if (v && !v->isConstant()) return false;
+  return true;
+}
+
+bool isConstantOperand(const ir::Value* v) {
+  return v && (v->isConstant() || (v->producer() && isConstantQuantizer(*v->producer())));
+}
+
+namespace {
+
+/// e with 2^e == s, or nullopt when s is not a power of two.
+std::optional<int> powerOfTwo(double s) {
+  if (!(s > 0) || !std::isfinite(s)) return std::nullopt;
+  int e = 0;
+  double m = std::frexp(s, &e); // s = m * 2^e, m in [0.5, 1)
+  if (m != 0.5) return std::nullopt;
+  return e - 1;
+}
+
+/// The quantizer's parameters when they are constants of one element (scale per tensor).
+struct QuantParams {
+  std::vector<double> scale, zero;
+  int bits = 0;
+};
+
+std::optional<std::string> readParams(const ir::Node& n, QuantParams& p) {
+  for (size_t i = 1; i < 4; ++i)
+    if (!n.input(i) || !n.input(i)->isConstant())
+      return fmt::format("input {} ({}) must be a constant", i,
+                         i == 1   ? "scale"
+                         : i == 2 ? "zeropt"
+                                  : "bitwidth");
+  p.scale = n.input(1)->constant().toDoubleVector();
+  p.zero = n.input(2)->constant().toDoubleVector();
+  p.bits = int(n.input(3)->constant().getDouble(0));
+  return std::nullopt;
+}
+
+/// The format in which a data quantizer's outputs are exact, and its integer range, or why not.
+struct DataQuant {
+  FixedFormat format;
+  Rounding rounding = Rounding::Convergent;
+  int64_t minInt = 0, maxInt = 0;
+};
+
+std::variant<DataQuant, std::string> qdqQuant(const ir::Node& n) {
+  for (size_t i = 1; i < 3; ++i)
+    if (n.input(i) && !n.input(i)->isConstant())
+      return fmt::format("input {} ({}) must be a constant", i, i == 1 ? "scale" : "zero point");
+  if (!n.input(2))
+    return "QuantizeLinear without a zero point (uint8, zero point 0) is not supported";
+  std::vector<double> scale = n.input(1)->constant().toDoubleVector();
+  std::vector<int64_t> zero = n.input(2)->constant().toInt64Vector();
+  if (scale.size() != 1)
+    return fmt::format("the scale has {} elements; on data the FPGA takes one scale per tensor",
+                       scale.size());
+  if (zero[0] != 0) return fmt::format("zero point {} is not 0", zero[0]);
+  std::optional<int> e = powerOfTwo(scale[0]);
+  if (!e)
+    return fmt::format("scale {} is not a power of two: x / scale has no fixed-point form",
+                       scale[0]);
+  ir::DType t = n.output(0)->type().dtype;
+  if (t != ir::DType::I8 && t != ir::DType::U8)
+    return fmt::format("QuantizeLinear to {} (int8 and uint8 are supported)", dtypeName(t));
+  bool isSigned = t == ir::DType::I8;
+  DataQuant d;
+  d.rounding = Rounding::Convergent;
+  int width = isSigned ? 8 : 9;
+  d.format = FixedFormat{width, width + *e, true};
+  d.minInt = isSigned ? -128 : 0;
+  d.maxInt = isSigned ? 127 : 255;
+  return d;
+}
+
+std::variant<DataQuant, std::string> dataQuant(const ir::Node& n) {
+  if (n.kind() == ir::OpKind::QuantizeLinear) return qdqQuant(n);
+  if (n.kind() != ir::OpKind::Quant)
+    return fmt::format("{} on data has no fixed-point form (only Quant has)", opKindName(n.kind()));
+  QuantParams p;
+  if (auto why = readParams(n, p)) return *why;
+  const auto& a = n.attrs<ir::QonnxQuantAttrs>();
+  if (p.scale.size() != 1)
+    return fmt::format("the scale has {} elements; on data the FPGA takes one scale per tensor",
+                       p.scale.size());
+  for (double z : p.zero)
+    if (z != 0) return fmt::format("zero point {} is not 0", z);
+  std::optional<int> e = powerOfTwo(p.scale[0]);
+  if (!e)
+    return fmt::format("scale {} is not a power of two: x / scale has no fixed-point form "
+                       "(use a power-of-two scale, e.g. Brevitas' *FixedPoint quantizers)",
+                       p.scale[0]);
+  if (p.bits < 2 && a.isSigned) return "a signed 1-bit (bipolar) quantizer has no fixed format";
+  DataQuant d;
+  if (a.rounding == ir::QonnxRounding::HalfEven)
+    d.rounding = Rounding::Convergent;
+  else if (a.rounding == ir::QonnxRounding::Floor)
+    d.rounding = Rounding::Truncate;
+  else
+    return fmt::format("rounding_mode {} has no fixed-point cast (ROUND and FLOOR have)",
+                       toString(a.rounding));
+  int width = a.isSigned ? p.bits : p.bits + 1;
+  d.format = FixedFormat{width, width + *e, true};
+  if (width > 32) return fmt::format("{} bits are more than the FPGA's 32-bit values", width);
+  d.minInt = ir::ops::qonnxMinInt(a.isSigned, a.narrow, p.bits);
+  d.maxInt = ir::ops::qonnxMaxInt(a.isSigned, a.narrow, p.bits);
+  return d;
+}
+
+/// A bound of the quantizer's integer range (in its grid, fraction bits `frac`) in the input
+/// format, or nullopt when it is not exactly representable there.
+std::optional<int64_t> boundIn(int64_t k, int frac, const FixedFormat& in) {
+  int sh = in.fracBits() - frac;
+  if (sh >= 0) {
+    if (sh > 40) return std::nullopt;
+    __int128 r = __int128(k) << sh;
+    if (r < minRaw(in)) return minRaw(in); // below the input's range: no value is below it
+    if (r > maxRaw(in)) return std::nullopt;
+    return int64_t(r);
+  }
+  if (k % (int64_t(1) << -sh) != 0) return std::nullopt;
+  return k >> -sh;
+}
+
+/// Whether a DequantizeLinear undoes the QuantizeLinear that feeds it (same scale and zero
+/// point): then it passes the fixed-point stream on.
+std::optional<std::string> dequantizeMismatch(const ir::Node& n) {
+  const ir::Node* q = n.input(0)->producer();
+  if (!q || q->kind() != ir::OpKind::QuantizeLinear)
+    return "a DequantizeLinear on the FPGA must read a QuantizeLinear (a QDQ pair)";
+  for (size_t i = 1; i < 3; ++i) {
+    const ir::Value *a = n.input(i), *b = q->input(i);
+    if (!a || !b || !a->isConstant() || !b->isConstant() ||
+        a->constant().toDoubleVector() != b->constant().toDoubleVector())
+      return fmt::format("its {} differs from its QuantizeLinear's ('{}')",
+                         i == 1 ? "scale" : "zero point", q->name());
+  }
+  return std::nullopt;
+}
+
+ir::Support supportsQuant(const ir::Node& n) {
+  if (isConstantQuantizer(n)) return {}; // folded into the layer that reads it
+  if (n.kind() == ir::OpKind::DequantizeLinear) {
+    if (auto why = dequantizeMismatch(n)) return {false, *why};
+    return {};
+  }
+  if (auto d = dataQuant(n); std::holds_alternative<std::string>(d))
+    return {false, std::get<std::string>(d)};
+  return {};
+}
+
+class QuantLayer final : public Layer {
+public:
+  int64_t lo = 0, hi = 0; // clamp bounds in the input format
+
+  void exec(RawValues& val, LayerReport& rep) const override {
+    const std::vector<int64_t>& x = val[size_t(info.input)];
+    const Quant& res = info.quant.result();
+    std::vector<int64_t> out(x.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      CastStatus st;
+      out[i] = cast(std::clamp(x[i], lo, hi), info.inFormat, res.format, res.rounding, res.overflow,
+                    &st);
+      rep.saturated += st.saturated;
+      rep.wrapped += st.wrapped;
+    }
+    val[size_t(info.output)] = std::move(out);
+  }
+
+  RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings& s) const override {
+    const RtlOperand& a = ops[0];
+    const Quant& res = info.quant.result();
+    const FixedFormat& outF = info.outFormat;
+    int64_t n = a.geom.c;
+    int inW = a.format.width;
+    RtlLayer r;
+    r.module = layerModule(s.module, {"in"}, {n * inW}, n * outF.width);
+    hdl::Instance inst;
+    inst.name = "u_quant";
+    inst.module = "triad_clip";
+    inst.ports = hdl::streamConnections("in", "out");
+    inst.params = {{"N", std::to_string(n)},
+                   {"IN_W", std::to_string(inW)},
+                   {"IN_FRAC", std::to_string(a.format.fracBits())},
+                   {"LO", hdl::hexLiteral(lo, inW)},
+                   {"HI", hdl::hexLiteral(hi, inW)}};
+    for (auto& p : resultParams(outF, res))
+      inst.params.push_back(p);
+    r.module.comment = fmt::format(
+        "Layer '{}' ({}, imported): {} x {} -> {} x {}\n  clamp [{}, {}], {}, {}", info.name,
+        info.op, n, formatToString(a.format), n, formatToString(outF), dequantize(lo, a.format),
+        dequantize(hi, a.format), toString(res.rounding), toString(res.overflow));
+    r.blocks.insert(inst.module);
+    r.module.add(std::move(inst));
+    r.latency = 1;
+    r.out = a.geom;
+    r.outFormat = outF;
+    r.summary = info.op;
+    return r;
+  }
+};
+
+/// DequantizeLinear after its QuantizeLinear: the values are already the fixed-point values.
+class DequantizePass final : public Layer {
+public:
+  void exec(RawValues& val, LayerReport&) const override {
+    val[size_t(info.output)] = val[size_t(info.input)];
+  }
+  RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings&) const override {
+    RtlLayer r;
+    r.passThrough = true;
+    r.out = ops[0].geom;
+    r.outFormat = ops[0].format;
+    return r;
+  }
+};
+
+std::unique_ptr<Layer> planQuant(const ir::Node& n, PlanContext& ctx) {
+  if (n.kind() == ir::OpKind::DequantizeLinear) {
+    if (auto why = dequantizeMismatch(n)) unsupportedNode(n, *why);
+    auto L = std::make_unique<DequantizePass>();
+    L->info.inputs = {ctx.dataInput(n, 0)};
+    L->info.passThrough = true;
+    L->info.quant = resolveLayer(ctx.config, n.name(), RoleRanges{});
+    return L;
+  }
+  auto d = dataQuant(n);
+  if (auto* why = std::get_if<std::string>(&d)) unsupportedNode(n, *why);
+  const DataQuant& q = std::get<DataQuant>(d);
+  auto L = std::make_unique<QuantLayer>();
+  int in = ctx.dataInput(n, 0);
+  L->info.inputs = {in};
+  const FixedFormat& inF = ctx.format(in);
+  L->info.quant = resolveLayer(ctx.config, n.name(), RoleRanges{});
+  Quant& res = L->info.quant.roles[size_t(Role::Result)];
+  res = Quant{q.format, q.rounding, Overflow::Saturate};
+  int frac = q.format.fracBits();
+  L->lo = minRaw(inF);
+  L->hi = maxRaw(inF);
+  if (q.minInt != minRaw(q.format)) {
+    auto b = boundIn(q.minInt, frac, inF);
+    if (!b)
+      unsupportedNode(n, fmt::format("the lower bound {} of its range is not exact in the input "
+                                     "format {}",
+                                     q.minInt * std::ldexp(1.0, -frac), formatToString(inF)));
+    L->lo = *b;
+  }
+  if (q.maxInt != maxRaw(q.format)) {
+    auto b = boundIn(q.maxInt, frac, inF);
+    if (!b)
+      unsupportedNode(n, fmt::format("the upper bound {} of its range is not exact in the input "
+                                     "format {}",
+                                     q.maxInt * std::ldexp(1.0, -frac), formatToString(inF)));
+    L->hi = *b;
+  }
+  L->info.lo = L->lo;
+  L->info.hi = L->hi;
+  ctx.setImported(n.output(0)->id(), res);
+  return L;
+}
+
+} // namespace
+
+std::optional<Quant> importedInputQuant(const ir::Graph& g) {
+  std::optional<Quant> common;
+  for (ir::Value* v : g.inputs()) {
+    if (v->users().empty()) return std::nullopt;
+    for (ir::Node* u : v->users()) {
+      if ((u->kind() != ir::OpKind::Quant && u->kind() != ir::OpKind::QuantizeLinear) ||
+          u->input(0) != v)
+        return std::nullopt;
+      auto d = dataQuant(*u);
+      if (!std::holds_alternative<DataQuant>(d)) return std::nullopt;
+      const DataQuant& q = std::get<DataQuant>(d);
+      Quant mine{q.format, q.rounding, Overflow::Saturate};
+      if (common && (common->format != mine.format || common->rounding != mine.rounding))
+        return std::nullopt;
+      common = mine;
+    }
+  }
+  return common;
+}
+
+std::variant<Quant, std::string> constantQuantizerFormat(const ir::Node& n,
+                                                         const ir::Tensor& values) {
+  // A power-of-two scale (per tensor or per channel) with zero point 0: the quantizer's own
+  // format. Else the narrowest format in which the folded values are exact, if it is at most 8
+  // bits wider than the quantizer (a scale m·2^-f with a small odd m, e.g. 3·2^-5): any float32
+  // is exact in some fixed<W,I>, but a scale such as 0.3 would give ~25-bit weights.
+  int maxWidth = 32;
+  if (n.kind() == ir::OpKind::Quant) {
+    QuantParams p;
+    if (!readParams(n, p)) {
+      maxWidth = std::min(32, p.bits + 1 + 8);
+      const auto& a = n.attrs<ir::QonnxQuantAttrs>();
+      bool zero = std::all_of(p.zero.begin(), p.zero.end(), [](double z) { return z == 0; });
+      std::optional<int> fMax, iMax;
+      for (double s : p.scale) {
+        std::optional<int> e = powerOfTwo(s);
+        if (!e) {
+          fMax.reset();
+          break;
+        }
+        int frac = -*e, width = a.isSigned ? p.bits : p.bits + 1;
+        fMax = std::max(fMax.value_or(frac), frac);
+        iMax = std::max(iMax.value_or(width - frac), width - frac);
+      }
+      if (zero && fMax && !(p.bits == 1 && a.isSigned) && *fMax + *iMax <= 32)
+        return Quant{FixedFormat{*fMax + *iMax, *iMax, true}, Rounding::Convergent,
+                     Overflow::Saturate};
+    }
+  }
+  std::vector<double> v = values.toDoubleVector();
+  double maxAbs = maxAbsOf(v);
+  for (int frac = -32; frac <= 32; ++frac) {
+    bool exact = true;
+    for (double x : v)
+      if (double r = std::ldexp(x, frac); r != std::floor(r)) {
+        exact = false;
+        break;
+      }
+    if (!exact) continue;
+    // Integer bits: the fewest that hold every value (sign included).
+    int width = 1;
+    while (width <= maxWidth) {
+      FixedFormat f{width, width - frac, true};
+      if (std::all_of(v.begin(), v.end(), [&](double x) {
+            double r = std::ldexp(x, frac);
+            return r >= double(minRaw(f)) && r <= double(maxRaw(f));
+          }))
+        return Quant{f, Rounding::Convergent, Overflow::Saturate};
+      ++width;
+    }
+    break;
+  }
+  return fmt::format("node '{}' ({}): its values (max |x| {}) are not exact in any fixed<W,I> of "
+                     "at most {} bits (scale {}, not a power of two); set the reading layer's "
+                     "weight/bias precision in the config to quantize them anyway",
+                     n.name(), opKindName(n.kind()), maxAbs, maxWidth,
+                     n.input(1) && n.input(1)->isConstant() ? n.input(1)->constant().getDouble(0)
+                                                            : 0.0);
+}
+
+extern const LayerKind kQuantLayer{"Quant",
+                                   {ir::OpKind::Quant, ir::OpKind::BipolarQuant, ir::OpKind::Trunc,
+                                    ir::OpKind::QuantizeLinear, ir::OpKind::DequantizeLinear},
+                                   supportsQuant,
+                                   planQuant};
+
+} // namespace triad::fpga

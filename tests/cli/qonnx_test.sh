@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# Quantization-aware models in (issue 15): the QONNX MLP models/jet_qmlp.onnx (Quant on input,
+# weights, biases and activations, power-of-two scales), the Brevitas export
+# models/jet_brevitas_mlp.onnx and ONNX Runtime's QDQ models
+# models/jet_mlp_qdq{,_pc}.onnx, end to end through the CLI:
+# - the interpreter and the CPU target equal QONNX's executor bit for bit on 2,000 jets
+#   (models/ref/jet_qmlp_output.npy), the GPU target runs it or refuses it cleanly;
+# - triad quantize (the FPGA emulator) imports the model's formats and equals the interpreter
+#   bit for bit (its arithmetic is exact at those formats); triad compile --target fpga + triad
+#   sim on both QONNX models: the RTL is bit-exact with the emulator (skipped without verilator);
+# - must-fail: a Quant with a non-power-of-two scale on data is refused on the FPGA naming the
+#   node, an unknown rounding mode at import;
+# - QDQ (jet_mlp per tensor and per channel, the residual CNN resblock_cnn per channel): interp,
+#   cpu and gpu against ONNX Runtime 1.20.1 (unfused QDQ semantics); on the FPGA, ORT's zero
+#   points are refused naming the node, and a power-of-two QDQ model runs exactly (emulator, RTL).
+# Usage: qonnx_test.sh TRIAD_BINARY SOURCE_DIR
+set -u
+TRIAD=$1
+SRC=$2
+source "$SRC/tests/lib.sh"
+PY=$SRC/.venv/bin/python
+[[ -x $PY ]] || PY=python3
+M=$SRC/models/jet_qmlp.onnx
+X=$SRC/models/jet_test_x.npy
+REF=$SRC/models/ref/jet_qmlp_output.npy
+# The GPU (quantizers on the host) where an OpenCL device exists.
+GPU=""
+"$TRIAD" devices >/dev/null 2>&1 && GPU=gpu
+
+# same A B: bit-identical float32 arrays
+same() {
+  $PY - "$1" "$2" <<'PYEOF'
+import sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert a.shape == b.shape, (a.shape, b.shape)
+d = int(np.sum(a.astype(np.float32).view(np.uint32) != b.astype(np.float32).view(np.uint32)))
+print(f"{a.size} values, {d} differ in any bit, max |diff| {float(np.abs(a - b).max()):g}")
+sys.exit(d != 0)
+PYEOF
+}
+
+check "inspect lists the QONNX Quant nodes" 0 "Quant" -- "$TRIAD" inspect "$M"
+check "interp runs jet_qmlp" 0 "" -- "$TRIAD" run "$M" --batch 2000 -i "$X" -o "$TMP/interp.npy"
+ok "interp equals QONNX's executor bit for bit" -- same "$TMP/interp.npy" "$REF"
+check "cpu runs jet_qmlp" 0 "" -- "$TRIAD" run "$M" --target cpu --batch 2000 -i "$X" -o "$TMP/cpu.npy"
+ok "cpu equals QONNX's executor bit for bit" -- same "$TMP/cpu.npy" "$REF"
+# The GPU target: runs (Quant through the host fallback) or, without OpenCL, exits 5.
+"$TRIAD" run "$M" --target gpu --batch 2000 -i "$X" -o "$TMP/gpu.npy" >"$TMP/gout" 2>&1
+rc=$?
+if [[ $rc -eq 0 ]]; then
+  ok "gpu equals QONNX's executor bit for bit" -- same "$TMP/gpu.npy" "$REF"
+elif [[ $rc -eq 5 ]]; then
+  good "gpu: no OpenCL device or op refused cleanly (exit 5)"
+else
+  bad "gpu: exit $rc"; head -5 "$TMP/gout"
+fi
+
+# A real Brevitas export (brevitas 0.10.3 export_qonnx, domain onnx.brevitas, initializers
+# listed as inputs): interp and cpu equal QONNX's executor, the FPGA emulator equals interp.
+B=$SRC/models/jet_brevitas_mlp.onnx
+BREF=$SRC/models/ref/jet_brevitas_mlp_output.npy
+for t in interp cpu fpga $GPU; do
+  check "brevitas mlp on $t" 0 "" -- "$TRIAD" run "$B" --target $t --batch 2000 -i "$X" -o "$TMP/b.$t.npy"
+done
+ok "brevitas mlp: interp equals QONNX's executor bit for bit" -- same "$TMP/b.interp.npy" "$BREF"
+ok "brevitas mlp: cpu equals QONNX's executor bit for bit" -- same "$TMP/b.cpu.npy" "$BREF"
+ok "brevitas mlp: fpga emulator equals QONNX's executor bit for bit" -- same "$TMP/b.fpga.npy" "$BREF"
+[[ -n $GPU ]] && ok "brevitas mlp: gpu equals QONNX's executor bit for bit" -- same "$TMP/b.gpu.npy" "$BREF"
+
+# FPGA emulator: the model's precisions, output equal to the interpreter's.
+check "quantize imports the formats" 0 "fixed<8,4>" -- \
+  "$TRIAD" quantize "$M" --input "$X" --report --output "$TMP/fpga.npy"
+ok "fpga emulator equals the interpreter bit for bit" -- same "$TMP/fpga.npy" "$TMP/interp.npy"
+check "run --target fpga" 0 "" -- "$TRIAD" run "$M" --target fpga --batch 2000 -i "$X" -o "$TMP/fpga2.npy"
+ok "run --target fpga equals the interpreter" -- same "$TMP/fpga2.npy" "$TMP/interp.npy"
+
+# Must-fail: a data Quant with scale 0.1 on the FPGA; an unknown rounding mode at import.
+$PY - "$TMP" <<'PYEOF' || exit 1
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+def model(scale, mode, path):
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n)
+             for n, v in [("s", scale), ("z", 0.0), ("b", 8.0)]]
+    node = helper.make_node("Quant", ["x", "s", "z", "b"], ["y"], name="/act/Quant",
+                            domain="qonnx.custom_op.general", rounding_mode=mode)
+    g = helper.make_graph([node], "q", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])], initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                            helper.make_opsetid("qonnx.custom_op.general", 1)])
+    onnx.save(m, path)
+model(0.1, "ROUND", sys.argv[1] + "/scale01.onnx")
+# A weight Quant with scale 0.3 (Brevitas' default float scales): no exact fixed format.
+w = numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), "w")
+inits = [w] + [numpy_helper.from_array(np.array(v, np.float32), n)
+               for n, v in [("ws", 0.3), ("wz", 0.0), ("wb", 4.0)]]
+nodes = [helper.make_node("Quant", ["w", "ws", "wz", "wb"], ["wq"], name="/fc/weight_quant/Quant",
+                          domain="qonnx.custom_op.general", narrow=1),
+         helper.make_node("Gemm", ["x", "wq"], ["y"], name="/fc/Gemm", transB=1)]
+g = helper.make_graph(nodes, "w03", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])], initializer=inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                              helper.make_opsetid("qonnx.custom_op.general", 1)]),
+          sys.argv[1] + "/w03.onnx")
+# Scale 3 * 2^-5: not a power of two, but the int4 values k * 3/32 are exact in fixed<6,1>.
+inits[1] = numpy_helper.from_array(np.array(3 / 32, np.float32), "ws")
+g = helper.make_graph(nodes, "w3", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])], initializer=inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                              helper.make_opsetid("qonnx.custom_op.general", 1)]),
+          sys.argv[1] + "/w3.onnx")
+model(0.25, "STOCHASTIC", sys.argv[1] + "/badmode.onnx")
+np.save(sys.argv[1] + "/x4.npy", np.linspace(-3, 3, 8, dtype=np.float32).reshape(2, 4))
+PYEOF
+check "fpga refuses a non-power-of-two scale, naming the node" 5 \
+  "'/act/Quant' \(Quant\).*not a power of two" -- \
+  "$TRIAD" compile "$TMP/scale01.onnx" --target fpga -o "$TMP/bad"
+check "fpga refuses inexact weights, naming the layer and the Quant" 5 \
+  "layer '/fc/Gemm': weight node '/fc/weight_quant/Quant' \(Quant\).*not exact" -- \
+  "$TRIAD" quantize "$TMP/w03.onnx" --input "$TMP/x4.npy"
+check "... unless the config sets the weight precision" 0 "w fixed<8,2>" -- \
+  "$TRIAD" quantize "$TMP/w03.onnx" --input "$TMP/x4.npy" --report --precision "/fc/Gemm:weight=fixed<8,2>"
+check "a weight scale 3*2^-5 folds exactly (fixed<6,1>)" 0 "w fixed<6,1>" -- \
+  "$TRIAD" quantize "$TMP/w3.onnx" --input "$TMP/x4.npy" --report
+check "interp runs the scale-0.1 Quant" 0 "" -- "$TRIAD" run "$TMP/scale01.onnx" --batch 2 -i "$TMP/x4.npy"
+check "unknown rounding mode refused at import" 5 "'/act/Quant'.*rounding_mode.*STOCHASTIC" -- \
+  "$TRIAD" inspect "$TMP/badmode.onnx"
+
+# QDQ models from onnxruntime.quantization.quantize_static against ONNX Runtime 1.20.1.
+# resblock_cnn_qdq: the residual CNN (Conv, BN, residual Add, GAP, Dense, Softmax) per channel.
+for q in jet_mlp_qdq jet_mlp_qdq_pc resblock_cnn_qdq; do
+  QX=$X; QB=2000
+  [[ $q == resblock_cnn_qdq ]] && QX=$SRC/models/digits_test_x.npy && QB=360
+  for t in interp cpu $GPU; do
+    if "$TRIAD" run "$SRC/models/$q.onnx" --target $t --batch $QB -i "$QX" -o "$TMP/$q.$t.npy" >/dev/null &&
+      $PY - "$TMP/$q.$t.npy" "$SRC/models/ref/${q}_output.npy" <<'PYEOF'
+import sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+d = a != b
+print(f"{a.size} values, {int(d.sum())} differ, max |diff| {float(np.abs(a - b).max()):g}, "
+      f"top-1 agreement {float(np.mean(a.argmax(1) == b.argmax(1))):.4f}")
+# Outputs are DequantizeLinear of uint8/int8: equal, or (float sums in another order reaching
+# another side of a rounding tie) one quantization step apart in a few values.
+assert np.abs(a - b).max() <= 1 / 255 + 1e-6 and d.mean() <= 0.002
+PYEOF
+    then good "$q on $t equals ONNX Runtime"; else bad "$q on $t"; fi
+  done
+done
+
+# QDQ on the FPGA: ORT's calibrated zero points and scales have no fixed form (refused naming
+# the node); a QDQ model with power-of-two scales and zero points 0 (int8 input, uint8 after the
+# ReLU-less Gemm as ORT writes it, int8 weights per channel through DequantizeLinear) runs on the
+# emulator equal to the interpreter and its RTL is bit-exact with the emulator.
+check "fpga refuses ORT's QDQ zero point, naming the node" 5 \
+  "'input_QuantizeLinear' \(QuantizeLinear\): zero point" -- \
+  "$TRIAD" compile "$SRC/models/jet_mlp_qdq.onnx" --target fpga -o "$TMP/bad"
+$PY - "$TMP/qdq_pow2.onnx" <<'PYEOF' || exit 1
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+rng = np.random.default_rng(15)
+w1 = rng.integers(-127, 128, (32, 16)).astype(np.int8)   # int8 per output channel
+s1 = (2.0 ** -rng.integers(6, 9, 32)).astype(np.float32)
+b1 = (rng.integers(-512, 512, 32) * 2.0**-10).astype(np.float32)
+w2 = (rng.integers(-100, 100, (5, 32)) * 2.0**-8).astype(np.float32)
+init = [numpy_helper.from_array(v, n) for n, v in [
+    ("s_in", np.array(2.0**-4, np.float32)), ("z_in", np.array(0, np.int8)),
+    ("w1_q", w1), ("w1_s", s1), ("w1_z", np.zeros(32, np.int8)), ("b1", b1),
+    ("s_h", np.array(2.0**-3, np.float32)), ("z_h", np.array(0, np.uint8)), ("w2", w2)]]
+nodes = [
+    helper.make_node("QuantizeLinear", ["x", "s_in", "z_in"], ["xq"], name="/in/QuantizeLinear"),
+    helper.make_node("DequantizeLinear", ["xq", "s_in", "z_in"], ["xd"], name="/in/DequantizeLinear"),
+    helper.make_node("DequantizeLinear", ["w1_q", "w1_s", "w1_z"], ["w1"], name="/fc1/w/DequantizeLinear", axis=0),
+    helper.make_node("Gemm", ["xd", "w1", "b1"], ["h"], name="/fc1/Gemm", transB=1),
+    helper.make_node("QuantizeLinear", ["h", "s_h", "z_h"], ["hq"], name="/h/QuantizeLinear"),
+    helper.make_node("DequantizeLinear", ["hq", "s_h", "z_h"], ["hd"], name="/h/DequantizeLinear"),
+    helper.make_node("Gemm", ["hd", "w2"], ["y"], name="/fc2/Gemm", transB=1)]
+g = helper.make_graph(nodes, "qdq_pow2", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 5])], initializer=init)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+PYEOF
+check "qdq pow2: interp" 0 "" -- "$TRIAD" run "$TMP/qdq_pow2.onnx" --batch 2000 -i "$X" -o "$TMP/qdq.interp.npy"
+check "qdq pow2: fpga imports int8/uint8 formats" 0 "-> fixed<9,6>" -- \
+  "$TRIAD" quantize "$TMP/qdq_pow2.onnx" --input "$X" --report --output "$TMP/qdq.fpga.npy"
+ok "qdq pow2: fpga emulator equals the interpreter bit for bit" -- \
+  same "$TMP/qdq.fpga.npy" "$TMP/qdq.interp.npy"
+
+# RTL: bit-exact with the emulator (Verilator).
+if command -v verilator >/dev/null; then
+  $PY -c "import numpy as np; np.save('$TMP/x500.npy', np.load('$X')[:500])" || exit 1
+  if "$TRIAD" compile "$M" --target fpga --reuse 4 --input "$TMP/x500.npy" -o "$TMP/rtl" >/dev/null &&
+    "$TRIAD" sim "$TMP/rtl" --input "$TMP/x500.npy" --json "$TMP/sim.json" --output "$TMP/rtl.npy" >/dev/null &&
+    $PY - "$TMP/sim.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(f"jet_qmlp RTL: {j['samples']} samples, {j['mismatches']} mismatches, II {j['ii']}")
+assert j["samples"] == 500 and j["mismatches"] == 0 and j["missing"] == 0, j
+PYEOF
+  then good "jet_qmlp RTL bit-exact with the emulator"; else bad "jet_qmlp RTL"; fi
+  $PY -c "import numpy as np; np.save('$TMP/i500.npy', np.load('$TMP/interp.npy')[:500])" &&
+    ok "RTL outputs equal the interpreter's" -- same "$TMP/rtl.npy" "$TMP/i500.npy"
+  # The Brevitas export: RTL bit-exact with the emulator, outputs equal to QONNX's executor.
+  if "$TRIAD" compile "$B" --target fpga --reuse 4 --input "$TMP/x500.npy" -o "$TMP/brtl" >/dev/null &&
+    "$TRIAD" sim "$TMP/brtl" --input "$TMP/x500.npy" --json "$TMP/bsim.json" --output "$TMP/brtl.npy" >/dev/null &&
+    $PY - "$TMP/bsim.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(f"jet_brevitas_mlp RTL: {j['samples']} samples, {j['mismatches']} mismatches, II {j['ii']}")
+assert j["samples"] == 500 and j["mismatches"] == 0 and j["missing"] == 0, j
+PYEOF
+  then good "jet_brevitas_mlp RTL bit-exact with the emulator"; else bad "jet_brevitas_mlp RTL"; fi
+  $PY -c "import numpy as np; np.save('$TMP/b500.npy', np.load('$BREF')[:500])" &&
+    ok "jet_brevitas_mlp RTL outputs equal QONNX's executor" -- same "$TMP/brtl.npy" "$TMP/b500.npy"
+  if "$TRIAD" compile "$TMP/qdq_pow2.onnx" --target fpga --reuse 4 --input "$TMP/x500.npy" -o "$TMP/qrtl" >/dev/null &&
+    "$TRIAD" sim "$TMP/qrtl" --input "$TMP/x500.npy" --json "$TMP/qsim.json" >/dev/null &&
+    $PY - "$TMP/qsim.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(f"qdq_pow2 RTL: {j['samples']} samples, {j['mismatches']} mismatches")
+assert j["samples"] == 500 and j["mismatches"] == 0 and j["missing"] == 0, j
+PYEOF
+  then good "qdq pow2 RTL bit-exact with the emulator"; else bad "qdq pow2 RTL"; fi
+else
+  echo "skip RTL: verilator is not on PATH"
+fi
+finish
