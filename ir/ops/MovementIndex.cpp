@@ -6,6 +6,8 @@
 #include "ir/ops/Movement.h"
 #include "ir/ops/OpUtil.h"
 
+#include <algorithm>
+
 namespace triad::ir {
 using namespace ops;
 
@@ -15,7 +17,6 @@ void requireIndexType(const TensorType& t, std::string_view what) {
   if (t.dtype != DType::I32 && t.dtype != DType::I64)
     invalid("{} must be int32 or int64, is {}", what, dtypeName(t.dtype));
 }
-
 
 // A zero scalar of the element type of `t` (fill value for Trilu, EyeLike).
 Tensor zeroOf(const TensorType& t) {
@@ -371,6 +372,10 @@ std::shared_ptr<const Attrs> parseEyeLike(const ParseContext& ctx) {
     a->dtype = *t;
   }
   a->k = ctx.attrs.getInt("k", 0);
+  // A diagonal beyond the matrix is all zeros: k is clamped to [-rows, cols], so that r + k
+  // cannot overflow for any attribute value (a fuzz finding: k = INT64_MAX).
+  const Shape& in = inputType(ctx, 0).shape;
+  if (in.size() == 2) a->k = std::clamp<int64_t>(a->k, -in[0], in[1]);
   return a;
 }
 

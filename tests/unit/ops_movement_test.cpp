@@ -93,6 +93,16 @@ TEST(Movement, SliceOfScalarAndExtremeSteps) {
             (std::vector<float>{9, 5, 1}));
 }
 
+TEST(Movement, EyeLikeDiagonalsBeyondTheMatrix) {
+  Tensor x = iota({2, 3});
+  for (int64_t k : {INT64_MAX, int64_t(3), INT64_MIN, int64_t(-2)})
+    EXPECT_EQ(vals<float>(run(OpKind::EyeLike, {&x}, LiteralAttrs({{"k", k}}))),
+              (std::vector<float>(6, 0.0f)))
+        << k;
+  EXPECT_EQ(vals<float>(run(OpKind::EyeLike, {&x}, LiteralAttrs({{"k", int64_t(2)}}))),
+            (std::vector<float>{0, 0, 1, 0, 0, 0}));
+}
+
 TEST(Movement, SqueezeUnsqueeze) {
   Tensor x = iota({1, 3, 1});
   EXPECT_EQ(run(OpKind::Squeeze, {&x}).shape(), (Shape{3}));
