@@ -15,32 +15,9 @@ namespace triad::gpu {
 using namespace ir;
 
 std::string clTypeName(DType t) {
-  switch (t) {
-  case DType::F32:
-    return "float";
-  case DType::F64:
-    return "double";
-  case DType::I64:
-  case DType::Fixed:
-    return "long";
-  case DType::I32:
-    return "int";
-  case DType::I16:
-    return "short";
-  case DType::I8:
-    return "char";
-  case DType::U64:
-    return "ulong";
-  case DType::U32:
-    return "uint";
-  case DType::U16:
-  case DType::F16:
-    return "ushort";
-  case DType::U8:
-  case DType::Bool:
-    return "uchar";
-  }
-  return "uchar";
+  // Buffers hold bool as uchar (OpenCL's bool has no defined size); every other element type is
+  // stored as the scalar expressions compute with it.
+  return t == DType::Bool ? "uchar" : scalarTypeName(t, ScalarDialect::OpenCL);
 }
 
 namespace {
