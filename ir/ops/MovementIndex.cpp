@@ -402,7 +402,9 @@ std::shared_ptr<const Attrs> parseBlock(const ParseContext& ctx) {
   auto a = std::make_shared<BlockAttrs>();
   auto b = ctx.attrs.getInt("blocksize");
   if (!b) invalid("attribute 'blocksize' is required");
-  if (*b < 1) invalid("attribute 'blocksize' is {}; it must be positive", *b);
+  // At most 2^31 - 1, so that blocksize^2 is an int64; the dims it multiplies are checked too.
+  if (*b < 1 || *b > (int64_t(1) << 31) - 1)
+    invalid("attribute 'blocksize' is {}; it must be in 1..2^31-1", *b);
   a->blocksize = *b;
   a->mode = enumAttr(ctx.attrs, "mode", "DCR", {"DCR", "CRD"}) == "DCR" ? DepthToSpaceMode::DCR
                                                                         : DepthToSpaceMode::CRD;
@@ -415,7 +417,8 @@ std::vector<TensorType> inferDepthToSpace(const InferContext& ctx) {
   requireRank(in, 4, "input");
   if (in.shape[1] % (b * b) != 0)
     invalid("channels {} are not divisible by blocksize^2 = {}", in.shape[1], b * b);
-  return {withShape(in, {in.shape[0], in.shape[1] / (b * b), in.shape[2] * b, in.shape[3] * b})};
+  return {withShape(in, {in.shape[0], in.shape[1] / (b * b), numElements(Shape{in.shape[2], b}),
+                         numElements(Shape{in.shape[3], b})})};
 }
 
 void evalDepthToSpace(const EvalContext& ctx) {
@@ -443,7 +446,8 @@ std::vector<TensorType> inferSpaceToDepth(const InferContext& ctx) {
   requireRank(in, 4, "input");
   if (in.shape[2] % b != 0 || in.shape[3] % b != 0)
     invalid("spatial dims of {} are not divisible by blocksize {}", shapeToString(in.shape), b);
-  return {withShape(in, {in.shape[0], in.shape[1] * b * b, in.shape[2] / b, in.shape[3] / b})};
+  return {withShape(in, {in.shape[0], numElements(Shape{in.shape[1], b, b}), in.shape[2] / b,
+                         in.shape[3] / b})};
 }
 
 void evalSpaceToDepth(const EvalContext& ctx) {

@@ -26,7 +26,10 @@ template <typename T> T fromDouble(double v) {
   if constexpr (std::is_same_v<T, Half>)
     return Half(float(v));
   else if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(std::clamp(v, double(std::numeric_limits<T>::lowest()),
+    // NaN (the mean of no elements, the log of a negative sum) has no integer value: 0 (a NaN to
+    // int cast is undefined behaviour in C++).
+    return std::isnan(v) ? T(0)
+                         : static_cast<T>(std::clamp(v, double(std::numeric_limits<T>::lowest()),
                                      double(std::numeric_limits<T>::max())));
   else
     return static_cast<T>(v);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 using namespace triad;
 using namespace triad::ir;
@@ -260,6 +261,16 @@ TEST(Movement, DepthSpaceRoundTrip) {
             ErrorKind::InvalidModel);
 }
 
+// Found by fuzzing: blocksize INT64_MAX overflowed blocksize^2 in the shape rule.
+TEST(Movement, DepthSpaceBlocksizeBeyondInt64) {
+  Tensor x = iota({1, 4, 2, 2});
+  for (OpKind k : {OpKind::DepthToSpace, OpKind::SpaceToDepth})
+    for (int64_t b : {std::numeric_limits<int64_t>::max(), int64_t(1) << 31, int64_t(0)})
+      EXPECT_EQ(errorOf([&] { runNode(k, {&x}, LiteralAttrs({{"blocksize", b}})); }),
+                ErrorKind::InvalidModel)
+          << opKindName(k) << " blocksize " << b;
+}
+
 TEST(Movement, TriluOneHotEyeLike) {
   Tensor x = iota({3, 3});
   Tensor k = i64({}, {1});
@@ -309,6 +320,15 @@ TEST(Movement, Resize) {
 }
 
 // ---- Reduce ------------------------------------------------------------------------------------
+
+// Found by fuzzing: the mean of no int64 elements is NaN in double, whose cast to int64 is
+// undefined behaviour; it gives 0.
+TEST(Reduce, MeanOfNoIntegersIsZero) {
+  Tensor x = Tensor::fromVector<int64_t>({2, 0}, {});
+  Tensor m = run(OpKind::ReduceMean, {&x}, LiteralAttrs({{"axes", std::vector<int64_t>{1}}}), 13);
+  EXPECT_EQ(m.shape(), (Shape{2, 1}));
+  EXPECT_EQ(vals<int64_t>(m), (std::vector<int64_t>{0, 0}));
+}
 
 TEST(Reduce, SumMeanKeepdimsAndNoop) {
   Tensor x = iota({2, 3});
