@@ -143,6 +143,7 @@ private:
   void profile(Participant& p);
   void timedRounds(std::vector<Participant*>& parts, int64_t batch);
   void accuracy(Participant& p);
+  void asyncGpu(Participant& p);
   void stats(Participant& p);
   void finishResult(Participant& p);
   json settingsJson() const;
@@ -444,6 +445,25 @@ void Bench::timedRounds(std::vector<Participant*>& parts, int64_t batch) {
   progress_.finish("done");
 }
 
+void Bench::asyncGpu(Participant& p) {
+  int n = std::max(o_.repeat, 4 * o_.gpuInFlight);
+  progress_.start(
+      fmt::format("gpu, batch {}: {} runs with {} in flight", p.batch, n, o_.gpuInFlight));
+  std::optional<json> r = p.proc->request({{"cmd", "async"}, {"lanes", o_.gpuInFlight}, {"n", n}},
+                                          [&] { progress_.tick(); });
+  if (!r) {
+    progress_.finish("failed");
+    return p.setFailed(p.proc->failure());
+  }
+  if (r->contains("error")) {
+    p.result["gpu_async"] = {{"why", (*r)["error"]}};
+    progress_.finish("failed: " + (*r)["error"].get<std::string>());
+    return;
+  }
+  p.result["gpu_async"] = *r;
+  progress_.finish(fmt::format("{:.1f} /s", (*r)["throughput_per_s"].get<double>()));
+}
+
 void Bench::accuracy(Participant& p) {
   json a = {{"max_abs_err", nullptr},    {"max_rel_err", nullptr}, {"top1", nullptr},
             {"top1_reference", nullptr}, {"samples", nullptr},     {"why", nullptr}};
@@ -612,6 +632,8 @@ void Bench::benchBatch(int64_t batch) {
   for (auto& p : parts)
     all.push_back(p.get());
   timedRounds(all, batch);
+  for (Participant* p : all)
+    if (p->ok() && p->kind == "triad" && p->target == "gpu" && o_.gpuInFlight > 0) asyncGpu(*p);
   progress_.start(
       fmt::format("accuracy on {} rows, batch {}", model_["data_rows"].get<int64_t>(), batch));
   for (Participant* p : all)
@@ -635,6 +657,7 @@ json Bench::settingsJson() const {
   s["warmup"] = o_.warmup;
   s["rounds"] = std::max(1, std::min(o_.rounds, o_.repeat));
   s["threads"] = threads_;
+  s["gpu_in_flight"] = o_.gpuInFlight;
   s["data"] = o_.data.empty() ? json(nullptr) : json(o_.data);
   s["labels"] = o_.labels.empty() ? json(nullptr) : json(o_.labels);
   s["seed"] = o_.seed;

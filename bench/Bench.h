@@ -37,6 +37,9 @@ struct BenchOptions {
   int warmup = 3;
   int rounds = 5;  // the timed runs are split into this many interleaved rounds
   int threads = 0; // 0: the physical cores
+  /// The GPU's asynchronous mode: this many runs in flight, measured after the timed rounds
+  /// (result gpu_async, throughput); 0: not measured.
+  int gpuInFlight = 2;
   std::string fpgaPart = "xcku115";
   double clockMhz = 200;
   std::string reuse = "auto";

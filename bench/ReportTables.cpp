@@ -273,20 +273,33 @@ std::optional<Section> memorySection(const std::vector<Result>& rs) {
 std::optional<Section> gpuSection(const std::vector<Result>& rs) {
   Section s{"gpu", "GPU: kernels and transfers", 2, {}, {}};
   Table t;
-  t.header = {"Target",           "Batch",     "Kernels (ms)", "Host→device (ms)",
-              "Device→host (ms)", "Host (ms)", "Kernel share"};
-  t.numeric = {false, true, true, true, true, true, true};
+  t.header = {"Target",           "Batch",
+              "Kernels (ms)",     "Host→device (ms)",
+              "Device→host (ms)", "Host (ms)",
+              "Kernel share",     "Throughput (/s)",
+              "In flight",        "Throughput in flight (/s)"};
+  t.numeric = {false, true, true, true, true, true, true, true, true, true};
+  bool async = false;
   for (const Result& r : rs) {
     const Json* g = r.ok() ? getObject(*r.json, "gpu") : nullptr;
     if (!g) continue;
     auto k = num(*g, "kernel_ms"), h2d = num(*g, "h2d_ms"), d2h = num(*g, "d2h_ms"),
          host = num(*g, "host_ms");
     double total = k.value_or(0) + h2d.value_or(0) + d2h.value_or(0) + host.value_or(0);
+    // The asynchronous mode (gpu_async): runs kept in flight, against one at a time.
+    const Json* a = getObject(*r.json, "gpu_async");
+    std::optional<double> lanes = a ? num(*a, "in_flight") : std::nullopt;
+    async = async || lanes.has_value();
     t.row({c(r.target), c(fmtInt(double(r.batch))), n(k), n(h2d), n(d2h), n(host),
-           c(k && total > 0 ? fmtPercent(*k / total) : kDash)});
+           c(k && total > 0 ? fmtPercent(*k / total) : kDash), n(num(*r.json, "throughput_per_s")),
+           c(lanes ? fmtInt(*lanes) : kDash), n(a ? num(*a, "throughput_per_s") : std::nullopt)});
   }
   if (t.rows.empty()) return std::nullopt;
   s.table(std::move(t));
+  if (async)
+    s.para("In flight: the asynchronous mode (`--gpu-in-flight`), one lane (context, queue, "
+           "buffers, host thread) per run in flight, all runs submitted at once; its throughput "
+           "against the timed rounds' one run at a time.");
   return s;
 }
 

@@ -103,6 +103,11 @@ Action addBench(CLI::App& app, const ir::TargetRegistry& targets) {
   cmd->add_option("--threads", o->b.threads,
                   "Threads of the CPU target and the peers (default: the physical cores)")
       ->check(positiveInt());
+  cmd->add_option("--gpu-in-flight", o->b.gpuInFlight,
+                  "GPU asynchronous mode: runs kept in flight for the throughput measured after "
+                  "the timed rounds (0: not measured)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--fpga-part", o->b.fpgaPart,
                   "FPGA part whose resource budget the design is held against")
       ->capture_default_str();

@@ -4,10 +4,14 @@
 #include "ir/Interpreter.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fmt/format.h>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 namespace triad::gpu {
 
@@ -44,9 +48,12 @@ size_t bytesOf(const Value* v) {
   return size_t(numElements(v->type().shape)) * dtypeSize(v->type().dtype);
 }
 
+class LanePool;
+
 class GpuModel final : public GpuExecutable {
 public:
-  GpuModel(const Graph& g, const GpuOptions& o) : g_(g), device_(selectDevice(o.device)) {
+  GpuModel(const Graph& g, const GpuOptions& o)
+      : g_(g), options_(o), device_(selectDevice(o.device)) {
     ContextOptions co;
     co.cacheDir = o.cacheDir;
     ctx_ = std::make_unique<Context>(device_, co);
@@ -94,6 +101,11 @@ public:
     accumulated_.clear();
   }
   std::vector<LayerTime> profile() const override { return accumulated_; }
+
+  ~GpuModel() override;
+  void setInFlight(int lanes) override;
+  int inFlight() const override;
+  std::future<std::vector<Tensor>> submit(std::vector<Tensor> inputs) override;
 
   std::vector<Tensor> run(std::span<const Tensor> inputs) override {
     if (inputs.size() != g_.inputs().size())
@@ -230,6 +242,7 @@ private:
   }
 
   const Graph& g_;
+  GpuOptions options_;
   DeviceInfo device_;
   std::unique_ptr<Context> ctx_;
   GpuProgram program_;
@@ -242,7 +255,90 @@ private:
   GpuRunProfile profile_;
   bool profiling_ = false;
   std::vector<LayerTime> accumulated_; // since setProfiling(true)
+  std::unique_ptr<LanePool> lanes_;    // the asynchronous mode's lanes
 };
+
+/// The asynchronous mode's lanes: one GpuModel (own context, queue and buffers) and one host
+/// thread each, taking jobs from one queue in submission order.
+class LanePool {
+public:
+  LanePool(const Graph& g, const GpuOptions& o, int n) {
+    for (int i = 0; i < n; ++i)
+      lanes_.push_back(std::make_unique<GpuModel>(g, o));
+    for (auto& lane : lanes_)
+      threads_.emplace_back([this, m = lane.get()] { serve(*m); });
+  }
+  ~LanePool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_)
+      t.join(); // the queued jobs are finished first
+  }
+  int size() const { return int(lanes_.size()); }
+
+  std::future<std::vector<Tensor>> submit(std::vector<Tensor> inputs) {
+    Job j{std::move(inputs), {}};
+    std::future<std::vector<Tensor>> f = j.result.get_future();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      jobs_.push_back(std::move(j));
+    }
+    wake_.notify_one();
+    return f;
+  }
+
+private:
+  struct Job {
+    std::vector<Tensor> inputs;
+    std::promise<std::vector<Tensor>> result;
+  };
+
+  void serve(GpuModel& lane) {
+    for (;;) {
+      Job j;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return; // stopping, and nothing left
+        j = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      try {
+        j.result.set_value(lane.run(j.inputs));
+      } catch (...) {
+        j.result.set_exception(std::current_exception());
+      }
+    }
+  }
+
+  std::vector<std::unique_ptr<GpuModel>> lanes_;
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Job> jobs_;
+  bool stop_ = false;
+};
+
+GpuModel::~GpuModel() = default;
+
+void GpuModel::setInFlight(int lanes) {
+  if (lanes < 0) fail(ErrorKind::Usage, "the number of runs in flight must be >= 0, got {}", lanes);
+  if (lanes_ && lanes_->size() == lanes) return;
+  lanes_.reset(); // drains the old lanes
+  if (lanes > 0) lanes_ = std::make_unique<LanePool>(g_, options_, lanes);
+}
+
+int GpuModel::inFlight() const {
+  return lanes_ ? lanes_->size() : 0;
+}
+
+std::future<std::vector<Tensor>> GpuModel::submit(std::vector<Tensor> inputs) {
+  if (!lanes_) setInFlight(1);
+  return lanes_->submit(std::move(inputs));
+}
 
 class GpuTarget final : public Target {
 public:

@@ -11,6 +11,7 @@
 #include "ir/Target.h"
 
 #include <filesystem>
+#include <future>
 #include <optional>
 #include <string>
 
@@ -59,6 +60,20 @@ public:
   // ir::Executable's setProfiling()/profile(): the per-layer times of lastProfile() summed
   // over the runs since profiling was turned on, as kinds "layer" (kernels, device time),
   // "host", "h2d" and "d2h".
+
+  /// The asynchronous mode: up to `lanes` runs in flight. Each lane is a copy of the program's
+  /// buffers (arena, inputs, outputs and weights: `lanes` times the device memory) with its own
+  /// context, in-order command queue and host thread, so that one run's transfers, host steps
+  /// and kernel launches overlap another's kernels where the device can (copy engines, several
+  /// compute queues; on PoCL's CPU device the lanes share its cores). The lanes are built on the
+  /// first call (the OpenCL program comes from the binary cache); 0 drops them.
+  virtual void setInFlight(int lanes) = 0;
+  virtual int inFlight() const = 0;
+  /// Hands `inputs` to the next free lane and returns at once (setInFlight(1) first if no lanes
+  /// were set); the future yields the outputs, or rethrows the run's error. Runs complete in
+  /// any order; each future belongs to its own inputs. run() stays synchronous and independent
+  /// of the lanes.
+  virtual std::future<std::vector<ir::Tensor>> submit(std::vector<ir::Tensor> inputs) = 0;
 };
 
 std::unique_ptr<ir::Target> makeGpuTarget(GpuOptions opts = {});

@@ -446,8 +446,8 @@ std::vector<TensorType> inferSpaceToDepth(const InferContext& ctx) {
   requireRank(in, 4, "input");
   if (in.shape[2] % b != 0 || in.shape[3] % b != 0)
     invalid("spatial dims of {} are not divisible by blocksize {}", shapeToString(in.shape), b);
-  return {withShape(in, {in.shape[0], numElements(Shape{in.shape[1], b, b}), in.shape[2] / b,
-                         in.shape[3] / b})};
+  return {withShape(
+      in, {in.shape[0], numElements(Shape{in.shape[1], b, b}), in.shape[2] / b, in.shape[3] / b})};
 }
 
 void evalSpaceToDepth(const EvalContext& ctx) {

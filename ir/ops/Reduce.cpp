@@ -30,7 +30,7 @@ template <typename T> T fromDouble(double v) {
     // int cast is undefined behaviour in C++).
     return std::isnan(v) ? T(0)
                          : static_cast<T>(std::clamp(v, double(std::numeric_limits<T>::lowest()),
-                                     double(std::numeric_limits<T>::max())));
+                                                     double(std::numeric_limits<T>::max())));
   else
     return static_cast<T>(v);
 }

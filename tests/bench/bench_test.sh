@@ -28,7 +28,7 @@ FPGA=(--reuse 4)
 
 check() { # PYTHON-ASSERTIONS over the report at $1
   "$PY" - "$@" <<'PY'
-import json, sys
+import json, os, sys
 rep = json.load(open(sys.argv[1]))
 failures = []
 def check(cond, what):
@@ -239,6 +239,12 @@ else:
           "gpu agrees with the interpreter")
     check(len(g["layers"]) > 0, "gpu per-layer profile")
     check(g["energy"]["joules_per_inference"] is not None or "NVML" in g["energy"]["why"], "gpu energy: NVML or why")
+    a = g["gpu_async"]
+    check(a["in_flight"] == 2 and a["runs"] >= 8 and a["throughput_per_s"] > 0 and a["outputs_match_sync"],
+          f"gpu asynchronous mode: 2 in flight, outputs equal to the synchronous run's ({a})")
+    check(rep["settings"]["gpu_in_flight"] == 2, "settings: gpu_in_flight")
+    md = open(os.path.join(os.path.dirname(sys.argv[1]), "report.md")).read()
+    check("Throughput in flight" in md, "report.md: the GPU table has the in-flight throughput")
 PY
   check "$TMP/out/report.json" "$TMP/checks.py"
   ;;

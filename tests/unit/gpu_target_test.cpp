@@ -23,7 +23,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <future>
 #include <gtest/gtest.h>
 
 using namespace triad;
@@ -123,6 +125,60 @@ TEST(GpuTarget, ShippedModelsMatchTheInterpreter) {
     const gpu::GpuProgram& p = programOf(*exe);
     EXPECT_EQ(p.hostSteps, 0u) << "every layer of the shipped models has a GPU lowering";
     EXPECT_GT(p.kernels, 0u);
+  }
+}
+
+// The asynchronous mode: many runs in flight through three lanes, each future with its own
+// inputs' outputs (equal to the synchronous run's, bit for bit: the same program on the same
+// device); a bad input's error comes out of its future; the lanes can be dropped and rebuilt.
+TEST(GpuTarget, AsynchronousRunsInFlight) {
+  SKIP_WITHOUT_OPENCL();
+  fs::path models = fs::path(TRIAD_SOURCE_DIR) / "models";
+  frontend::ImportOptions io;
+  io.batch = 4;
+  frontend::ImportResult r = frontend::importOnnxFile(models / "digits_cnn.onnx", io);
+  defaultPipeline().run(r.graph);
+  auto exe = gpu::makeGpuTarget(testOptions())->compile(r.graph);
+  auto* gpu = dynamic_cast<gpu::GpuExecutable*>(exe.get());
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ(gpu->inFlight(), 0);
+  const Value* in = r.graph.inputs()[0];
+  std::vector<std::vector<Tensor>> inputs, want;
+  for (int i = 0; i < 12; ++i) {
+    std::mt19937 rng(uint32_t(100 + i));
+    inputs.push_back({randomTensor(in->type().shape, rng)});
+    want.push_back(exe->run(inputs.back()));
+  }
+  gpu->setInFlight(3);
+  EXPECT_EQ(gpu->inFlight(), 3);
+  std::vector<std::future<std::vector<Tensor>>> flight;
+  for (const auto& x : inputs)
+    flight.push_back(gpu->submit(x));
+  Tensor wrong({DType::F32, {1, 3}, {}});
+  auto bad = gpu->submit({wrong});
+  for (size_t i = 0; i < flight.size(); ++i) {
+    std::vector<Tensor> got = flight[i].get();
+    ASSERT_EQ(got.size(), want[i].size());
+    ASSERT_EQ(got[0].byteSize(), want[i][0].byteSize());
+    EXPECT_EQ(std::memcmp(got[0].raw(), want[i][0].raw(), got[0].byteSize()), 0) << "run " << i;
+  }
+  try {
+    bad.get();
+    ADD_FAILURE() << "a wrongly shaped input ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Runtime);
+    EXPECT_NE(std::string(e.what()).find("expects"), std::string::npos) << e.what();
+  }
+  gpu->setInFlight(0);
+  EXPECT_EQ(gpu->inFlight(), 0);
+  std::vector<Tensor> again = gpu->submit(inputs[5]).get(); // one lane, built on demand
+  EXPECT_EQ(gpu->inFlight(), 1);
+  EXPECT_EQ(std::memcmp(again[0].raw(), want[5][0].raw(), again[0].byteSize()), 0);
+  try {
+    gpu->setInFlight(-1);
+    ADD_FAILURE() << "setInFlight(-1) was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Usage);
   }
 }
 

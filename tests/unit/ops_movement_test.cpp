@@ -266,7 +266,9 @@ TEST(Movement, DepthSpaceBlocksizeBeyondInt64) {
   Tensor x = iota({1, 4, 2, 2});
   for (OpKind k : {OpKind::DepthToSpace, OpKind::SpaceToDepth})
     for (int64_t b : {std::numeric_limits<int64_t>::max(), int64_t(1) << 31, int64_t(0)})
-      EXPECT_EQ(errorOf([&] { runNode(k, {&x}, LiteralAttrs({{"blocksize", b}})); }),
+      EXPECT_EQ(errorOf([&] {
+                  runNode(k, {&x}, LiteralAttrs({{"blocksize", b}}));
+                }),
                 ErrorKind::InvalidModel)
           << opKindName(k) << " blocksize " << b;
 }
