@@ -607,50 +607,40 @@ void emitResize(LowerContext& c) {
   c.body.line("// Resize {} -> {}: per-axis taps from the reference's coordinate mapping, summed "
               "in double",
               shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()));
-  std::vector<bool> identity(r), outside(r, false);
+  std::vector<ops::ResizeAxisTable> tabs = ops::resizeAxisTables(a, x, y);
   for (size_t d = 0; d < r; ++d) {
-    ops::ResizeAxisTaps t = ops::resizeAxisTaps(a, d, x[d], y[d], r);
-    bool id = x[d] == y[d];
-    for (int64_t o = 0; o < y[d] && id; ++o)
-      id = !t.outside[size_t(o)] && t.taps[size_t(o)].size() == 1 &&
-           t.taps[size_t(o)][0].index == o && t.taps[size_t(o)][0].weight == 1.0;
-    identity[d] = id;
-    if (id) continue;
-    std::string starts = "0", offsets, weights, out;
-    int64_t k = 0;
-    for (int64_t o = 0; o < y[d]; ++o) {
-      for (const ops::ResizeTap& tap : t.taps[size_t(o)]) {
-        offsets += fmt::format("{}{}", k ? ", " : "", tap.index * xs[d]);
-        weights += fmt::format("{}{:.17g}", k ? ", " : "", tap.weight);
-        ++k;
-      }
-      starts += fmt::format(", {}", k);
-      out += fmt::format("{}{}", o ? ", " : "", t.outside[size_t(o)] ? 1 : 0);
-      outside[d] = outside[d] || t.outside[size_t(o)];
-    }
-    if (k == 0) offsets = weights = "0"; // every coordinate extrapolates
+    const ops::ResizeAxisTable& t = tabs[d];
+    if (t.identity) continue;
+    size_t k = t.offsets.size();
+    std::vector<std::string> weights;
+    for (double wt : t.weights)
+      weights.push_back(fmt::format("{:.17g}", wt));
     c.body.line("// axis {}: {} -> {}, {} taps", d, x[d], y[d], k);
-    c.body.line("static const int64_t s{}[] = {{{}}};", d, starts);
-    c.body.line("static const int64_t i{}[] = {{{}}};", d, offsets);
-    c.body.line("static const double w{}[] = {{{}}};", d, weights);
-    if (outside[d]) c.body.line("static const bool e{}[] = {{{}}};", d, out);
+    c.body.line("static const int64_t s{}[] = {{{}}};", d, fmt::join(t.starts, ", "));
+    // No taps (every coordinate extrapolates): a one-element table, as C++ has no empty arrays.
+    c.body.line("static const int64_t i{}[] = {{{}}};", d,
+                k ? fmt::format("{}", fmt::join(t.offsets, ", ")) : "0");
+    c.body.line("static const double w{}[] = {{{}}};", d,
+                k ? fmt::format("{}", fmt::join(weights, ", ")) : "0");
+    if (t.anyOutside)
+      c.body.line("static const bool e{}[] = {{{}}};", d, fmt::join(t.outside, ", "));
   }
   c.body.line("const float* __restrict x = {};", c.inputs[0]);
   c.body.line("float* __restrict y = {};", c.outputs[0]);
   c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", numElements(y)));
   std::string off = "0", weight = "1.0", extrap;
   for (size_t d = 0; d < r; ++d) {
-    if (y[d] == 1 && identity[d]) continue;
+    if (y[d] == 1 && tabs[d].identity) continue;
     c.body.line("const int64_t c{} = o / {} % {};", d, ys[d], y[d]);
-    if (outside[d]) extrap += fmt::format("{}e{}[c{}]", extrap.empty() ? "" : " || ", d, d);
+    if (tabs[d].anyOutside) extrap += fmt::format("{}e{}[c{}]", extrap.empty() ? "" : " || ", d, d);
   }
   if (!extrap.empty())
     c.body.line("if ({}) {{ y[o] = {}; continue; }}", extrap, floatLiteral(a.extrapolationValue));
   c.body.line("double acc = 0;");
   int opened = 0;
   for (size_t d = 0; d < r; ++d) {
-    if (y[d] == 1 && identity[d]) continue;
-    if (identity[d]) {
+    if (y[d] == 1 && tabs[d].identity) continue;
+    if (tabs[d].identity) {
       off += fmt::format(" + c{} * {}", d, xs[d]);
       continue;
     }

@@ -322,33 +322,23 @@ void emitResize(GpuLowerContext& c) {
   CodeWriter tables;
   tables.line("// Resize taps of layer {} (from the reference's per-axis coordinate mapping).",
               c.layer);
-  std::vector<bool> identity(r), outside(r, false);
+  std::vector<ops::ResizeAxisTable> tabs = ops::resizeAxisTables(a, x, y);
   for (size_t d = 0; d < r; ++d) {
-    ops::ResizeAxisTaps t = ops::resizeAxisTaps(a, d, x[d], y[d], r);
-    bool id = x[d] == y[d];
-    for (int64_t o = 0; o < y[d] && id; ++o)
-      id = !t.outside[size_t(o)] && t.taps[size_t(o)].size() == 1 &&
-           t.taps[size_t(o)][0].index == o && t.taps[size_t(o)][0].weight == 1.0;
-    identity[d] = id;
-    if (id) continue;
-    std::string starts = "0", offsets, weights, out;
-    int64_t k = 0;
-    for (int64_t o = 0; o < y[d]; ++o) {
-      for (const ops::ResizeTap& tap : t.taps[size_t(o)]) {
-        offsets += fmt::format("{}{}", k ? ", " : "", tap.index * xs[d]);
-        weights += fmt::format("{}{}", k ? ", " : "", floatLiteral(float(tap.weight)));
-        ++k;
-      }
-      starts += fmt::format(", {}", k);
-      out += fmt::format("{}{}", o ? ", " : "", t.outside[size_t(o)] ? 1 : 0);
-      outside[d] = outside[d] || t.outside[size_t(o)];
-    }
-    if (k == 0) offsets = weights = "0"; // every coordinate extrapolates
+    const ops::ResizeAxisTable& t = tabs[d];
+    if (t.identity) continue;
+    size_t k = t.offsets.size();
+    std::vector<std::string> weights;
+    for (double wt : t.weights)
+      weights.push_back(floatLiteral(float(wt)));
     tables.line("// axis {}: {} -> {}, {} taps", d, x[d], y[d], k);
-    tables.line("__constant int {}_s{}[] = {{{}}};", name, d, starts);
-    tables.line("__constant int {}_i{}[] = {{{}}};", name, d, offsets);
-    tables.line("__constant float {}_w{}[] = {{{}}};", name, d, weights);
-    if (outside[d]) tables.line("__constant uchar {}_e{}[] = {{{}}};", name, d, out);
+    tables.line("__constant int {}_s{}[] = {{{}}};", name, d, fmt::join(t.starts, ", "));
+    // No taps (every coordinate extrapolates): one-element tables (C has no empty arrays).
+    tables.line("__constant int {}_i{}[] = {{{}}};", name, d,
+                k ? fmt::format("{}", fmt::join(t.offsets, ", ")) : "0");
+    tables.line("__constant float {}_w{}[] = {{{}}};", name, d,
+                k ? fmt::format("{}", fmt::join(weights, ", ")) : "0");
+    if (t.anyOutside)
+      tables.line("__constant uchar {}_e{}[] = {{{}}};", name, d, fmt::join(t.outside, ", "));
   }
   CodeWriter w = openPerElementKernel(
       c, fmt::format("{}, f32, {} mode", opKindName(n.kind()), toString(a.mode)),
@@ -357,9 +347,9 @@ void emitResize(GpuLowerContext& c) {
       {"__global const float* restrict X", "__global float* restrict Y"}, numElements(y));
   std::string off = "0", weight, extrap;
   for (size_t d = 0; d < r; ++d) {
-    if (y[d] == 1 && identity[d]) continue;
+    if (y[d] == 1 && tabs[d].identity) continue;
     w.line("const int c{} = {};", d, coordOf(y, d));
-    if (outside[d])
+    if (tabs[d].anyOutside)
       extrap += fmt::format("{}{}_e{}[c{}]", extrap.empty() ? "" : " || ", name, d, d);
   }
   if (!extrap.empty())
@@ -368,8 +358,8 @@ void emitResize(GpuLowerContext& c) {
   w.line("float acc = 0.0f;");
   int opened = 0;
   for (size_t d = 0; d < r; ++d) {
-    if (y[d] == 1 && identity[d]) continue;
-    if (identity[d]) {
+    if (y[d] == 1 && tabs[d].identity) continue;
+    if (tabs[d].identity) {
       off += fmt::format(" + c{} * {}", d, xs[d]);
       continue;
     }

@@ -289,6 +289,18 @@ struct ResizeAxisTaps {
 };
 ResizeAxisTaps resizeAxisTaps(const ResizeAttrs& a, size_t axis, int64_t inDim, int64_t outDim,
                               size_t rank);
+/// The same taps flattened into the tables generated code indexes (CPU and OpenCL): output
+/// coordinate o of the axis sums taps starts[o] .. starts[o + 1] - 1, each reading the input at
+/// element offset offsets[k] (index * the axis's stride in `x`) with weights[k]. An identity
+/// axis (same size, every coordinate reading its own with weight 1) has no tables.
+struct ResizeAxisTable {
+  bool identity = false;
+  bool anyOutside = false;
+  std::vector<int64_t> starts{0}, offsets;
+  std::vector<double> weights;
+  std::vector<int> outside; // 1 where the coordinate takes the extrapolation value
+};
+std::vector<ResizeAxisTable> resizeAxisTables(const ResizeAttrs& a, const Shape& x, const Shape& y);
 /// Registration helpers of the Movement family split over several files.
 void registerIndexingOps(OpTable& table); // Gather*, Pad, OneHot, Trilu, EyeLike, D2S, S2D
 void registerResizeOps(OpTable& table);   // Resize, Upsample

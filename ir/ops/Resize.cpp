@@ -362,6 +362,33 @@ ResizeAxisTaps resizeAxisTaps(const ResizeAttrs& a, size_t axis, int64_t inDim, 
   return axisTaps(a, axis, inDim, outDim, rank);
 }
 
+std::vector<ResizeAxisTable> resizeAxisTables(const ResizeAttrs& a, const Shape& x,
+                                              const Shape& y) {
+  size_t r = x.size();
+  std::vector<int64_t> xs = stridesOf(x);
+  std::vector<ResizeAxisTable> tables(r);
+  for (size_t d = 0; d < r; ++d) {
+    ResizeAxisTaps t = resizeAxisTaps(a, d, x[d], y[d], r);
+    ResizeAxisTable& tab = tables[d];
+    bool id = x[d] == y[d];
+    for (int64_t o = 0; o < y[d] && id; ++o)
+      id = !t.outside[size_t(o)] && t.taps[size_t(o)].size() == 1 &&
+           t.taps[size_t(o)][0].index == o && t.taps[size_t(o)][0].weight == 1.0;
+    tab.identity = id;
+    if (id) continue;
+    for (int64_t o = 0; o < y[d]; ++o) {
+      for (const ResizeTap& tap : t.taps[size_t(o)]) {
+        tab.offsets.push_back(tap.index * xs[d]);
+        tab.weights.push_back(tap.weight);
+      }
+      tab.starts.push_back(int64_t(tab.offsets.size()));
+      tab.outside.push_back(t.outside[size_t(o)] ? 1 : 0);
+      tab.anyOutside = tab.anyOutside || t.outside[size_t(o)];
+    }
+  }
+  return tables;
+}
+
 void registerResizeOps(OpTable& table) {
   table.add({.kind = OpKind::Resize,
              .maxInputs = 4,
