@@ -179,6 +179,19 @@ inline ErrorKind errorOf(const std::function<void()>& f) {
   return ErrorKind::Internal;
 }
 
+/// Runs f and expects a triad::Error of `kind` whose message contains every `needles` entry.
+template <typename F> void expectError(F&& f, ErrorKind kind, std::vector<std::string> needles) {
+  try {
+    f();
+    FAIL() << "no error thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    for (const auto& n : needles)
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
+          << "message lacks '" << n << "': " << e.what();
+  }
+}
+
 inline TensorType tt(DType dtype, Shape shape) {
   return TensorType{dtype, std::move(shape), {}};
 }

@@ -1,6 +1,7 @@
 // ONNX frontend: a set of broken models, each of which must give a clear error that names the
 // element at fault, plus the features that make valid models import (batch, external data,
 // folding). Models are built with the ONNX protobuf API so that the tests need no Python.
+#include "OpTestUtil.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
 #include "ir/Interpreter.h"
@@ -17,6 +18,8 @@
 
 using namespace triad;
 namespace fs = std::filesystem;
+
+using triad::optest::expectError;
 
 namespace {
 
@@ -81,19 +84,6 @@ onnx::ModelProto matmulModel(int opset = 13) {
 frontend::ImportResult importModel(const onnx::ModelProto& m, const frontend::ImportOptions& o = {},
                                    const fs::path& dir = ".") {
   return frontend::importOnnxBytes(m.SerializeAsString(), dir, "test.onnx", o);
-}
-
-// Runs f, expects a triad::Error of `kind` whose message contains every `needles` entry.
-template <typename F> void expectError(F&& f, ErrorKind kind, std::vector<std::string> needles) {
-  try {
-    f();
-    FAIL() << "no error thrown";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const auto& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message lacks '" << n << "': " << e.what();
-  }
 }
 
 } // namespace

@@ -14,6 +14,8 @@
 
 using namespace triad;
 
+using triad::optest::expectError;
+
 namespace {
 
 onnx::ValueInfoProto tensorInfo(const std::string& name, int elemType, std::vector<int64_t> dims) {
@@ -69,18 +71,6 @@ void setInt(onnx::ModelProto& m, const std::string& name, int64_t value) {
   a->set_name(name);
   a->set_type(onnx::AttributeProto::INT);
   a->set_i(value);
-}
-
-template <typename F> void expectError(F&& f, ErrorKind kind, std::vector<std::string> needles) {
-  try {
-    f();
-    FAIL() << "no error thrown";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const auto& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message lacks '" << n << "': " << e.what();
-  }
 }
 
 void importModel(const onnx::ModelProto& m) {

@@ -1,6 +1,7 @@
 // The frontend side of the passes work: ONNX model-local functions inlined at import, and the
 // import-time constant folding (shared with the constant-fold pass) and its size guard. Models
 // are built with the ONNX protobuf API.
+#include "OpTestUtil.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/Interpreter.h"
 #include "ir/Printer.h"
@@ -11,6 +12,8 @@
 #include <onnx/onnx_pb.h>
 
 using namespace triad;
+
+using triad::optest::expectError;
 
 namespace {
 
@@ -108,18 +111,6 @@ onnx::ModelProto twoCallsModel() {
 
 frontend::ImportResult importModel(const onnx::ModelProto& m) {
   return frontend::importOnnxBytes(m.SerializeAsString(), ".", "functions.onnx");
-}
-
-template <typename F> void expectError(F&& f, ErrorKind kind, std::vector<std::string> needles) {
-  try {
-    f();
-    FAIL() << "no error thrown";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const auto& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message lacks '" << n << "': " << e.what();
-  }
 }
 
 } // namespace

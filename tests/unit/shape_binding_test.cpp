@@ -1,6 +1,7 @@
 // Shapes from the data: frontend::bindDims and ImportOptions::inputShapes bind a model's dynamic
 // dimensions (dim_params, unnamed ones, the batch) from the shapes of the tensors given, as ONNX
 // Runtime does; contradictions are errors naming the input, the dimension and the file.
+#include "OpTestUtil.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/Interpreter.h"
 
@@ -13,6 +14,8 @@
 
 using namespace triad;
 namespace fs = std::filesystem;
+
+using triad::optest::expectError;
 
 namespace {
 
@@ -92,18 +95,6 @@ protected:
 
   fs::path dir_, path_;
 };
-
-template <typename F> void expectError(F&& f, ErrorKind kind, std::vector<std::string> needles) {
-  try {
-    f();
-    FAIL() << "no error thrown";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    for (const auto& n : needles)
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message lacks '" << n << "': " << e.what();
-  }
-}
 
 std::vector<frontend::InputShape> shapesFor(int64_t n, int64_t seq) {
   return {{"", {n, seq, 4}, "x.npy"}, {"", {n, seq}, "m.npy"}, {"u", {n, seq}, "u.npy"}};
