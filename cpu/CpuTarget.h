@@ -16,6 +16,9 @@ struct CpuOptions {
   std::string flags;              // empty: $TRIAD_CXXFLAGS, else "-O3 -march=native"
   std::filesystem::path cacheDir; // empty: $TRIAD_CACHE_DIR/cpu, else ~/.cache/triad/cpu
   bool fuse = true;
+  /// QDQ models: DequantizeLinear -> Conv/Gemm/MatMul -> QuantizeLinear computed with integer
+  /// kernels (ir/passes/FuseQdq.cpp). Default: on unless TRIAD_CPU_QDQ=float.
+  bool qdqInteger = true;
 };
 
 /// Where a compiled model lives and what it cost.

@@ -276,7 +276,12 @@ void emitIntMatMul(LowerContext& c) {
               q ? ", requantized with a_scale * b_scale / y_scale in float" : "");
   c.body.line("const {}* __restrict a = {};", typeOf(n.input(ia)), c.inputs[ia]);
   c.body.line("const {}* __restrict b = {};", typeOf(n.input(ib)), c.inputs[ib]);
-  std::string scratch = c.scratch(fmt::format("{} * sizeof(int32_t)", na + nbElems));
+  // K sums of 8-bit operands shifted by their zero points (each product at most 255 * 255 in
+  // magnitude) cannot leave int32 when K <= 33025: then a row of int32 accumulators, updated
+  // along B's rows (vectorized over the columns), gives the reference's int64 sums exactly.
+  bool narrow = K <= 33025;
+  std::string scratch =
+      c.scratch(fmt::format("{} * sizeof(int32_t)", na + nbElems + (narrow ? N : 0)));
   c.body.line("int32_t* __restrict sa = (int32_t*){}; // A - a_zero_point", scratch);
   c.body.line("int32_t* __restrict sb = sa + {}; // B - b_zero_point", na);
   auto shift = [&](const std::string& dst, const std::string& src, int64_t count, size_t zi,
@@ -307,11 +312,25 @@ void emitIntMatMul(LowerContext& c) {
   c.body.line("const int32_t* a0 = sa + ({}) * {};", bcastIndex("bt", s.batch, s.aBatch), M * K);
   c.body.line("const int32_t* b0 = sb + ({}) * {};", bcastIndex("bt", s.batch, s.bBatch), K * N);
   c.body.open(fmt::format("for (int64_t row = 0; row < {}; ++row)", M));
+  if (narrow) {
+    c.body.line("int32_t* __restrict accr = sb + {}; // the row's int32 sums (exact: K <= 33025)",
+                nbElems);
+    c.body.line("for (int64_t col = 0; col < {}; ++col) accr[col] = 0;", N);
+    c.body.open(fmt::format("for (int64_t k = 0; k < {}; ++k)", K));
+    c.body.line("const int32_t av = a0[row * {} + k];", K);
+    c.body.line("const int32_t* __restrict br = b0 + k * {};", N);
+    c.body.line("for (int64_t col = 0; col < {}; ++col) accr[col] += av * br[col];", N);
+    c.body.close();
+  }
   c.body.open(fmt::format("for (int64_t col = 0; col < {}; ++col)", N));
-  c.body.line("int64_t acc = 0;");
-  c.body.line(
-      "for (int64_t k = 0; k < {}; ++k) acc += (int64_t)a0[row * {} + k] * b0[k * {} + col];", K, K,
-      N);
+  if (narrow) {
+    c.body.line("const int64_t acc = accr[col];");
+  } else {
+    c.body.line("int64_t acc = 0;");
+    c.body.line("for (int64_t k = 0; k < {}; ++k) acc += (int64_t)a0[row * {} + k] * b0[k * {} + "
+                "col];",
+                K, K, N);
+  }
   if (!q) {
     c.body.line("y[(bt * {} + row) * {} + col] = (int32_t)acc; // modular, as int32 accumulation",
                 M, N);
@@ -369,9 +388,16 @@ void emitIntConv(LowerContext& c) {
               fmt::join(a.kernel, ", "), fmt::join(a.strides, ", "), fmt::join(a.pads, ", "),
               fmt::join(a.dilations, ", "), a.group,
               q ? ", requantized with x_scale * w_scale / y_scale in float" : "");
-  c.body.line("const int32_t* src = (const int32_t*){}; // [tap][output position] -> input "
-              "position, -1 in the padding",
-              c.data(int32Table(table)));
+  // Cg * taps sums of shifted 8-bit operands (each product at most 255 * 255 in magnitude)
+  // cannot leave int32 when Cg * taps <= 33025: then the group's input planes are shifted once
+  // into int32 (one zero after each plane for the padding's taps) and a row of int32 sums per
+  // output channel is updated tap by tap (vectorized over the output positions), giving the
+  // reference's int64 sums exactly.
+  bool narrow = Cg * taps <= 33025;
+  if (!narrow)
+    c.body.line("const int32_t* src = (const int32_t*){}; // [tap][output position] -> input "
+                "position, -1 in the padding",
+                c.data(int32Table(table)));
   c.body.line("const {}* __restrict x = {};", typeOf(n.input(0)), c.inputs[0]);
   c.body.line("const {}* __restrict w = {};", typeOf(n.input(wi)), c.inputs[wi]);
   bool hasXz = xzi < n.inputs().size() && n.input(xzi);
@@ -391,8 +417,31 @@ void emitIntConv(LowerContext& c) {
     if (bias) c.body.line("const int32_t* __restrict bias = {};", c.inputs[8]);
     emitQuantizeFn(c.body, "float", dtypeOf(n.output(0)));
   }
+  if (narrow) {
+    std::vector<int64_t> padded = table;
+    for (int64_t& v : padded)
+      if (v < 0) v = inSize; // the zero after the plane
+    c.body.line("const int32_t* srcz = (const int32_t*){}; // src with the padding at {}",
+                c.data(int32Table(padded)), inSize);
+    std::string scratch =
+        c.scratch(fmt::format("{} * sizeof(int32_t)", Cg * (inSize + 1) + outSize));
+    c.body.line("int32_t* __restrict xs = (int32_t*){}; // [Cg][plane + 1]: x - x_zp, then 0",
+                scratch);
+    c.body.line("int32_t* __restrict accv = xs + {}; // [output position] int32 sums",
+                Cg * (inSize + 1));
+  }
   c.body.open(fmt::format("for (int64_t img = 0; img < {}; ++img)", N));
   c.body.open(fmt::format("for (int64_t g = 0; g < {}; ++g)", a.group));
+  if (narrow) {
+    c.body.open(fmt::format("for (int64_t ci = 0; ci < {}; ++ci)", Cg));
+    c.body.line("const {}* plane = x + (img * {} + g * {} + ci) * {};", typeOf(n.input(0)), C, Cg,
+                inSize);
+    c.body.line("int32_t* d = xs + ci * {};", inSize + 1);
+    c.body.line("for (int64_t i = 0; i < {}; ++i) d[i] = (int32_t)((int64_t)plane[i] - x_zp);",
+                inSize);
+    c.body.line("d[{}] = 0;", inSize);
+    c.body.close();
+  }
   c.body.open(fmt::format("for (int64_t oc = g * {0}; oc < (g + 1) * {0}; ++oc)", Mg));
   c.body.line("const {}* wr = w + oc * {};", typeOf(n.input(wi)), Cg * taps);
   c.body.line("const int64_t wz = {};", !hasWz         ? std::string("0")
@@ -403,18 +452,33 @@ void emitIntConv(LowerContext& c) {
     c.body.line("const float mult = x_scale * (float)w_scale[{}] / y_scale;",
                 perChannelWs ? "oc" : "0");
   }
-  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outSize));
-  c.body.line("int64_t acc = 0;");
-  c.body.open(fmt::format("for (int64_t ci = 0; ci < {}; ++ci)", Cg));
-  c.body.line("const {}* plane = x + (img * {} + g * {} + ci) * {};", typeOf(n.input(0)), C, Cg,
-              inSize);
-  c.body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", taps));
-  c.body.line("const int32_t at = src[t * {} + o];", outSize);
-  c.body.line("if (at >= 0) acc += (int64_t)(int32_t)((int64_t)wr[ci * {} + t] - wz) * "
-              "(int32_t)((int64_t)plane[at] - x_zp);",
-              taps);
-  c.body.close();
-  c.body.close();
+  if (narrow) {
+    c.body.line("for (int64_t o = 0; o < {}; ++o) accv[o] = 0;", outSize);
+    c.body.open(fmt::format("for (int64_t ci = 0; ci < {}; ++ci)", Cg));
+    c.body.line("const int32_t* __restrict xp = xs + ci * {};", inSize + 1);
+    c.body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", taps));
+    c.body.line("const int32_t wv = (int32_t)((int64_t)wr[ci * {} + t] - wz);", taps);
+    c.body.line("if (wv == 0) continue;");
+    c.body.line("const int32_t* __restrict st = srcz + t * {};", outSize);
+    c.body.line("for (int64_t o = 0; o < {}; ++o) accv[o] += wv * xp[st[o]];", outSize);
+    c.body.close();
+    c.body.close();
+    c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outSize));
+    c.body.line("const int64_t acc = accv[o];");
+  } else {
+    c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outSize));
+    c.body.line("int64_t acc = 0;");
+    c.body.open(fmt::format("for (int64_t ci = 0; ci < {}; ++ci)", Cg));
+    c.body.line("const {}* plane = x + (img * {} + g * {} + ci) * {};", typeOf(n.input(0)), C, Cg,
+                inSize);
+    c.body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", taps));
+    c.body.line("const int32_t at = src[t * {} + o];", outSize);
+    c.body.line("if (at >= 0) acc += (int64_t)(int32_t)((int64_t)wr[ci * {} + t] - wz) * "
+                "(int32_t)((int64_t)plane[at] - x_zp);",
+                taps);
+    c.body.close();
+    c.body.close();
+  }
   std::string at = fmt::format("(img * {} + oc) * {} + o", M, outSize);
   if (!q) {
     c.body.line("y[{}] = (int32_t)acc; // modular, as int32 accumulation", at);

@@ -50,7 +50,9 @@ def test_sim_is_bit_exact_with_predict(design, cli):
     assert r["samples"] == len(x) and r["mismatches"] == 0 and r["missing"] == 0
     assert r["ii"] > 0 and r["latency_cycles"] > 0
     assert np.array_equal(r["outputs"], q.predict(x))
-    assert seen == [("sim", 0.0), ("sim", 1.0)]
+    assert seen[0] == ("sim", 0.0) and seen[-1] == ("sim", 1.0) and len(seen) > 2
+    assert [f for _, f in seen] == sorted(f for _, f in seen)
+    assert {s for s, _ in seen} >= {"sim:expected", "sim:verilator"}
     p = cli("sim", d / "cli", "--input", d / "x.npy", "--json", d / "sim.json")
     want = json.loads((d / "sim.json").read_text())
     for key in ("samples", "latency_cycles", "ii", "mismatches", "missing", "total_cycles"):
