@@ -342,10 +342,12 @@ private:
   ErrorKind hostErrorKind_ = ErrorKind::Runtime;
 };
 
-/// TRIAD_CPU_QDQ=float keeps QDQ models on the float kernels (for comparisons).
-bool qdqIntegerDefault() {
+/// Whether QDQ patterns get the integer kernels: TRIAD_CPU_QDQ=int or =float, else `option`.
+bool qdqInteger(bool option) {
   const char* e = std::getenv("TRIAD_CPU_QDQ");
-  return !(e && std::string_view(e) == "float");
+  if (e && std::string_view(e) == "int") return true;
+  if (e && std::string_view(e) == "float") return false;
+  return option;
 }
 
 bool hasQdq(const Graph& g) {
@@ -367,7 +369,7 @@ public:
                                       const CompileSettings& cs) const override {
     // QDQ models: the integer kernels, on a rewritten copy (the caller's graph stays as is).
     std::shared_ptr<Graph> owned;
-    if (opts_.qdqInteger && qdqIntegerDefault() && hasQdq(input)) {
+    if (qdqInteger(opts_.qdqInteger) && hasQdq(input)) {
       owned = std::make_shared<Graph>(input.clone());
       if (!createFuseQdqPass()->run(*owned)) owned.reset();
     }

@@ -89,18 +89,25 @@ void emitQuantizeFn(Code& body, const std::string& f, DType q) {
     break;
   }
   std::string qt = cppTypeName(q);
+  // Round half to even, whatever the FP environment's rounding mode, without libm calls or
+  // branches (floor is one instruction; selects and min/max keep saturating outputs, half of a
+  // ReLU's, from costing a mispredicted branch each): below 2^23 (2^52 for double) v + 0.5 is
+  // exact, so floor(v + 0.5) is round half up, and a tie is where v + 0.5 is a whole number,
+  // moved down to the even one; larger magnitudes (and NaN, handled below) are whole already.
   body.line("// round half to even, whatever the FP environment's rounding mode");
   body.open(fmt::format("auto round_half_even = []({0} v) -> {0}", f));
-  body.line("{} r = std::round(v);", f);
-  body.line("if (std::fabs(v - std::trunc(v)) == ({0})0.5) r = ({0})2 * std::round(v * ({0})0.5);",
+  body.line("const {0} s = v + ({0})0.5;", f);
+  body.line("const {} r = std::floor(s);", f);
+  body.line("const {0} even = r - ((r == s && r != ({0})2 * std::floor(r * ({0})0.5)) ? ({0})1 : "
+            "({0})0);",
             f);
-  body.line("return r;");
+  body.line("return std::fabs(v) < ({}){} ? even : v;", f,
+            f == "double" ? "4503599627370496.0" : "8388608.0f");
   body.close("};");
   body.line("// saturate(round(v) + zero point) into {}; NaN quantizes to the zero point", qt);
   body.open(fmt::format("auto quantize = [&]({} v, int64_t zp) -> {}", f, qt));
-  body.line("const {0} r = (std::isnan(v) ? ({0})0 : round_half_even(v)) + ({0})zp;", f);
-  body.line("const {0} lo = ({0}){1}, hi = ({0}){2};", f, lo, hi);
-  body.line("return ({})(r < lo ? lo : r > hi ? hi : r);", qt);
+  body.line("const {0} r = (v != v ? ({0})0 : round_half_even(v)) + ({0})zp;", f);
+  body.line("return ({})std::min(std::max(r, ({}){}), ({}){});", qt, f, lo, f, hi);
   body.close("};");
 }
 
@@ -389,11 +396,9 @@ void emitIntConv(LowerContext& c) {
               fmt::join(a.dilations, ", "), a.group,
               q ? ", requantized with x_scale * w_scale / y_scale in float" : "");
   // Cg * taps sums of shifted 8-bit operands (each product at most 255 * 255 in magnitude)
-  // cannot leave int32 when Cg * taps <= 33025: then the group's input planes are shifted once
-  // into int32 (one zero after each plane for the padding's taps) and a row of int32 sums per
-  // output channel is updated tap by tap (vectorized over the output positions), giving the
-  // reference's int64 sums exactly.
-  bool narrow = Cg * taps <= 33025;
+  // cannot leave int32 when Cg * taps <= 33025: then int32 sums give the reference's int64 sums
+  // exactly (the columns below must also fit a 256 MiB scratch).
+  bool narrow = Cg * taps <= 33025 && Cg * taps * outSize <= (int64_t(1) << 26);
   if (!narrow)
     c.body.line("const int32_t* src = (const int32_t*){}; // [tap][output position] -> input "
                 "position, -1 in the padding",
@@ -417,6 +422,10 @@ void emitIntConv(LowerContext& c) {
     if (bias) c.body.line("const int32_t* __restrict bias = {};", c.inputs[8]);
     emitQuantizeFn(c.body, "float", dtypeOf(n.output(0)));
   }
+  // The narrow path: per image and group, the shifted input gathered once into columns
+  // col[ci * taps + t][o] (im2col, 0 in the padding), then per output channel a row of int32 sums
+  // updated column by column (contiguous, vectorized over the output positions).
+  int64_t cols = Cg * taps;
   if (narrow) {
     std::vector<int64_t> padded = table;
     for (int64_t& v : padded)
@@ -424,11 +433,12 @@ void emitIntConv(LowerContext& c) {
     c.body.line("const int32_t* srcz = (const int32_t*){}; // src with the padding at {}",
                 c.data(int32Table(padded)), inSize);
     std::string scratch =
-        c.scratch(fmt::format("{} * sizeof(int32_t)", Cg * (inSize + 1) + outSize));
-    c.body.line("int32_t* __restrict xs = (int32_t*){}; // [Cg][plane + 1]: x - x_zp, then 0",
+        c.scratch(fmt::format("{} * sizeof(int32_t)", (inSize + 1) + cols * outSize + outSize));
+    c.body.line("int32_t* __restrict xs = (int32_t*){}; // one plane + 1: x - x_zp, then 0",
                 scratch);
-    c.body.line("int32_t* __restrict accv = xs + {}; // [output position] int32 sums",
-                Cg * (inSize + 1));
+    c.body.line("int32_t* __restrict col = xs + {}; // [Cg * taps][output position]", inSize + 1);
+    c.body.line("int32_t* __restrict accv = col + {}; // [output position] int32 sums",
+                cols * outSize);
   }
   c.body.open(fmt::format("for (int64_t img = 0; img < {}; ++img)", N));
   c.body.open(fmt::format("for (int64_t g = 0; g < {}; ++g)", a.group));
@@ -436,10 +446,14 @@ void emitIntConv(LowerContext& c) {
     c.body.open(fmt::format("for (int64_t ci = 0; ci < {}; ++ci)", Cg));
     c.body.line("const {}* plane = x + (img * {} + g * {} + ci) * {};", typeOf(n.input(0)), C, Cg,
                 inSize);
-    c.body.line("int32_t* d = xs + ci * {};", inSize + 1);
-    c.body.line("for (int64_t i = 0; i < {}; ++i) d[i] = (int32_t)((int64_t)plane[i] - x_zp);",
+    c.body.line("for (int64_t i = 0; i < {}; ++i) xs[i] = (int32_t)((int64_t)plane[i] - x_zp);",
                 inSize);
-    c.body.line("d[{}] = 0;", inSize);
+    c.body.line("xs[{}] = 0;", inSize);
+    c.body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", taps));
+    c.body.line("const int32_t* __restrict st = srcz + t * {};", outSize);
+    c.body.line("int32_t* __restrict cr = col + (ci * {} + t) * {};", taps, outSize);
+    c.body.line("for (int64_t o = 0; o < {}; ++o) cr[o] = xs[st[o]];", outSize);
+    c.body.close();
     c.body.close();
   }
   c.body.open(fmt::format("for (int64_t oc = g * {0}; oc < (g + 1) * {0}; ++oc)", Mg));
@@ -454,14 +468,11 @@ void emitIntConv(LowerContext& c) {
   }
   if (narrow) {
     c.body.line("for (int64_t o = 0; o < {}; ++o) accv[o] = 0;", outSize);
-    c.body.open(fmt::format("for (int64_t ci = 0; ci < {}; ++ci)", Cg));
-    c.body.line("const int32_t* __restrict xp = xs + ci * {};", inSize + 1);
-    c.body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", taps));
-    c.body.line("const int32_t wv = (int32_t)((int64_t)wr[ci * {} + t] - wz);", taps);
+    c.body.open(fmt::format("for (int64_t k = 0; k < {}; ++k)", cols));
+    c.body.line("const int32_t wv = (int32_t)((int64_t)wr[k] - wz);");
     c.body.line("if (wv == 0) continue;");
-    c.body.line("const int32_t* __restrict st = srcz + t * {};", outSize);
-    c.body.line("for (int64_t o = 0; o < {}; ++o) accv[o] += wv * xp[st[o]];", outSize);
-    c.body.close();
+    c.body.line("const int32_t* __restrict cr = col + k * {};", outSize);
+    c.body.line("for (int64_t o = 0; o < {}; ++o) accv[o] += wv * cr[o];", outSize);
     c.body.close();
     c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outSize));
     c.body.line("const int64_t acc = accv[o];");
