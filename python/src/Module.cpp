@@ -429,7 +429,7 @@ public:
     vo.clockMhz = clockMhz;
     fpga::DesignSource ds;
     ds.model = std::filesystem::absolute(src_.path).string();
-    for (const auto& [name, v] : frontend::withBinding(src_.options, p.r->binding).dims)
+    for (const auto& [name, v] : src_.options.dims) // as the CLI: the sizes fixed by name
       ds.dims.push_back(fmt::format("{}={}", name, v));
     ds.config = configPath;
     ds.calibration = calibrationPath;
@@ -716,7 +716,7 @@ NB_MODULE(_triad, m) {
       .def("predict", &Quantized::predict, nb::arg("inputs"))
       .def("trace", &Quantized::trace, nb::arg("inputs"))
       .def("layers", &Quantized::layers)
-      .def("profile", &Quantized::profile, nb::arg("inputs"), nb::arg("progress"))
+      .def("profile", &Quantized::profile, nb::arg("inputs"), nb::arg("progress").none())
       .def("bindings", &Quantized::bindings)
       .def("write_verilog", &Quantized::writeVerilog, nb::arg("dir"), nb::arg("inputs"),
            nb::arg("reuse"), nb::arg("auto_reuse"), nb::arg("layer_reuse"), nb::arg("clock_mhz"),

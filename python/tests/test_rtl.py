@@ -16,7 +16,7 @@ def design(small, cli, tmp_path_factory):
     """The small MLP at reuse 2 with inputs x, written by Python and by the CLI."""
     d = tmp_path_factory.mktemp("rtl")
     x = np.random.default_rng(3).normal(0, 1, (12, 4)).astype(np.float32)
-    m = triad.load(small / "mlp.onnx", batch=len(x))
+    m = triad.load(small / "mlp.onnx")  # the batch bound from the arrays, as the CLI's --input
     cfg = triad.fpga.config(m, default="fixed<12,5>", reuse=2)
     q = m.quantize(cfg, calibration=x)
     summary = q.write_verilog(d / "py", x)
