@@ -547,8 +547,11 @@ GeneratedCode Generator::run() {
   plan_ = planMemory(g_, groups);
   placeConstants();
   if (opts_.blockedLayout) assignLayouts(groups);
-  for (size_t gi = 0; gi < groups.size(); ++gi)
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
     emitGroup(gi, groups[gi]);
+    if (opts_.progress)
+      opts_.progress(groups[gi].nodes.front()->name(), int64_t(gi + 1), int64_t(groups.size()));
+  }
   // Graph outputs that are not written in place: duplicates, inputs, constants, views.
   for (size_t i = 0; i < g_.outputs().size(); ++i) {
     const Value* v = g_.outputs()[i];

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "ir/Graph.h"
+#include "ir/Progress.h"
 
 #include <cstdint>
 #include <string>
@@ -30,6 +31,8 @@ struct CodeGenOptions {
   bool standalone = false;            // refuse nodes that would need the host's kernels
   bool fuse = true;                   // form fusion groups (off: one group per node)
   bool blockedLayout = true;          // NCHW16c between blockable convolutions
+  /// Called per fusion group (layer) generated, named by its first node, of the group count.
+  ir::ProgressFn progress;
 };
 
 struct GeneratedCode {

@@ -219,7 +219,9 @@ using ProfileFn = int (*)(void*, const char* const**, const double**);
 
 class CompiledModel final : public CpuExecutable {
 public:
-  CompiledModel(const Graph& g, BuildInfo info, int threads) : g_(g), info_(std::move(info)) {
+  /// `owned`: the target's rewritten copy of the graph (else `g` must outlive the model).
+  CompiledModel(const Graph& g, BuildInfo info, int threads, std::shared_ptr<const Graph> owned)
+      : owned_(std::move(owned)), g_(g), info_(std::move(info)) {
     fs::path so = info_.dir / "model.so";
     handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) fail(ErrorKind::Io, "cannot load {}: {}", so.string(), dlerror());
@@ -325,6 +327,7 @@ private:
     return 1;
   }
 
+  std::shared_ptr<const Graph> owned_;
   const Graph& g_;
   BuildInfo info_;
   void* handle_ = nullptr;
@@ -339,6 +342,20 @@ private:
   ErrorKind hostErrorKind_ = ErrorKind::Runtime;
 };
 
+/// Whether QDQ patterns get the integer kernels: TRIAD_CPU_QDQ=int or =float, else `option`.
+bool qdqInteger(bool option) {
+  const char* e = std::getenv("TRIAD_CPU_QDQ");
+  if (e && std::string_view(e) == "int") return true;
+  if (e && std::string_view(e) == "float") return false;
+  return option;
+}
+
+bool hasQdq(const Graph& g) {
+  for (const auto& n : g.nodes())
+    if (n->kind() == OpKind::QuantizeLinear) return true;
+  return false;
+}
+
 class CpuTarget final : public Target {
 public:
   explicit CpuTarget(CpuOptions o) : opts_(std::move(o)) {}
@@ -348,17 +365,33 @@ public:
            "GEMM, OpenMP threads)";
   }
   Support supports(const Node& n) const override { return nativeSupport(n); }
-  std::unique_ptr<Executable> compile(const Graph& g, const CompileSettings& cs) const override {
+  std::unique_ptr<Executable> compile(const Graph& input,
+                                      const CompileSettings& cs) const override {
+    // QDQ models: the integer kernels, on a rewritten copy (the caller's graph stays as is).
+    std::shared_ptr<Graph> owned;
+    if (qdqInteger(opts_.qdqInteger) && hasQdq(input)) {
+      owned = std::make_shared<Graph>(input.clone());
+      if (!createFuseQdqPass()->run(*owned)) owned.reset();
+    }
+    const Graph& g = owned ? *owned : input;
     CodeGenOptions co;
     co.fuse = opts_.fuse;
     co.blockedLayout = blockedLayoutDefault();
-    BuildInfo info = buildSharedObject(generateCpp(g, co), opts_);
+    // Progress: the layers generated are the first half, the C++ compile the second.
+    if (cs.progress)
+      co.progress = [&](const std::string& layer, int64_t done, int64_t total) {
+        cs.progress("codegen " + layer, done, 2 * total);
+      };
+    GeneratedCode code = generateCpp(g, co);
+    if (cs.progress) cs.progress("c++", 1, 2);
+    BuildInfo info = buildSharedObject(std::move(code), opts_);
+    if (cs.progress) cs.progress("c++", 2, 2);
     int threads = cs.threads > 0 ? cs.threads : opts_.threads;
     if (threads <= 0)
       if (const char* t = std::getenv("TRIAD_THREADS"); t && std::atoi(t) > 0)
         threads = std::atoi(t);
     if (threads <= 0) threads = defaultThreads();
-    return std::make_unique<CompiledModel>(g, std::move(info), threads);
+    return std::make_unique<CompiledModel>(g, std::move(info), threads, std::move(owned));
   }
 
 private:

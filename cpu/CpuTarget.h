@@ -16,6 +16,12 @@ struct CpuOptions {
   std::string flags;              // empty: $TRIAD_CXXFLAGS, else "-O3 -march=native"
   std::filesystem::path cacheDir; // empty: $TRIAD_CACHE_DIR/cpu, else ~/.cache/triad/cpu
   bool fuse = true;
+  /// QDQ models: DequantizeLinear -> Conv/Gemm/MatMul -> QuantizeLinear computed with integer
+  /// kernels (ir/passes/FuseQdq.cpp, as ONNX Runtime's QLinearConv/QGemm) instead of float
+  /// kernels between the DequantizeLinear and QuantizeLinear nodes. Off by default: measured
+  /// slower than the float path on every shipped QDQ model (docs/performance.md, "QDQ models on
+  /// the CPU"). TRIAD_CPU_QDQ=int turns it on, TRIAD_CPU_QDQ=float off, whatever this says.
+  bool qdqInteger = false;
 };
 
 /// Where a compiled model lives and what it cost.

@@ -89,18 +89,25 @@ void emitQuantizeFn(Code& body, const std::string& f, DType q) {
     break;
   }
   std::string qt = cppTypeName(q);
+  // Round half to even, whatever the FP environment's rounding mode, without libm calls or
+  // branches (floor is one instruction; selects and min/max keep saturating outputs, half of a
+  // ReLU's, from costing a mispredicted branch each): below 2^23 (2^52 for double) v + 0.5 is
+  // exact, so floor(v + 0.5) is round half up, and a tie is where v + 0.5 is a whole number,
+  // moved down to the even one; larger magnitudes (and NaN, handled below) are whole already.
   body.line("// round half to even, whatever the FP environment's rounding mode");
   body.open(fmt::format("auto round_half_even = []({0} v) -> {0}", f));
-  body.line("{} r = std::round(v);", f);
-  body.line("if (std::fabs(v - std::trunc(v)) == ({0})0.5) r = ({0})2 * std::round(v * ({0})0.5);",
+  body.line("const {0} s = v + ({0})0.5;", f);
+  body.line("const {} r = std::floor(s);", f);
+  body.line("const {0} even = r - ((r == s && r != ({0})2 * std::floor(r * ({0})0.5)) ? ({0})1 : "
+            "({0})0);",
             f);
-  body.line("return r;");
+  body.line("return std::fabs(v) < ({}){} ? even : v;", f,
+            f == "double" ? "4503599627370496.0" : "8388608.0f");
   body.close("};");
   body.line("// saturate(round(v) + zero point) into {}; NaN quantizes to the zero point", qt);
   body.open(fmt::format("auto quantize = [&]({} v, int64_t zp) -> {}", f, qt));
-  body.line("const {0} r = (std::isnan(v) ? ({0})0 : round_half_even(v)) + ({0})zp;", f);
-  body.line("const {0} lo = ({0}){1}, hi = ({0}){2};", f, lo, hi);
-  body.line("return ({})(r < lo ? lo : r > hi ? hi : r);", qt);
+  body.line("const {0} r = (v != v ? ({0})0 : round_half_even(v)) + ({0})zp;", f);
+  body.line("return ({})std::min(std::max(r, ({}){}), ({}){});", qt, f, lo, f, hi);
   body.close("};");
 }
 
@@ -276,7 +283,12 @@ void emitIntMatMul(LowerContext& c) {
               q ? ", requantized with a_scale * b_scale / y_scale in float" : "");
   c.body.line("const {}* __restrict a = {};", typeOf(n.input(ia)), c.inputs[ia]);
   c.body.line("const {}* __restrict b = {};", typeOf(n.input(ib)), c.inputs[ib]);
-  std::string scratch = c.scratch(fmt::format("{} * sizeof(int32_t)", na + nbElems));
+  // K sums of 8-bit operands shifted by their zero points (each product at most 255 * 255 in
+  // magnitude) cannot leave int32 when K <= 33025: then a row of int32 accumulators, updated
+  // along B's rows (vectorized over the columns), gives the reference's int64 sums exactly.
+  bool narrow = K <= 33025;
+  std::string scratch =
+      c.scratch(fmt::format("{} * sizeof(int32_t)", na + nbElems + (narrow ? N : 0)));
   c.body.line("int32_t* __restrict sa = (int32_t*){}; // A - a_zero_point", scratch);
   c.body.line("int32_t* __restrict sb = sa + {}; // B - b_zero_point", na);
   auto shift = [&](const std::string& dst, const std::string& src, int64_t count, size_t zi,
@@ -307,11 +319,25 @@ void emitIntMatMul(LowerContext& c) {
   c.body.line("const int32_t* a0 = sa + ({}) * {};", bcastIndex("bt", s.batch, s.aBatch), M * K);
   c.body.line("const int32_t* b0 = sb + ({}) * {};", bcastIndex("bt", s.batch, s.bBatch), K * N);
   c.body.open(fmt::format("for (int64_t row = 0; row < {}; ++row)", M));
+  if (narrow) {
+    c.body.line("int32_t* __restrict accr = sb + {}; // the row's int32 sums (exact: K <= 33025)",
+                nbElems);
+    c.body.line("for (int64_t col = 0; col < {}; ++col) accr[col] = 0;", N);
+    c.body.open(fmt::format("for (int64_t k = 0; k < {}; ++k)", K));
+    c.body.line("const int32_t av = a0[row * {} + k];", K);
+    c.body.line("const int32_t* __restrict br = b0 + k * {};", N);
+    c.body.line("for (int64_t col = 0; col < {}; ++col) accr[col] += av * br[col];", N);
+    c.body.close();
+  }
   c.body.open(fmt::format("for (int64_t col = 0; col < {}; ++col)", N));
-  c.body.line("int64_t acc = 0;");
-  c.body.line(
-      "for (int64_t k = 0; k < {}; ++k) acc += (int64_t)a0[row * {} + k] * b0[k * {} + col];", K, K,
-      N);
+  if (narrow) {
+    c.body.line("const int64_t acc = accr[col];");
+  } else {
+    c.body.line("int64_t acc = 0;");
+    c.body.line("for (int64_t k = 0; k < {}; ++k) acc += (int64_t)a0[row * {} + k] * b0[k * {} + "
+                "col];",
+                K, K, N);
+  }
   if (!q) {
     c.body.line("y[(bt * {} + row) * {} + col] = (int32_t)acc; // modular, as int32 accumulation",
                 M, N);
@@ -369,9 +395,14 @@ void emitIntConv(LowerContext& c) {
               fmt::join(a.kernel, ", "), fmt::join(a.strides, ", "), fmt::join(a.pads, ", "),
               fmt::join(a.dilations, ", "), a.group,
               q ? ", requantized with x_scale * w_scale / y_scale in float" : "");
-  c.body.line("const int32_t* src = (const int32_t*){}; // [tap][output position] -> input "
-              "position, -1 in the padding",
-              c.data(int32Table(table)));
+  // Cg * taps sums of shifted 8-bit operands (each product at most 255 * 255 in magnitude)
+  // cannot leave int32 when Cg * taps <= 33025: then int32 sums give the reference's int64 sums
+  // exactly (the columns below must also fit a 256 MiB scratch).
+  bool narrow = Cg * taps <= 33025 && Cg * taps * outSize <= (int64_t(1) << 26);
+  if (!narrow)
+    c.body.line("const int32_t* src = (const int32_t*){}; // [tap][output position] -> input "
+                "position, -1 in the padding",
+                c.data(int32Table(table)));
   c.body.line("const {}* __restrict x = {};", typeOf(n.input(0)), c.inputs[0]);
   c.body.line("const {}* __restrict w = {};", typeOf(n.input(wi)), c.inputs[wi]);
   bool hasXz = xzi < n.inputs().size() && n.input(xzi);
@@ -391,8 +422,40 @@ void emitIntConv(LowerContext& c) {
     if (bias) c.body.line("const int32_t* __restrict bias = {};", c.inputs[8]);
     emitQuantizeFn(c.body, "float", dtypeOf(n.output(0)));
   }
+  // The narrow path: per image and group, the shifted input gathered once into columns
+  // col[ci * taps + t][o] (im2col, 0 in the padding), then per output channel a row of int32 sums
+  // updated column by column (contiguous, vectorized over the output positions).
+  int64_t cols = Cg * taps;
+  if (narrow) {
+    std::vector<int64_t> padded = table;
+    for (int64_t& v : padded)
+      if (v < 0) v = inSize; // the zero after the plane
+    c.body.line("const int32_t* srcz = (const int32_t*){}; // src with the padding at {}",
+                c.data(int32Table(padded)), inSize);
+    std::string scratch =
+        c.scratch(fmt::format("{} * sizeof(int32_t)", (inSize + 1) + cols * outSize + outSize));
+    c.body.line("int32_t* __restrict xs = (int32_t*){}; // one plane + 1: x - x_zp, then 0",
+                scratch);
+    c.body.line("int32_t* __restrict col = xs + {}; // [Cg * taps][output position]", inSize + 1);
+    c.body.line("int32_t* __restrict accv = col + {}; // [output position] int32 sums",
+                cols * outSize);
+  }
   c.body.open(fmt::format("for (int64_t img = 0; img < {}; ++img)", N));
   c.body.open(fmt::format("for (int64_t g = 0; g < {}; ++g)", a.group));
+  if (narrow) {
+    c.body.open(fmt::format("for (int64_t ci = 0; ci < {}; ++ci)", Cg));
+    c.body.line("const {}* plane = x + (img * {} + g * {} + ci) * {};", typeOf(n.input(0)), C, Cg,
+                inSize);
+    c.body.line("for (int64_t i = 0; i < {}; ++i) xs[i] = (int32_t)((int64_t)plane[i] - x_zp);",
+                inSize);
+    c.body.line("xs[{}] = 0;", inSize);
+    c.body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", taps));
+    c.body.line("const int32_t* __restrict st = srcz + t * {};", outSize);
+    c.body.line("int32_t* __restrict cr = col + (ci * {} + t) * {};", taps, outSize);
+    c.body.line("for (int64_t o = 0; o < {}; ++o) cr[o] = xs[st[o]];", outSize);
+    c.body.close();
+    c.body.close();
+  }
   c.body.open(fmt::format("for (int64_t oc = g * {0}; oc < (g + 1) * {0}; ++oc)", Mg));
   c.body.line("const {}* wr = w + oc * {};", typeOf(n.input(wi)), Cg * taps);
   c.body.line("const int64_t wz = {};", !hasWz         ? std::string("0")
@@ -403,18 +466,30 @@ void emitIntConv(LowerContext& c) {
     c.body.line("const float mult = x_scale * (float)w_scale[{}] / y_scale;",
                 perChannelWs ? "oc" : "0");
   }
-  c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outSize));
-  c.body.line("int64_t acc = 0;");
-  c.body.open(fmt::format("for (int64_t ci = 0; ci < {}; ++ci)", Cg));
-  c.body.line("const {}* plane = x + (img * {} + g * {} + ci) * {};", typeOf(n.input(0)), C, Cg,
-              inSize);
-  c.body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", taps));
-  c.body.line("const int32_t at = src[t * {} + o];", outSize);
-  c.body.line("if (at >= 0) acc += (int64_t)(int32_t)((int64_t)wr[ci * {} + t] - wz) * "
-              "(int32_t)((int64_t)plane[at] - x_zp);",
-              taps);
-  c.body.close();
-  c.body.close();
+  if (narrow) {
+    c.body.line("for (int64_t o = 0; o < {}; ++o) accv[o] = 0;", outSize);
+    c.body.open(fmt::format("for (int64_t k = 0; k < {}; ++k)", cols));
+    c.body.line("const int32_t wv = (int32_t)((int64_t)wr[k] - wz);");
+    c.body.line("if (wv == 0) continue;");
+    c.body.line("const int32_t* __restrict cr = col + k * {};", outSize);
+    c.body.line("for (int64_t o = 0; o < {}; ++o) accv[o] += wv * cr[o];", outSize);
+    c.body.close();
+    c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outSize));
+    c.body.line("const int64_t acc = accv[o];");
+  } else {
+    c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outSize));
+    c.body.line("int64_t acc = 0;");
+    c.body.open(fmt::format("for (int64_t ci = 0; ci < {}; ++ci)", Cg));
+    c.body.line("const {}* plane = x + (img * {} + g * {} + ci) * {};", typeOf(n.input(0)), C, Cg,
+                inSize);
+    c.body.open(fmt::format("for (int64_t t = 0; t < {}; ++t)", taps));
+    c.body.line("const int32_t at = src[t * {} + o];", outSize);
+    c.body.line("if (at >= 0) acc += (int64_t)(int32_t)((int64_t)wr[ci * {} + t] - wz) * "
+                "(int32_t)((int64_t)plane[at] - x_zp);",
+                taps);
+    c.body.close();
+    c.body.close();
+  }
   std::string at = fmt::format("(img * {} + oc) * {} + o", M, outSize);
   if (!q) {
     c.body.line("y[{}] = (int32_t)acc; // modular, as int32 accumulation", at);

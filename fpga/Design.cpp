@@ -180,7 +180,11 @@ nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const Verilo
 }
 
 DesignSim simulateDesign(const fs::path& dir, const ir::Tensor& x, const std::string& inputLabel,
-                         uint64_t seed, const fs::path& trace) {
+                         uint64_t seed, const fs::path& trace, const ir::ProgressFn& progress) {
+  // Steps: the inputs quantized, the expected outputs, the Verilator build and run.
+  auto step = [&](const char* what, int64_t done) {
+    if (progress) progress(what, done, 3);
+  };
   if (!fs::exists(dir / "summary.json") || !fs::is_directory(dir / "rtl"))
     fail(ErrorKind::Usage,
          "{} has no summary.json and rtl/: write it with triad compile --target fpga (a compile "
@@ -203,6 +207,7 @@ DesignSim simulateDesign(const fs::path& dir, const ir::Tensor& x, const std::st
   for (double v : x.toDoubleVector())
     inRaw.push_back(quantize(v, inF, rnd, ovf));
   inRaw = toStreamOrder(inRaw, inGeom);
+  step("inputs", 1);
   std::vector<int64_t> expected;
   bool same = false;
   if (s.contains("samples")) {
@@ -228,11 +233,13 @@ DesignSim simulateDesign(const fs::path& dir, const ir::Tensor& x, const std::st
   out.samples = n;
   out.outGeom = outGeom;
   out.outFormat = outF;
+  step("expected", 2);
   out.report = sim::simulate(dir, s["top"].get<std::string>(), inRaw, expected, n, outPer, seed,
                              trace, inGeom.transfers());
   double clockMhz = s.value("clock_mhz", sim::kClockHz / 1e6);
   out.clockMhz = clockMhz;
   out.report.inferencesPerSecond = out.report.ii > 0 ? clockMhz * 1e6 / out.report.ii : 0;
+  step("verilator", 3);
   return out;
 }
 

@@ -54,7 +54,8 @@ struct DesignSim {
 /// design or inputs that do not fit it. A deadlock is reported, not thrown: see deadlockMessage.
 DesignSim simulateDesign(const std::filesystem::path& dir, const ir::Tensor& x,
                          const std::string& inputLabel, uint64_t seed,
-                         const std::filesystem::path& trace = {});
+                         const std::filesystem::path& trace = {},
+                         const ir::ProgressFn& progress = {});
 /// The run-time error text of a deadlocked simulation (the full FIFOs and blocked streams);
 /// empty when it finished.
 std::string deadlockMessage(const DesignSim& d);

@@ -123,9 +123,12 @@ struct Emulator::Impl {
   }
 };
 
-ValueRanges observeRanges(const ir::Graph& g, std::span<const ir::Tensor> inputs) {
+ValueRanges observeRanges(const ir::Graph& g, std::span<const ir::Tensor> inputs,
+                          const ir::ProgressFn& progress) {
   ValueRanges range(g.values().size());
-  std::vector<ir::Tensor> all = ir::Interpreter(g).runAll(inputs);
+  ir::Interpreter interp(g);
+  interp.setProgress(progress); // per layer run
+  std::vector<ir::Tensor> all = interp.runAll(inputs);
   for (size_t i = 0; i < all.size() && i < range.size(); ++i)
     // A value no node computes (a dead one) has no data: nothing observed.
     if (all[i].byteSize() > 0 && ir::isFloat(all[i].dtype()))

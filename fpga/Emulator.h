@@ -10,6 +10,7 @@
 
 #include "fpga/QuantConfig.h"
 #include "ir/Graph.h"
+#include "ir/Progress.h"
 
 #include <memory>
 #include <optional>
@@ -67,7 +68,8 @@ struct EmulatorResult {
 /// nullopt for values that are not float. Value ids do not depend on the batch size, so ranges
 /// observed on a model imported with one batch size apply to the same model imported with another.
 using ValueRanges = std::vector<std::optional<double>>;
-ValueRanges observeRanges(const ir::Graph& g, std::span<const ir::Tensor> inputs);
+ValueRanges observeRanges(const ir::Graph& g, std::span<const ir::Tensor> inputs,
+                          const ir::ProgressFn& progress = {});
 
 class Emulator {
 public:

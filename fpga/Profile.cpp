@@ -33,9 +33,17 @@ nlohmann::json range(const FixedFormat& f) {
 } // namespace
 
 nlohmann::json precisionProfile(const ir::Graph& g, const Emulator& emu,
-                                std::span<const ir::Tensor> inputs) {
+                                std::span<const ir::Tensor> inputs,
+                                const ir::ProgressFn& progress) {
+  int64_t nodes = int64_t(g.nodes().size());
+  if (progress) progress("emulator", 0, nodes + 1);
   EmulatorResult res = emu.run(inputs, true);
-  std::vector<ir::Tensor> ref = ir::Interpreter(g).runAll(inputs);
+  ir::Interpreter interp(g);
+  if (progress) // the float reference, layer by layer, after the emulator's step
+    interp.setProgress([&](const std::string& step, int64_t done, int64_t) {
+      progress(step, done + 1, nodes + 1);
+    });
+  std::vector<ir::Tensor> ref = interp.runAll(inputs);
   std::map<std::string, const ir::Node*> byName;
   for (const auto& n : g.nodes())
     byName.emplace(n->name(), n.get());

@@ -17,6 +17,7 @@ namespace triad::fpga {
 /// max_abs_error, elements}]} with STATS = {count, zeros, min, q25, median, q75, max} over the
 /// nonzero |x| and RANGE = {format, lsb, max}; the first row is the graph input.
 nlohmann::json precisionProfile(const ir::Graph& g, const Emulator& emu,
-                                std::span<const ir::Tensor> inputs);
+                                std::span<const ir::Tensor> inputs,
+                                const ir::ProgressFn& progress = {});
 
 } // namespace triad::fpga

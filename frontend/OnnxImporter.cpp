@@ -5,6 +5,7 @@
 #include "frontend/TensorIO.h"
 #include "ir/Interpreter.h"
 #include "ir/Verifier.h"
+#include "ir/ops/Quantize.h"
 #include "ir/passes/Folding.h"
 
 #include <cerrno>
@@ -610,6 +611,16 @@ private:
       if (auto outs = ir::tryFoldNode(def, *attrs, known, types)) {
         for (size_t i = 0; i < outs->size(); ++i)
           values_[outNames[i]] = graph().addConstant(outNames[i], std::move((*outs)[i]));
+        // A dequantized weight keeps its integers for the targets that compute with them.
+        if (def.kind == ir::OpKind::DequantizeLinear &&
+            dynamic_cast<const ir::QuantAxisAttrs&>(*attrs).blockSize == 0) {
+          auto d = std::make_shared<ir::DequantizedFrom>();
+          d->q = irInputs[0]->constantPtr();
+          d->scale = irInputs[1]->constantPtr();
+          if (irInputs.size() > 2 && irInputs[2]) d->zeroPoint = irInputs[2]->constantPtr();
+          d->axis = dynamic_cast<const ir::QuantAxisAttrs&>(*attrs).axis;
+          values_[outNames[0]]->setDequantizedFrom(std::move(d));
+        }
         return;
       }
     }
@@ -691,6 +702,14 @@ DimBinding bindDims(const fs::path& path, const std::vector<InputShape>& shapes,
   return withContext(path.string(), [&] {
     onnx::ModelProto model = parseModel(bytes);
     return bindGraphDims(model.graph(), shapes, fixed);
+  });
+}
+
+DeclaredIo declaredIo(const fs::path& path, const ImportOptions& fixed) {
+  std::string bytes = readFile(path);
+  return withContext(path.string(), [&] {
+    onnx::ModelProto model = parseModel(bytes);
+    return declaredGraphIo(model.graph(), fixed);
   });
 }
 

@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace triad::frontend {
@@ -112,6 +113,25 @@ ImportResult importOnnxBytes(const std::string& bytes, const std::filesystem::pa
 /// inputs named); Io/InvalidModel when the file cannot be read or parsed.
 DimBinding bindDims(const std::filesystem::path& model, const std::vector<InputShape>& shapes,
                     const ImportOptions& fixed = {});
+
+/// A graph input or output as the model declares it, with the sizes `fixed` gives applied: each
+/// dimension a number, or the dim_param's name ("?" for an unnamed dynamic dimension) where
+/// `fixed` leaves it open (a first dimension is fixed by `fixed.batch` when set).
+struct DeclaredTensor {
+  std::string name;
+  std::string dtype; // ir::dtypeName, or the ONNX element type's name when the IR has none
+  std::vector<std::variant<int64_t, std::string>> shape;
+  bool hasShape = false; // outputs may declare no shape
+  /// Whether a dimension is still open (a dim_param or unnamed dynamic dimension).
+  bool open() const;
+};
+struct DeclaredIo {
+  std::vector<DeclaredTensor> inputs, outputs; // initializers listed as inputs left out
+  /// Whether any input dimension is open: shapes must be bound from the data (bindDims).
+  bool open() const;
+};
+/// The model's declared inputs and outputs (reads only the graph's value infos).
+DeclaredIo declaredIo(const std::filesystem::path& model, const ImportOptions& fixed = {});
 
 /// `options` with `binding` added to its dims and axes (the binding wins where both name one).
 ImportOptions withBinding(ImportOptions options, const DimBinding& binding);

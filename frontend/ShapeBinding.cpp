@@ -55,6 +55,61 @@ ImportOptions withBinding(ImportOptions options, const DimBinding& binding) {
   return options;
 }
 
+bool DeclaredTensor::open() const {
+  for (const auto& d : shape)
+    if (std::holds_alternative<std::string>(d)) return true;
+  return false;
+}
+
+bool DeclaredIo::open() const {
+  for (const DeclaredTensor& t : inputs)
+    if (t.open()) return true;
+  return false;
+}
+
+DeclaredIo declaredGraphIo(const onnx::GraphProto& graph, const ImportOptions& fixed) {
+  std::set<std::string> initializers;
+  for (const auto& init : graph.initializer())
+    initializers.insert(init.name());
+  // Sizes by dim_param: --dim's, and those a batch gives to named first dimensions of inputs
+  // (outputs with the same name have that size too).
+  std::map<std::string, int64_t> named = fixed.dims;
+  auto describe = [&](const onnx::ValueInfoProto& vi, bool isInput) {
+    DeclaredTensor t;
+    t.name = vi.name();
+    if (!vi.type().has_tensor_type()) return t;
+    const auto& tt = vi.type().tensor_type();
+    auto dtype = ir::dtypeFromOnnx(tt.elem_type());
+    t.dtype = std::string(dtype ? ir::dtypeName(*dtype) : ir::onnxElemTypeName(tt.elem_type()));
+    t.hasShape = tt.has_shape();
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto& d = tt.shape().dim(i);
+      if (isFixed(d)) {
+        t.shape.emplace_back(int64_t(d.dim_value()));
+        continue;
+      }
+      const std::string param = d.has_dim_param() ? d.dim_param() : "";
+      if (auto it = named.find(param); !param.empty() && it != named.end())
+        t.shape.emplace_back(it->second);
+      else if (auto ia = fixed.axes.find(vi.name());
+               isInput && param.empty() && ia != fixed.axes.end() && ia->second.count(i))
+        t.shape.emplace_back(ia->second.at(i));
+      else if (isInput && i == 0 && fixed.batch) {
+        t.shape.emplace_back(*fixed.batch);
+        if (!param.empty()) named.emplace(param, *fixed.batch);
+      } else
+        t.shape.emplace_back(param.empty() ? std::string("?") : param);
+    }
+    return t;
+  };
+  DeclaredIo io;
+  for (const auto& vi : graph.input())
+    if (!initializers.count(vi.name())) io.inputs.push_back(describe(vi, true));
+  for (const auto& vi : graph.output())
+    io.outputs.push_back(describe(vi, false));
+  return io;
+}
+
 DimBinding bindGraphDims(const onnx::GraphProto& graph, const std::vector<InputShape>& shapes,
                          const ImportOptions& fixed, std::optional<Error>* deferred) {
   // Throws, or keeps the first problem and goes on without the shape or size at fault.

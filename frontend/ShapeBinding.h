@@ -20,4 +20,7 @@ namespace triad::frontend {
 DimBinding bindGraphDims(const onnx::GraphProto& graph, const std::vector<InputShape>& shapes,
                          const ImportOptions& fixed, std::optional<Error>* deferred = nullptr);
 
+/// declaredIo on a parsed graph.
+DeclaredIo declaredGraphIo(const onnx::GraphProto& graph, const ImportOptions& fixed);
+
 } // namespace triad::frontend

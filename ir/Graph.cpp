@@ -29,6 +29,40 @@ Value* Graph::newValue(std::string name, TensorType type) {
   return raw;
 }
 
+Graph Graph::clone() const {
+  Graph c;
+  c.name = name;
+  c.opset = opset;
+  std::unordered_map<const Value*, Value*> map;
+  auto copyConstant = [&](const Value* v) {
+    Value* nv = c.addConstant(v->name(), v->constantPtr());
+    nv->setDequantizedFrom(v->dequantizedFrom());
+    map[v] = nv;
+  };
+  for (const Value* v : inputs_)
+    map[v] = c.addInput(v->name(), v->type());
+  for (const Value* v : constants())
+    copyConstant(v);
+  for (const auto& n : nodes_) {
+    std::vector<Value*> ins;
+    for (const Value* v : n->inputs())
+      ins.push_back(v ? map.at(v) : nullptr);
+    std::vector<std::string> names;
+    std::vector<TensorType> types;
+    for (const Value* v : n->outputs()) {
+      names.push_back(v->name());
+      types.push_back(v->type());
+    }
+    Node* nn = c.addNode(n->kind(), n->name(), std::move(ins), n->attrsPtr(), std::move(names),
+                         std::move(types));
+    for (size_t i = 0; i < n->outputs().size(); ++i)
+      map[n->output(i)] = nn->output(i);
+  }
+  for (const Value* v : outputs_)
+    c.addOutput(map.at(v));
+  return c;
+}
+
 Value* Graph::addInput(std::string name, TensorType type) {
   Value* v = newValue(std::move(name), std::move(type));
   inputs_.push_back(v);

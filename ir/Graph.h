@@ -15,6 +15,14 @@ namespace triad::ir {
 
 class Node;
 
+/// What a constant was folded from when it is a DequantizeLinear of constants: the integer
+/// tensor, its scale and zero point (null: none) and the quantization axis (-1: per tensor), so
+/// that passes can use the integers (ir/passes/FuseQdq.cpp). Set by the importer's folding.
+struct DequantizedFrom {
+  std::shared_ptr<const Tensor> q, scale, zeroPoint;
+  int64_t axis = -1;
+};
+
 class Value {
 public:
   int id() const { return id_; }
@@ -29,6 +37,9 @@ public:
   bool isConstant() const { return constant_ != nullptr; }
   const Tensor& constant() const { return *constant_; }
   const std::shared_ptr<const Tensor>& constantPtr() const { return constant_; }
+  /// For a constant folded from a DequantizeLinear of constants: its operands (else null).
+  const std::shared_ptr<const DequantizedFrom>& dequantizedFrom() const { return dequantized_; }
+  void setDequantizedFrom(std::shared_ptr<const DequantizedFrom> d) { dequantized_ = std::move(d); }
 
   /// The nodes reading this value, once per input slot (graph outputs are not listed). Kept up
   /// to date by the graph, so that rewiring a use costs the value's uses, not the graph's size.
@@ -45,6 +56,7 @@ private:
   Node* producer_ = nullptr;
   int producerOutput_ = -1;
   std::shared_ptr<const Tensor> constant_;
+  std::shared_ptr<const DequantizedFrom> dequantized_;
 };
 
 class Node {
@@ -85,6 +97,10 @@ public:
   Graph& operator=(const Graph&) = delete;
   Graph(Graph&&) = default;
   Graph& operator=(Graph&&) = default;
+
+  /// A copy with the same names, types, attributes and constants (shared, not copied), for a
+  /// target that rewrites the graph it compiles. Values nothing uses or produces are left out.
+  Graph clone() const;
 
   std::string name;
   int opset = 0; // default-domain opset of the source model (informational after import)

@@ -38,6 +38,7 @@ std::vector<Tensor> Interpreter::execute(std::span<const Tensor> inputs, bool ke
   }
   // Free intermediates after their last use unless all are kept.
   std::vector<int> remaining = g_.useCounts();
+  int64_t done = 0, total = int64_t(g_.nodes().size());
   for (const auto& n : g_.nodes()) {
     std::vector<const Tensor*> in;
     for (Value* v : n->inputs()) {
@@ -61,6 +62,7 @@ std::vector<Tensor> Interpreter::execute(std::span<const Tensor> inputs, bool ke
       for (Value* v : n->inputs())
         if (v && !v->isConstant() && --remaining[size_t(v->id())] == 0)
           env[size_t(v->id())] = Tensor();
+    if (progress_) progress_(n->name(), ++done, total);
   }
   if (keepAll) {
     for (Value* c : g_.constants())

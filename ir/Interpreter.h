@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/Graph.h"
+#include "ir/Progress.h"
 
 #include <span>
 #include <vector>
@@ -20,9 +21,13 @@ public:
   /// for values never computed). For debugging and per-layer comparisons.
   std::vector<Tensor> runAll(std::span<const Tensor> inputs) const;
 
+  /// Called after each node with its name, the nodes done and their count.
+  void setProgress(ProgressFn f) { progress_ = std::move(f); }
+
 private:
   std::vector<Tensor> execute(std::span<const Tensor> inputs, bool keepAll) const;
   const Graph& g_;
+  ProgressFn progress_;
 };
 
 /// Evaluates one node on given input tensors (nullptr for absent inputs) with its reference

@@ -6,6 +6,7 @@
 
 #include "ir/Cost.h"
 #include "ir/Graph.h"
+#include "ir/Progress.h"
 
 #include <memory>
 #include <span>
@@ -45,6 +46,8 @@ public:
 /// What a caller can ask of any target when compiling; each target uses what applies to it.
 struct CompileSettings {
   int threads = 0; // worker threads of targets that run on the host's cores (0: their default)
+  /// Called as the compile goes (the CPU target: per layer generated, then the C++ compile).
+  ProgressFn progress;
 };
 
 class Target {

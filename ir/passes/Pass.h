@@ -67,6 +67,10 @@ std::unique_ptr<Pass> createFuseLayerNormPass();
 /// Softmax spelled out ([ReduceMax, Sub,] Exp, ReduceSum, Div) into one Softmax.
 std::unique_ptr<Pass> createFuseSoftmaxPass();
 std::unique_ptr<Pass> createDeadCodeEliminationPass();
+/// DequantizeLinear -> Conv/Gemm/MatMul -> QuantizeLinear into the integer ops (QLinearConv;
+/// MatMulInteger with the requantization for Gemm and MatMul) where that is exact per the ONNX
+/// semantics; not in the default pipeline: targets with integer kernels run it (the CPU).
+std::unique_ptr<Pass> createFuseQdqPass();
 
 /// `base` if no value of `g` has that name, else `base.1`, `base.2`, ... (for values passes add).
 std::string freshValueName(const Graph& g, const std::string& base);

@@ -22,13 +22,17 @@
 #include "sim/Synth.h"
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
+#include <optional>
+#include <variant>
 
 namespace nb = nanobind;
 
@@ -38,22 +42,115 @@ namespace {
 
 using Imported = std::shared_ptr<const frontend::ImportResult>;
 
-/// One model file with the options it is imported with.
+/// A progress callback from Python (None: no calls): progress(stage, fraction), called with the
+/// GIL held (the libraries call it from the thread that released it).
+class Progress {
+public:
+  Progress() = default;
+  explicit Progress(nb::object f) : f_(std::move(f)) {}
+  explicit operator bool() const { return f_.is_valid() && !f_.is_none(); }
+  void operator()(const std::string& stage, double fraction) const {
+    if (!*this) return;
+    nb::gil_scoped_acquire locked;
+    f_(stage, fraction);
+  }
+  /// Calls for steps [lo, hi] of a longer job: step `done` of `total` maps to lo + (hi - lo) *
+  /// done / total.
+  std::function<void(const std::string&, int64_t, int64_t)> span(const std::string& stage,
+                                                                 double lo, double hi) const {
+    if (!*this) return {};
+    return [this, stage, lo, hi](const std::string& step, int64_t done, int64_t total) {
+      (*this)(step.empty() ? stage : fmt::format("{}:{}", stage, step),
+              lo + (hi - lo) * double(done) / double(std::max<int64_t>(total, 1)));
+    };
+  }
+
+private:
+  nb::object f_;
+};
+
+/// The shapes of arrays given for a model's inputs, in graph-input order.
+std::vector<ir::Shape> shapesOf(const std::vector<InArray>& arrays) {
+  std::vector<ir::Shape> out;
+  for (const InArray& a : arrays) {
+    ir::Shape s;
+    for (size_t i = 0; i < a.ndim(); ++i)
+      s.push_back(int64_t(a.shape(i)));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+/// One model file with the options it is imported with (`batch` and `dims` fixed ahead of time;
+/// the other dynamic dimensions are bound from the arrays each call brings).
 struct Source {
   std::string path;
   frontend::ImportOptions options;
+  frontend::DeclaredIo declared; // the inputs and outputs with `options` applied
 
-  /// Imports (with the GIL released); `optimize` runs the default pass pipeline, as every
-  /// compiled target and the FPGA flow do.
-  Imported import(bool optimize, std::optional<int64_t> batch = {}) const {
+  /// The sizes inputs of these shapes give to the dimensions `options` leaves open
+  /// (frontend::bindDims: the CLI's errors for shapes that do not fit); empty `shapes`: none.
+  frontend::DimBinding bind(const std::vector<ir::Shape>& shapes) const {
+    if (shapes.empty()) return {};
+    std::vector<frontend::InputShape> in;
+    for (const ir::Shape& s : shapes)
+      in.push_back({"", s, ""});
     nb::gil_scoped_release unlocked;
-    frontend::ImportOptions o = options;
-    if (batch) o.batch = *batch;
+    return frontend::bindDims(path, in, options);
+  }
+
+  /// Imports (with the GIL released) with `binding` added to the options; `optimize` runs the
+  /// default pass pipeline, as every compiled target and the FPGA flow do.
+  Imported import(bool optimize, const frontend::DimBinding& binding = {}) const {
+    nb::gil_scoped_release unlocked;
+    frontend::ImportOptions o = frontend::withBinding(options, binding);
     auto r = std::make_shared<frontend::ImportResult>(frontend::importOnnxFile(path, o));
+    r->binding = binding;
     if (optimize) ir::defaultPipeline().run(r->graph, {});
     return r;
   }
 };
+
+/// Per distinct set of input shapes, the binding they give and what was made for it (compiled
+/// once per binding: shapes that bind the same sizes share it).
+template <typename T> class BindingCache {
+public:
+  /// The entry for `shapes`, made by `make(binding)` the first time its binding is seen.
+  T& get(const Source& src, const std::vector<ir::Shape>& shapes,
+         const std::function<std::shared_ptr<T>(const frontend::DimBinding&)>& make) {
+    if (auto it = byShapes_.find(shapes); it != byShapes_.end()) return *it->second;
+    frontend::DimBinding b = src.bind(shapes);
+    std::string key = b.toString();
+    auto it = byBinding_.find(key);
+    if (it == byBinding_.end()) it = byBinding_.emplace(key, make(b)).first;
+    byShapes_.emplace(shapes, it->second);
+    return *it->second;
+  }
+  /// The bindings made so far ("N=4, seq=7"; "" for none), in canonical order.
+  std::vector<std::string> keys() const {
+    std::vector<std::string> k;
+    for (const auto& [key, v] : byBinding_)
+      k.push_back(key);
+    return k;
+  }
+  const std::map<std::string, std::shared_ptr<T>>& entries() const { return byBinding_; }
+
+private:
+  std::map<std::vector<ir::Shape>, std::shared_ptr<T>> byShapes_;
+  std::map<std::string, std::shared_ptr<T>> byBinding_;
+};
+
+/// [{name, dtype, shape}] of declared tensors: numbers, or names for open dimensions.
+std::string declaredJson(const std::vector<frontend::DeclaredTensor>& ts) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const frontend::DeclaredTensor& t : ts) {
+    nlohmann::json shape = nlohmann::json::array();
+    for (const auto& d : t.shape)
+      std::visit([&](const auto& v) { shape.push_back(v); }, d);
+    a.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", shape}});
+  }
+  return a.dump();
+}
 
 std::vector<ir::Tensor> toTensors(const std::vector<InArray>& arrays, const ir::Graph& g) {
   if (arrays.size() != g.inputs().size())
@@ -95,47 +192,107 @@ ir::TargetRegistry allTargets() {
   return t;
 }
 
-/// A compiled model: the graph it was compiled from (the executable may refer to it), the target
-/// and the executable.
+/// A model compiled for one target, once per binding of its open dimensions: the first run
+/// with inputs of new shapes binds the dimensions from them (as ONNX Runtime does) and compiles
+/// for that binding; later runs that bind the same sizes reuse it.
 class Executable {
 public:
-  Executable(Imported r, std::unique_ptr<ir::Target> t, std::unique_ptr<ir::Executable> e)
-      : r_(std::move(r)), target_(std::move(t)), exe_(std::move(e)) {}
+  /// `optimize`: run the pass pipeline before compiling (every target but the interpreter).
+  Executable(Source src, std::shared_ptr<ir::Target> t, ir::CompileSettings settings, bool optimize,
+             nb::object progress)
+      : src_(std::move(src)), target_(std::move(t)), settings_(settings), optimize_(optimize),
+        progress_(std::move(progress)) {}
+
+  struct Compiled {
+    Imported r; // the graph it was compiled from (the executable may refer to it)
+    std::unique_ptr<ir::Executable> exe;
+  };
+
+  /// Compiles for the sizes fixed ahead of time (when no input dimension is left open).
+  void compileFixed() {
+    current_ = &cache_.get(src_, {}, [&](const frontend::DimBinding& b) { return make(b); });
+  }
 
   nb::list run(const std::vector<InArray>& arrays) {
-    std::vector<ir::Tensor> in = toTensors(arrays, r_->graph);
+    if (arrays.size() != src_.declared.inputs.size())
+      fail(ErrorKind::Usage, "{} input array{} given; the model has {} input{}", arrays.size(),
+           arrays.size() == 1 ? "" : "s", src_.declared.inputs.size(),
+           src_.declared.inputs.size() == 1 ? "" : "s");
+    Compiled& c =
+        cache_.get(src_, shapesOf(arrays), [&](const frontend::DimBinding& b) { return make(b); });
+    current_ = &c;
+    std::vector<ir::Tensor> in = toTensors(arrays, c.r->graph);
     std::vector<ir::Tensor> out;
     {
       nb::gil_scoped_release unlocked;
-      out = exe_->run(in);
+      out = c.exe->run(in);
     }
     return toArrays(std::move(out));
   }
-  void setProfiling(bool on) { exe_->setProfiling(on); }
-  /// [(layer, kind, milliseconds, cycles)] accumulated since profiling was turned on.
+  void setProfiling(bool on) {
+    profiling_ = on;
+    for (const auto& [key, c] : cache_.entries())
+      c->exe->setProfiling(on);
+  }
+  /// [(layer, kind, milliseconds, cycles)] accumulated since profiling was turned on, of the
+  /// binding run last.
   std::vector<std::tuple<std::string, std::string, double, int64_t>> profile() const {
     std::vector<std::tuple<std::string, std::string, double, int64_t>> out;
-    for (const ir::LayerTime& l : exe_->profile())
-      out.emplace_back(l.layer, l.kind, l.milliseconds, l.cycles);
+    if (current_)
+      for (const ir::LayerTime& l : current_->exe->profile())
+        out.emplace_back(l.layer, l.kind, l.milliseconds, l.cycles);
     return out;
   }
-  double modelledSeconds() const { return exe_->modelledSeconds(); }
+  double modelledSeconds() const { return current_ ? current_->exe->modelledSeconds() : 0.0; }
   std::string target() const { return std::string(target_->name()); }
-  std::string inputs() const { return ioJson(r_->graph.inputs()); }
-  std::string outputs() const { return ioJson(r_->graph.outputs()); }
+  /// The declared inputs (open dimensions by name).
+  std::string inputs() const { return declaredJson(src_.declared.inputs); }
+  /// The outputs of the binding run last, else as declared.
+  std::string outputs() const {
+    return current_ ? ioJson(current_->r->graph.outputs()) : declaredJson(src_.declared.outputs);
+  }
+  /// The bindings compiled so far ("N=4"; "" for the sizes fixed ahead of time).
+  std::vector<std::string> bindings() const { return cache_.keys(); }
+  int64_t compiles() const { return compiles_; }
 
 private:
-  Imported r_;
-  std::unique_ptr<ir::Target> target_;
-  std::unique_ptr<ir::Executable> exe_;
+  std::shared_ptr<Compiled> make(const frontend::DimBinding& b) {
+    Progress progress(progress_);
+    std::string stage =
+        b.empty() ? std::string("compile") : fmt::format("compile {}", b.toString());
+    progress(stage, 0.0);
+    auto c = std::make_shared<Compiled>();
+    c->r = src_.import(optimize_, b);
+    ir::CompileSettings s = settings_;
+    s.progress = progress.span(stage, 0.05, 0.95);
+    {
+      nb::gil_scoped_release unlocked;
+      c->exe = target_->compile(c->r->graph, s);
+    }
+    if (profiling_) c->exe->setProfiling(true);
+    ++compiles_;
+    progress(stage, 1.0);
+    return c;
+  }
+
+  Source src_;
+  std::shared_ptr<ir::Target> target_;
+  ir::CompileSettings settings_;
+  bool optimize_;
+  nb::object progress_;
+  BindingCache<Compiled> cache_;
+  Compiled* current_ = nullptr;
+  bool profiling_ = false;
+  int64_t compiles_ = 0;
 };
 
-/// A model quantized with a precision config: the bit-accurate emulator, planned once per batch
-/// size the inputs bring (value ranges for "auto" precisions come from the calibration inputs).
+/// A model quantized with a precision config: the bit-accurate emulator, planned once per
+/// binding of the open dimensions the inputs bring (value ranges for "auto" precisions come from
+/// the calibration inputs).
 class Quantized {
 public:
-  Quantized(Source src, int64_t batch, fpga::QuantConfig cfg, fpga::ValueRanges ranges)
-      : src_(std::move(src)), batch_(batch), cfg_(std::move(cfg)), ranges_(std::move(ranges)) {}
+  Quantized(Source src, fpga::QuantConfig cfg, fpga::ValueRanges ranges)
+      : src_(std::move(src)), cfg_(std::move(cfg)), ranges_(std::move(ranges)) {}
 
   /// Dequantized outputs (float32) of the emulator.
   nb::list predict(const std::vector<InArray>& arrays) {
@@ -202,7 +359,7 @@ public:
   /// The planned layers as JSON: name, op, folded nodes, formats per role, input and output
   /// formats with their value ranges, and the node's float constants (weights, bias) as lists.
   std::string layers() {
-    Plan& p = planFor(batch_);
+    Plan& p = planFor(std::vector<ir::Shape>{});
     const ir::Graph& g = p.r->graph;
     auto fmtJson = [](const fpga::FixedFormat& f) {
       return nlohmann::json{{"format", fpga::formatToString(f)},
@@ -244,7 +401,9 @@ public:
     return a.dump();
   }
 
-  std::string inputs() { return ioJson(planFor(batch_).r->graph.inputs()); }
+  std::string inputs() { return declaredJson(src_.declared.inputs); }
+  /// The bindings planned so far ("N=4"; "" for the sizes fixed ahead of time).
+  std::vector<std::string> bindings() const { return plans_.keys(); }
 
   /// Writes the Verilog design to `dir` (fpga/Design.h) and returns summary.json's text. With
   /// `arrays`: the design's batch is theirs and the expected outputs are written too. The
@@ -270,7 +429,7 @@ public:
     vo.clockMhz = clockMhz;
     fpga::DesignSource ds;
     ds.model = std::filesystem::absolute(src_.path).string();
-    for (const auto& [name, v] : src_.options.dims)
+    for (const auto& [name, v] : src_.options.dims) // as the CLI: the sizes fixed by name
       ds.dims.push_back(fmt::format("{}={}", name, v));
     ds.config = configPath;
     ds.calibration = calibrationPath;
@@ -283,11 +442,19 @@ public:
   }
 
   /// The numerical profile on `arrays` (fpga/Profile.h) as JSON.
-  std::string profile(const std::vector<InArray>& arrays) {
+  std::string profile(const std::vector<InArray>& arrays, nb::object progressFn) {
+    Progress progress(std::move(progressFn));
+    progress("profile", 0.0);
     Plan& p = planFor(arrays);
     std::vector<ir::Tensor> in = toTensors(arrays, p.r->graph);
-    nb::gil_scoped_release unlocked;
-    return fpga::precisionProfile(p.r->graph, *p.emu, in).dump();
+    auto step = progress.span("profile", 0.05, 0.95);
+    std::string out;
+    {
+      nb::gil_scoped_release unlocked;
+      out = fpga::precisionProfile(p.r->graph, *p.emu, in, step).dump();
+    }
+    progress("profile", 1.0);
+    return out;
   }
 
 private:
@@ -296,46 +463,80 @@ private:
     std::unique_ptr<fpga::Emulator> emu;
   };
   Plan& planFor(const std::vector<InArray>& arrays) {
-    int64_t batch = batch_;
-    if (!arrays.empty() && arrays[0].ndim() > 0) batch = int64_t(arrays[0].shape(0));
-    return planFor(batch);
+    if (!arrays.empty() && arrays.size() != src_.declared.inputs.size())
+      fail(ErrorKind::Usage, "{} input array{} given; the model has {} input{}", arrays.size(),
+           arrays.size() == 1 ? "" : "s", src_.declared.inputs.size(),
+           src_.declared.inputs.size() == 1 ? "" : "s");
+    return planFor(shapesOf(arrays));
   }
-  /// The graph imported with this batch size (the first dimension of the inputs) and its
-  /// emulator, made once per batch size.
-  Plan& planFor(int64_t batch) {
-    auto it = plans_.find(batch);
-    if (it != plans_.end()) return *it->second;
-    auto p = std::make_shared<Plan>();
-    p->r = src_.import(true, batch);
-    {
+  /// The graph imported with the binding of these input shapes (none: the sizes fixed ahead of
+  /// time, open first dimensions 1) and its emulator, made once per binding.
+  Plan& planFor(const std::vector<ir::Shape>& shapes) {
+    return plans_.get(src_, shapes, [&](const frontend::DimBinding& b) {
+      auto p = std::make_shared<Plan>();
+      p->r = src_.import(true, b);
       nb::gil_scoped_release unlocked;
       p->emu = std::make_unique<fpga::Emulator>(p->r->graph, cfg_, ranges_);
-    }
-    return *plans_.emplace(batch, std::move(p)).first->second;
+      return p;
+    });
   }
 
   Source src_;
-  int64_t batch_;
   fpga::QuantConfig cfg_;
   fpga::ValueRanges ranges_;
-  std::map<int64_t, std::shared_ptr<Plan>> plans_; // by batch size
+  BindingCache<Plan> plans_;
 };
 
 class Model {
 public:
-  explicit Model(Source src) : src_(std::move(src)), r_(src_.import(false)) {}
-
-  std::string inspect() const {
-    return frontend::inspectModel(*r_, src_.path, allTargets()).dump();
+  explicit Model(Source src) : src_(std::move(src)) {
+    // The graph as imported, every open first dimension 1 (as `triad inspect` without --batch).
+    // A model with other open dimensions imports only once they are bound from the data.
+    try {
+      r_ = src_.import(false);
+    } catch (const Error& e) {
+      bool openInside = false; // an open dimension past the first
+      for (const frontend::DeclaredTensor& t : src_.declared.inputs)
+        for (size_t i = 1; i < t.shape.size(); ++i)
+          openInside = openInside || std::holds_alternative<std::string>(t.shape[i]);
+      if (e.kind() != ErrorKind::Unsupported || !openInside ||
+          std::string_view(e.what()).find("is dynamic") == std::string_view::npos)
+        throw;
+      unbound_ = e.what();
+    }
   }
-  std::string inputs() const { return ioJson(r_->graph.inputs()); }
-  std::string outputs() const { return ioJson(r_->graph.outputs()); }
-  std::vector<std::string> warnings() const { return r_->warnings; }
-  int64_t batch() const { return src_.options.batch.value_or(1); }
+
+  /// `triad inspect --json`'s report; dimensions left open are shown by name in the inputs and
+  /// outputs (the layers are those of the import with open first dimensions 1).
+  std::string inspect() const {
+    nlohmann::json j = frontend::inspectModel(graph(), src_.path, allTargets());
+    if (src_.declared.open()) {
+      j["inputs"] = nlohmann::json::parse(inputs());
+      j["outputs"] = nlohmann::json::parse(outputs());
+    }
+    return j.dump();
+  }
+  std::string inputs() const {
+    return src_.declared.open() ? declaredJson(src_.declared.inputs)
+                                : ioJson(graph().graph.inputs());
+  }
+  std::string outputs() const {
+    if (!src_.declared.open()) return ioJson(graph().graph.outputs());
+    bool shaped = true;
+    for (const frontend::DeclaredTensor& t : src_.declared.outputs)
+      shaped = shaped && t.hasShape;
+    return shaped || !r_ ? declaredJson(src_.declared.outputs) : ioJson(r_->graph.outputs());
+  }
+  std::vector<std::string> warnings() const {
+    return r_ ? r_->warnings : std::vector<std::string>{};
+  }
+  std::optional<int64_t> batch() const { return src_.options.batch; }
+  /// Whether some input dimension is left open (bound from the arrays of each run).
+  bool dynamic() const { return src_.declared.open(); }
 
   Executable compile(const std::string& target, int threads, const std::string& device,
-                     bool fpgaRtl) const {
-    std::unique_ptr<ir::Target> t;
+                     bool fpgaRtl, nb::object progress) const {
+    std::shared_ptr<ir::Target> t;
     if (target == "interp") {
       t = ir::makeInterpreterTarget();
     } else if (target == "cpu") {
@@ -358,30 +559,31 @@ public:
       fail(ErrorKind::Usage, "fpga_rtl applies to the fpga target, not '{}'", target);
     // The interpreter runs the graph as imported; compiled targets after the pass pipeline (as
     // `triad run` does).
-    Imported r = target == "interp" ? r_ : src_.import(true);
     ir::CompileSettings s;
     s.threads = threads;
-    std::unique_ptr<ir::Executable> e;
-    {
-      nb::gil_scoped_release unlocked;
-      e = t->compile(r->graph, s);
-    }
-    return Executable(std::move(r), std::move(t), std::move(e));
+    Executable e(src_, std::move(t), s, target != "interp", std::move(progress));
+    // With every dimension fixed ahead of time, compiled now; else on the first run, per binding.
+    if (!src_.declared.open()) e.compileFixed();
+    return e;
   }
 
   /// The emulator with a precision config (JSON text, docs/fpga.md's schema); value ranges for
   /// "auto" precisions from `calibration` (graph inputs; none: "auto" keeps default integer bits).
-  Quantized quantize(const std::string& configJson, const std::vector<InArray>& calibration) const {
+  Quantized quantize(const std::string& configJson, const std::vector<InArray>& calibration,
+                     nb::object progressFn) const {
+    Progress progress(std::move(progressFn));
+    progress("quantize", 0.0);
     fpga::QuantConfig cfg = fpga::QuantConfig::fromJson(configJson, "config");
     fpga::ValueRanges ranges;
     if (!calibration.empty()) {
-      int64_t batch = calibration[0].ndim() > 0 ? int64_t(calibration[0].shape(0)) : 1;
-      Imported rc = src_.import(true, batch);
+      Imported rc = src_.import(true, src_.bind(shapesOf(calibration)));
       std::vector<ir::Tensor> in = toTensors(calibration, rc->graph);
+      auto step = progress.span("quantize", 0.05, 0.95);
       nb::gil_scoped_release unlocked;
-      ranges = fpga::observeRanges(rc->graph, in);
+      ranges = fpga::observeRanges(rc->graph, in, step);
     }
-    return Quantized(src_, src_.options.batch.value_or(1), std::move(cfg), std::move(ranges));
+    progress("quantize", 1.0);
+    return Quantized(src_, std::move(cfg), std::move(ranges));
   }
 
   /// The emulator's layers under the built-in defaults: [(name, op, uses_weights, pass_through)],
@@ -397,12 +599,20 @@ public:
   }
 
 private:
+  const frontend::ImportResult& graph() const {
+    if (!r_) throw Error(ErrorKind::Unsupported, unbound_);
+    return *r_;
+  }
+
   Source src_;
   Imported r_;
+  std::string unbound_; // why the model does not import before its dimensions are bound
 };
 
-Model load(const std::string& path, int64_t batch, const std::map<std::string, int64_t>& dims) {
-  if (batch < 1) fail(ErrorKind::Usage, "batch {}: expected a positive whole number", batch);
+Model load(const std::string& path, std::optional<int64_t> batch,
+           const std::map<std::string, int64_t>& dims) {
+  if (batch && *batch < 1)
+    fail(ErrorKind::Usage, "batch {}: expected a positive whole number", *batch);
   Source s;
   s.path = path;
   s.options.batch = batch;
@@ -410,19 +620,27 @@ Model load(const std::string& path, int64_t batch, const std::map<std::string, i
     if (v < 1) fail(ErrorKind::Usage, "dims['{}'] = {}: expected a positive whole number", name, v);
     s.options.dims[name] = v;
   }
+  {
+    nb::gil_scoped_release unlocked;
+    s.declared = frontend::declaredIo(path, s.options);
+  }
   return Model(std::move(s));
 }
 
 /// Simulates a design folder on `x` (fpga/Design.h): (report JSON text, the RTL's outputs);
 /// a deadlock raises the run-time error `triad sim` exits with.
 nb::tuple simulate(const std::string& dir, const InArray& x, uint64_t seed,
-                   const std::string& trace) {
+                   const std::string& trace, nb::object progressFn) {
+  Progress progress(std::move(progressFn));
+  progress("sim", 0.0);
   ir::Tensor t = toTensor(x, "the inputs").castTo(ir::DType::F32);
   fpga::DesignSim d;
   {
+    auto step = progress.span("sim", 0.0, 1.0);
     nb::gil_scoped_release unlocked;
-    d = fpga::simulateDesign(dir, t, "the inputs", seed, trace);
+    d = fpga::simulateDesign(dir, t, "the inputs", seed, trace, step);
   }
+  progress("sim", 1.0);
   if (d.report.timeout) fail(ErrorKind::Runtime, "{}", fpga::deadlockMessage(d));
   return nb::make_tuple(fpga::simReportJson(d, seed).dump(), toArray(fpga::simOutputs(d)));
 }
@@ -490,13 +708,16 @@ NB_MODULE(_triad, m) {
       .def("modelled_seconds", &Executable::modelledSeconds)
       .def_prop_ro("target", &Executable::target)
       .def("inputs", &Executable::inputs)
-      .def("outputs", &Executable::outputs);
+      .def("outputs", &Executable::outputs)
+      .def("bindings", &Executable::bindings)
+      .def("compiles", &Executable::compiles);
 
   nb::class_<Quantized>(m, "Quantized")
       .def("predict", &Quantized::predict, nb::arg("inputs"))
       .def("trace", &Quantized::trace, nb::arg("inputs"))
       .def("layers", &Quantized::layers)
-      .def("profile", &Quantized::profile, nb::arg("inputs"))
+      .def("profile", &Quantized::profile, nb::arg("inputs"), nb::arg("progress").none())
+      .def("bindings", &Quantized::bindings)
       .def("write_verilog", &Quantized::writeVerilog, nb::arg("dir"), nb::arg("inputs"),
            nb::arg("reuse"), nb::arg("auto_reuse"), nb::arg("layer_reuse"), nb::arg("clock_mhz"),
            nb::arg("config_path"), nb::arg("calibration_path"))
@@ -508,12 +729,14 @@ NB_MODULE(_triad, m) {
       .def("outputs", &Model::outputs)
       .def("warnings", &Model::warnings)
       .def_prop_ro("batch", &Model::batch)
+      .def_prop_ro("dynamic", &Model::dynamic)
       .def("compile", &Model::compile, nb::arg("target"), nb::arg("threads"), nb::arg("device"),
-           nb::arg("fpga_rtl"))
-      .def("quantize", &Model::quantize, nb::arg("config"), nb::arg("calibration"))
+           nb::arg("fpga_rtl"), nb::arg("progress").none())
+      .def("quantize", &Model::quantize, nb::arg("config"), nb::arg("calibration"),
+           nb::arg("progress").none())
       .def("fpga_layers", &Model::fpgaLayers);
 
-  m.def("load", &load, nb::arg("path"), nb::arg("batch"), nb::arg("dims"));
+  m.def("load", &load, nb::arg("path"), nb::arg("batch").none(), nb::arg("dims"));
   nb::class_<bench::BenchOptions>(m, "BenchOptions")
       .def(nb::init<>())
       .def_rw("model", &bench::BenchOptions::model)
@@ -538,7 +761,8 @@ NB_MODULE(_triad, m) {
       .def_rw("no_db", &bench::BenchOptions::noDb)
       .def_rw("command", &bench::BenchOptions::command);
   m.def("bench", &benchmark, nb::arg("options"));
-  m.def("simulate", &simulate, nb::arg("dir"), nb::arg("x"), nb::arg("seed"), nb::arg("trace"));
+  m.def("simulate", &simulate, nb::arg("dir"), nb::arg("x"), nb::arg("seed"), nb::arg("trace"),
+        nb::arg("progress").none());
   m.def("synthesize", &synthesize, nb::arg("dir"), nb::arg("family"), nb::arg("jobs"),
         nb::arg("pnr"), nb::arg("device"));
   m.def("memory_limit", &ir::memoryLimit);

@@ -50,7 +50,10 @@ def test_inputs_that_do_not_fit(small):
     exe = triad.load(small / "mlp.onnx", batch=2).compile("cpu")
     with pytest.raises(triad.RunError) as e:
         exe(np.zeros((3, 4), np.float32))
-    assert "input 'x' expects f32[2,4]" in str(e.value) and e.value.exit_code == 6
+    assert "input 'x' dimension 0 ('N') is 3" in str(e.value) and e.value.exit_code == 6
+    with pytest.raises(triad.RunError) as e:
+        exe(np.zeros((2, 5), np.float32))
+    assert "dimension 1 is fixed at 4" in str(e.value)
     with pytest.raises(triad.UnsupportedError) as e:
         exe(np.zeros((2, 4), np.complex64))  # no IR type for it
     assert "input 'x'" in str(e.value)

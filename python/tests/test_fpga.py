@@ -51,11 +51,17 @@ def test_predict_is_bit_exact_with_triad_quantize(jet, cli, tmp_path, default):
         assert t["max_abs_error"] == pytest.approx(r["max_abs_error"], rel=1e-12, abs=1e-12)
 
 
-def test_predict_other_batch_sizes(jet):
+def test_predict_other_batch_sizes(jet, models):
     m, x = jet
-    q = m.quantize(triad.fpga.config(m), calibration=x)
+    free = triad.load(models / "jet_mlp.onnx")  # the batch bound from each call's inputs
+    q = free.quantize(triad.fpga.config(m), calibration=x)
     full = q.predict(x)
     assert np.array_equal(q.predict(x[:7]), full[:7])  # planned again for batch 7
+    assert q.bindings == ["batch=200", "batch=7"]
+    # With batch=200 fixed at load, other batch sizes are the CLI's run-time error.
+    with pytest.raises(triad.RunError) as e:
+        m.quantize(triad.fpga.config(m), calibration=x).predict(x[:7])
+    assert "--batch 200 was given" in str(e.value)
 
 
 def test_trace_float_and_fixed_side_by_side(jet):

@@ -105,8 +105,15 @@ def test_profile_is_triad_run_profile(models, cli, tmp_path):
 
 def test_progress_callback(small):
     seen = []
-    triad.load(small / "mlp.onnx").compile("cpu", progress=lambda s, f: seen.append((s, f)))
-    assert seen == [("compile", 0.0), ("compile", 1.0)]
+    triad.load(small / "mlp.onnx", batch=2).compile(
+        "cpu", progress=lambda s, f: seen.append((s, f)))
+    # Start, one step per layer generated (Gemm+Relu fused, Gemm), the C++ compile, the end.
+    assert seen[0] == ("compile", 0.0) and seen[-1] == ("compile", 1.0)
+    assert len(seen) >= 5
+    assert [f for _, f in seen] == sorted(f for _, f in seen)
+    steps = [s for s, _ in seen[1:-1]]
+    assert all(s.startswith("compile:") for s in steps)
+    assert any(s.startswith("compile:codegen ") for s in steps) and "compile:c++" in steps
 
 
 def test_gil_is_released_while_running(models):

@@ -5,9 +5,10 @@ A thin layer over the C++ library (the extension module ``triad._triad``): every
 from the same code as the ``triad`` command. See docs/python.md.
 
     >>> import triad, numpy as np
-    >>> m = triad.load("models/jet_mlp.onnx", batch=4)
+    >>> m = triad.load("models/jet_mlp.onnx")          # the batch stays symbolic
     >>> exe = m.compile("cpu")
-    >>> y = exe(np.zeros((4, 16), np.float32))        # -> float32 array (4, 5)
+    >>> y = exe(np.zeros((4, 16), np.float32))        # binds batch=4, compiles: (4, 5)
+    >>> y = exe(np.zeros((7, 16), np.float32))        # batch=7: compiled once more
 """
 
 import json
@@ -91,13 +92,17 @@ def set_max_memory(nbytes):
     _triad.set_memory_limit(int(nbytes))
 
 
-def load(path, batch=1, dims=None):
+def load(path, batch=None, dims=None):
     """Imports an ONNX model (``triad inspect``/``run``'s ``--batch`` and ``--dim``).
 
-    ``batch`` fixes a symbolic first dimension, ``dims`` other symbolic dimensions by name.
-    Raises :class:`IoError`, :class:`InvalidModelError` or :class:`UnsupportedError` naming
-    the file and the node at fault."""
-    return Model(_triad.load(os.fspath(path), int(batch), dict(dims or {})), os.fspath(path))
+    Symbolic dimensions stay symbolic: each run binds them from the shapes of the arrays it is
+    given (as ONNX Runtime and ``triad run`` do) and compiles once per distinct binding.
+    ``batch`` fixes a symbolic first dimension ahead of time, ``dims`` other symbolic
+    dimensions by name; an array that contradicts a fixed size raises :class:`RunError` with
+    ``triad run``'s message. Raises :class:`IoError`, :class:`InvalidModelError` or
+    :class:`UnsupportedError` naming the file and the node at fault."""
+    return Model(_triad.load(os.fspath(path), None if batch is None else int(batch),
+                             dict(dims or {})), os.fspath(path))
 
 
 class Model:
@@ -109,17 +114,24 @@ class Model:
 
     @property
     def batch(self):
-        """The batch size the model was imported with."""
+        """The batch size fixed at load (None: bound from the data of each run)."""
         return self._impl.batch
 
     @property
+    def dynamic(self):
+        """Whether some input dimension is symbolic (bound from the arrays of each run)."""
+        return self._impl.dynamic
+
+    @property
     def inputs(self):
-        """[{name, dtype, shape, numpy_dtype}] of the graph inputs."""
+        """[{name, dtype, shape, numpy_dtype}] of the graph inputs; a symbolic dimension is
+        its name (``"?"`` when unnamed)."""
         return _io(self._impl.inputs())
 
     @property
     def outputs(self):
-        """[{name, dtype, shape, numpy_dtype}] of the graph outputs."""
+        """[{name, dtype, shape, numpy_dtype}] of the graph outputs (symbolic dimensions by
+        name, as declared)."""
         return _io(self._impl.outputs())
 
     @property
@@ -129,7 +141,9 @@ class Model:
 
     def inspect(self):
         """What ``triad inspect --json`` writes, as a dict: inputs, outputs, layers (name, op,
-        outputs, params, macs), totals and per-target support with the reasons."""
+        outputs, params, macs), totals and per-target support with the reasons. Symbolic
+        dimensions show by name in the inputs and outputs; the layers are those of a batch
+        of 1."""
         return json.loads(self._impl.inspect())
 
     def compile(self, target="cpu", threads=0, device="", fpga_rtl=False, profile=False,
@@ -138,23 +152,28 @@ class Model:
         :class:`Executable`. ``threads``: the CPU's worker threads (0: TRIAD_THREADS, else the
         physical cores); ``device``: the OpenCL device (as ``triad run --device``);
         ``fpga_rtl``: run the Verilated RTL instead of the emulator; ``profile``: record
-        per-layer times from the first run on. ``progress(stage, fraction)`` is called as the
-        compile starts and ends. The GIL is released while it compiles."""
-        _progress(progress, "compile", 0.0)
-        exe = Executable(self._impl.compile(target, int(threads), device, bool(fpga_rtl)))
+        per-layer times from the first run on. With every dimension fixed (``batch``/``dims``
+        or a static model) it compiles now; else on each run that brings a new binding of the
+        symbolic dimensions (then cached). ``progress(stage, fraction)`` is called as each
+        compile goes: ``stage`` is "compile" (or "compile N=4" for a binding) at 0 and 1 and
+        "compile...:STEP" in between (the CPU target: "codegen LAYER" per layer, then "c++"),
+        with a growing fraction. The GIL is released while it compiles."""
+        exe = Executable(self._impl.compile(target, int(threads), device, bool(fpga_rtl),
+                                            progress))
         if profile:
             exe._impl.set_profiling(True)
-        _progress(progress, "compile", 1.0)
         return exe
 
-    def quantize(self, config=None, calibration=None):
+    def quantize(self, config=None, calibration=None, progress=None):
         """The bit-accurate FPGA emulator of this model with a precision ``config`` (a dict in
         the schema of ``triad quantize --config``, docs/fpga.md; see :func:`triad.fpga.config`;
         None: the built-in fixed<16,6>). ``calibration`` (inputs as for :meth:`Executable.run`)
-        gives the value ranges of "auto" precisions, as ``triad quantize``'s ``--input`` does."""
+        gives the value ranges of "auto" precisions, as ``triad quantize``'s ``--input`` does.
+        ``progress(stage, fraction)``: "quantize" at 0 and 1, "quantize:LAYER" per layer of the
+        calibration run in between."""
         cal = [] if calibration is None else _bind(calibration, self.inputs)
         text = json.dumps(config if config is not None else {})
-        q = Quantized(self._impl.quantize(text, cal), self, config)
+        q = Quantized(self._impl.quantize(text, cal, progress), self, config)
         q.calibration = None if calibration is None else cal[0]
         return q
 
@@ -168,12 +187,28 @@ class Executable:
     def __init__(self, impl):
         self._impl = impl
         self.inputs = _io(impl.inputs())
-        self.outputs = _io(impl.outputs())
+
+    @property
+    def outputs(self):
+        """[{name, dtype, shape, numpy_dtype}] of the outputs, as compiled for the last run's
+        binding (before any run: as declared)."""
+        return _io(self._impl.outputs())
 
     @property
     def target(self):
         """The target's name."""
         return self._impl.target
+
+    @property
+    def bindings(self):
+        """The bindings of the symbolic dimensions compiled so far, e.g. ``["N=1", "N=4"]``
+        (``""``: the sizes fixed ahead of time): one compile each."""
+        return list(self._impl.bindings())
+
+    @property
+    def compiles(self):
+        """How many times this executable compiled (once per binding)."""
+        return self._impl.compiles()
 
     def run(self, inputs):
         """Runs on ``inputs`` (a dict by input name, a list in input order, or one array) and
@@ -211,7 +246,7 @@ class Executable:
 
 class Quantized:
     """A model in fixed point (:meth:`Model.quantize`): the FPGA target's bit-accurate
-    emulator, planned once per batch size the inputs bring."""
+    emulator, planned once per binding of the symbolic dimensions the inputs bring."""
 
     def __init__(self, impl, model, config):
         self._impl = impl
@@ -238,6 +273,11 @@ class Quantized:
                          "float": flt, "saturated": sat, "wrapped": wrap,
                          "max_abs_error": err, "elements": n}
         return out
+
+    @property
+    def bindings(self):
+        """The bindings of the symbolic dimensions planned so far (one emulator each)."""
+        return list(self._impl.bindings())
 
     def layers(self):
         """The planned layers: name, op, formats per role (with each format's min and max),

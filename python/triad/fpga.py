@@ -88,14 +88,13 @@ def sim(directory, x, seed=1, trace=None, progress=None):
     fifo_peak, total_cycles, inferences_per_second, ... and ``outputs`` (the RTL's outputs,
     dequantized, [samples, elements]). A deadlock raises :class:`triad.RunError` naming the
     full FIFOs. ``trace``: a .vcd or .fst file for the waveform. ``progress(stage, fraction)``
-    is called as the simulation (its Verilator build included) starts and ends; the GIL is
-    released while it runs."""
-    _progress(progress, "sim", 0.0)
+    is called with "sim" at 0 and 1 and "sim:inputs", "sim:expected" (the emulator's outputs)
+    and "sim:verilator" (the Verilator build and run) as those steps end; the GIL is released
+    while it runs."""
     text, outputs = _triad.simulate(os.fspath(directory), _f32(x), int(seed),
-                                    os.fspath(trace) if trace else "")
+                                    os.fspath(trace) if trace else "", progress)
     report = json.loads(text)
     report["outputs"] = outputs
-    _progress(progress, "sim", 1.0)
     return report
 
 

@@ -18,12 +18,13 @@ import sys
 __all__ = ["precision", "profile", "draw"]
 
 
-def profile(q, x):
+def profile(q, x, progress=None):
     """The numerical profile of quantized model ``q`` on inputs ``x`` (a dict; see
     fpga/Profile.h): per layer, weight and output magnitudes, formats, overflow counts and the
-    error fixed vs float."""
+    error fixed vs float. ``progress(stage, fraction)``: "profile" at 0 and 1,
+    "profile:emulator" and then "profile:LAYER" per layer of the float reference between."""
     from . import _bind  # the package; absent when this file runs as a script
-    return json.loads(q._impl.profile(_bind(x, q.model.inputs)))
+    return json.loads(q._impl.profile(_bind(x, q.model.inputs), progress))
 
 
 def precision(q, x, path=None):

@@ -11,8 +11,10 @@
 # - must-fail: a Quant with a non-power-of-two scale on data is refused on the FPGA naming the
 #   node, an unknown rounding mode at import;
 # - QDQ (jet_mlp per tensor and per channel, the residual CNN resblock_cnn per channel): interp,
-#   cpu and gpu against ONNX Runtime 1.20.1 (unfused QDQ semantics); on the FPGA, ORT's zero
-#   points are refused naming the node, and a power-of-two QDQ model runs exactly (emulator, RTL).
+#   cpu and gpu against ONNX Runtime 1.20.1 (unfused QDQ semantics); the CPU's integer kernels
+#   (TRIAD_CPU_QDQ=int) against the same and, cut before Softmax, against live ONNX Runtime with
+#   its QDQ fusions; on the FPGA, ORT's zero points are refused naming the node, and a
+#   power-of-two QDQ model runs exactly (emulator, RTL).
 # Usage: qonnx_test.sh TRIAD_BINARY SOURCE_DIR
 set -u
 TRIAD=$1
@@ -148,6 +150,57 @@ assert np.abs(a - b).max() <= 1 / 255 + 1e-6 and d.mean() <= 0.002
 PYEOF
     then good "$q on $t equals ONNX Runtime"; else bad "$q on $t"; fi
   done
+done
+
+# The CPU's integer kernels for QDQ models (fuse-qdq, TRIAD_CPU_QDQ=int; the default is the
+# float path, measured faster): the layers are QLinearConv / MatMulInteger, the outputs equal
+# ONNX Runtime 1.20.1's reference (graph optimizations off) within the tolerance above, and the
+# quantized logits (the model cut before Softmax, whose ORT-fused QLinearSoftmax is a table)
+# equal live ONNX Runtime with all optimizations (its QLinearConv/QGemm) in every value but
+# float rounding ties (at most 0.2%, one level).
+for q in jet_mlp_qdq jet_mlp_qdq_pc resblock_cnn_qdq; do
+  QX=$X; QB=2000; KIND=MatMulInteger
+  [[ $q == resblock_cnn_qdq ]] && QX=$SRC/models/digits_test_x.npy && QB=360 && KIND=QLinearConv
+  check "$q on cpu with integer kernels" 0 "$KIND" -- env TRIAD_CPU_QDQ=int \
+    "$TRIAD" run "$SRC/models/$q.onnx" --target cpu --batch $QB -i "$QX" -o "$TMP/$q.int.npy" --profile
+  if $PY - "$TMP/$q.int.npy" "$SRC/models/ref/${q}_output.npy" <<'PYEOF'
+import sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+d = a != b
+print(f"{a.size} values, {int(d.sum())} differ, max |diff| {float(np.abs(a - b).max()):g}")
+assert np.abs(a - b).max() <= 1 / 255 + 1e-6 and d.mean() <= 0.002
+PYEOF
+  then good "$q on cpu (integer kernels) equals ONNX Runtime's reference"; else bad "$q int vs ref"; fi
+  $PY - "$SRC/models/$q.onnx" "$TMP/${q}_logits.onnx" "$QX" "$TMP/${q}_ort_logits.npy" <<'PYEOF' || exit 1
+import sys
+import numpy as np
+import onnx
+import onnxruntime as ort
+m = onnx.load(sys.argv[1])
+producer = {o: n for n in m.graph.node for o in n.output}
+soft = next(n for n in m.graph.node if n.op_type == "Softmax")
+dq = producer[soft.input[0]]
+zp = next(i for i in m.graph.initializer if i.name == dq.input[2])
+del m.graph.output[:]
+m.graph.output.append(onnx.helper.make_tensor_value_info(dq.input[0], zp.data_type, None))
+onnx.save(m, sys.argv[2])
+o = ort.SessionOptions()
+o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+s = ort.InferenceSession(sys.argv[2], o, providers=["CPUExecutionProvider"])
+np.save(sys.argv[4], s.run(None, {s.get_inputs()[0].name: np.load(sys.argv[3])})[0])
+PYEOF
+  check "$q logits on cpu with integer kernels" 0 "" -- env TRIAD_CPU_QDQ=int \
+    "$TRIAD" run "$TMP/${q}_logits.onnx" --target cpu --batch $QB -i "$QX" -o "$TMP/${q}_logits.npy"
+  if $PY - "$TMP/${q}_logits.npy" "$TMP/${q}_ort_logits.npy" <<'PYEOF'
+import sys
+import numpy as np
+a, b = np.load(sys.argv[1]).astype(np.int32), np.load(sys.argv[2]).astype(np.int32)
+d = np.abs(a - b)
+print(f"{a.size} quantized logits, {int((d > 0).sum())} differ from ONNX Runtime (fused), max {d.max()}")
+assert d.max() <= 1 and (d > 0).mean() <= 0.002
+PYEOF
+  then good "$q quantized logits equal ONNX Runtime's fused kernels"; else bad "$q logits"; fi
 done
 
 # QDQ on the FPGA: ORT's calibrated zero points and scales have no fixed form (refused naming
