@@ -16,11 +16,14 @@ struct CpuOptions {
   std::string flags;              // empty: $TRIAD_CXXFLAGS, else "-O3 -march=native"
   std::filesystem::path cacheDir; // empty: $TRIAD_CACHE_DIR/cpu, else ~/.cache/triad/cpu
   bool fuse = true;
+  int maxUnits = 0;     // translation units compiled in parallel, at most (0: the physical cores)
+  size_t unitChars = 0; // least layer code per unit (0: kUnitChars)
 };
 
 /// Where a compiled model lives and what it cost.
 struct BuildInfo {
-  std::filesystem::path dir; // the cache entry: model.cpp, model.h, triad_kernels.h, model.so
+  std::filesystem::path dir; // the cache entry: model.cpp (and model_1.cpp, ...), model.h,
+                             // triad_kernels.h, model.so
   bool cached = false;       // found in the cache (no compiler run)
   double compileSeconds = 0;
   GeneratedCode code; // sizes and counts (source text included)
