@@ -3,8 +3,9 @@
 // Header-only C++17 with no dependency beyond the standard library (threads) and <immintrin.h>.
 // Embedded in the triad binary and written next to every generated source, so emitted
 // code builds on its own. The CPU target compiles the large kernels once, apart (see "Separate
-// compilation" at the end), and generated code reaches them through EpiRef. Everything is fp32, row-major (matrices) or NCHW (tensors), except
-// the channel-blocked convolution (NCHW16c, `conv2d_nchwc`) that generated code chains.
+// compilation" at the end), and generated code reaches them through EpiRef. Everything is fp32,
+// row-major (matrices) or NCHW (tensors), except the channel-blocked convolution (NCHW16c,
+// `conv2d_nchwc`) that generated code chains.
 //
 // The SIMD width is chosen at compile time from the target macros, so `-march=native` picks the
 // host's best:  __AVX512F__ -> 16 lanes, 14x32 GEMM micro-kernel;  __AVX2__ + __FMA__ -> 8 lanes,
@@ -509,12 +510,14 @@ template <class F> inline bool spin_until(F done) {
 /// workers can be descheduled for a whole time slice, before or while holding an item, and the
 /// job then takes longer than running inline would have. When that is the trend (a moving
 /// average of the ratio above kLossLimit), the next jobs run inline, a stretch that doubles
-/// while the trend persists (up to kMaxInline jobs) and resets when threads pay again; the
-/// first parallel job after a stretch (which wakes sleeping workers) is not judged.
+/// while the trend persists (up to kMaxInline jobs, a few seconds of a large model) and resets
+/// when threads pay again; the first parallel job after a stretch (which wakes sleeping workers)
+/// is not judged. Each judged job can cost a time slice (a worker descheduled holding an item),
+/// so after a stretch one more slow job starts the next.
 class ParallelGovernor {
 public:
-  static constexpr double kLossLimit = 1.0; // average job time / inline estimate
-  static constexpr int kMinInline = 16, kMaxInline = 4096;
+  static constexpr double kLossLimit = 0.95; // average job time / inline estimate
+  static constexpr int kMinInline = 16, kMaxInline = 16384;
   /// Whether the next job may use worker threads (counts down an inline stretch).
   bool allow() {
     if (inline_left_ > 0) {
@@ -535,9 +538,9 @@ public:
     const double ratio = elapsed / (own_time / static_cast<double>(own_items) * n);
     loss_ = 0.75 * loss_ + 0.25 * ratio;
     if (loss_ > kLossLimit) {
+      // The average stays where it is: one more slow job after the stretch starts the next.
       inline_left_ = stretch_;
       stretch_ = std::min(2 * stretch_, kMaxInline);
-      loss_ = kStart;
     } else if (ratio < 0.9) {
       stretch_ = kMinInline;
     }
