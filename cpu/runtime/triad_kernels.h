@@ -537,7 +537,7 @@ public:
     if (own_items <= 0 || own_time <= 0 || n <= 0) return;
     const double ratio = elapsed / (own_time / static_cast<double>(own_items) * n);
     loss_ = 0.75 * loss_ + 0.25 * ratio;
-    if (loss_ > kLossLimit) {
+    if (loss_ > kLossLimit && ratio > kLossLimit) {
       // The average stays where it is: one more slow job after the stretch starts the next.
       inline_left_ = stretch_;
       stretch_ = std::min(2 * stretch_, kMaxInline);
