@@ -2039,34 +2039,42 @@ void nchwc_depthwise_conv(const Conv2dShape& s, const float* x, const float* pac
   while (hi > lo && (hi - 1) * s.stride_w - s.pad_l + (s.KW - 1) * s.dil_w >= s.W)
     --hi;
   if (hi < lo) hi = lo;
-  parallel_for(static_cast<ptrdiff_t>(s.N) * Cb * OH, static_cast<double>(OW) * KHW * kCB,
+  // Items of R output rows (at least 64 pixels where the plane has them): small planes (7x7,
+  // 14x14) call the epilogue once per item, not once per short row.
+  const int R = std::min(OH, std::max(1, (64 + OW - 1) / OW));
+  const int bands = (OH + R - 1) / R;
+  parallel_for(static_cast<ptrdiff_t>(s.N) * Cb * bands, static_cast<double>(R) * OW * KHW * kCB,
                [&](ptrdiff_t it) {
-                 const int oh = static_cast<int>(it % OH);
-                 const ptrdiff_t nc = it / OH; // n*Cb + cb
+                 const int oh0 = static_cast<int>(it % bands) * R;
+                 const int oh1 = std::min(OH, oh0 + R);
+                 const ptrdiff_t nc = it / bands; // n*Cb + cb
                  const int cb = static_cast<int>(nc % Cb);
                  const float* xp = x + nc * plane;
                  const float* wb = packed_w + static_cast<ptrdiff_t>(cb) * KHW * kCB;
                  const float* bb = bias ? bias + cb * kCB : nullptr;
-                 const float* rows[64];
-                 int khs[64];
-                 int nrows = 0;
-                 for (int kh = 0; kh < s.KH && nrows < 64; ++kh) {
-                   const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
-                   if (ih < 0 || ih >= s.H) continue;
-                   rows[nrows] = xp + static_cast<ptrdiff_t>(ih) * s.W * kCB;
-                   khs[nrows++] = kh;
+                 for (int oh = oh0; oh < oh1; ++oh) {
+                   const float* rows[64];
+                   int khs[64];
+                   int nrows = 0;
+                   for (int kh = 0; kh < s.KH && nrows < 64; ++kh) {
+                     const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+                     if (ih < 0 || ih >= s.H) continue;
+                     rows[nrows] = xp + static_cast<ptrdiff_t>(ih) * s.W * kCB;
+                     khs[nrows++] = kh;
+                   }
+                   float* yr = y + nc * oplane + static_cast<ptrdiff_t>(oh) * OW * kCB;
+                   for (int ow = 0; ow < lo; ++ow)
+                     nchwc_dw_pixels<1, true>(s, rows, nrows, khs, wb, bb, ow, yr);
+                   int ow = lo;
+                   for (; ow + PB <= hi; ow += PB)
+                     nchwc_dw_pixels<PB, false>(s, rows, nrows, khs, wb, bb, ow, yr);
+                   for (; ow < hi; ++ow)
+                     nchwc_dw_pixels<1, false>(s, rows, nrows, khs, wb, bb, ow, yr);
+                   for (ow = hi; ow < OW; ++ow)
+                     nchwc_dw_pixels<1, true>(s, rows, nrows, khs, wb, bb, ow, yr);
                  }
-                 float* yr = y + nc * oplane + static_cast<ptrdiff_t>(oh) * OW * kCB;
-                 for (int ow = 0; ow < lo; ++ow)
-                   nchwc_dw_pixels<1, true>(s, rows, nrows, khs, wb, bb, ow, yr);
-                 int ow = lo;
-                 for (; ow + PB <= hi; ow += PB)
-                   nchwc_dw_pixels<PB, false>(s, rows, nrows, khs, wb, bb, ow, yr);
-                 for (; ow < hi; ++ow)
-                   nchwc_dw_pixels<1, false>(s, rows, nrows, khs, wb, bb, ow, yr);
-                 for (ow = hi; ow < OW; ++ow)
-                   nchwc_dw_pixels<1, true>(s, rows, nrows, khs, wb, bb, ow, yr);
-                 epi(yr, static_cast<int>(nc), oh * OW * kCB, OW * kCB);
+                 epi(y + nc * oplane + static_cast<ptrdiff_t>(oh0) * OW * kCB, static_cast<int>(nc),
+                     oh0 * OW * kCB, (oh1 - oh0) * OW * kCB);
                });
 }
 } // namespace detail
