@@ -231,7 +231,13 @@ private:
   MemoryPlan plan_;
   std::unordered_map<const Value*, int64_t> weightOffset_;
   std::vector<uint8_t> weights_;
-  Code fields_{1}, create_{1}, functions_, runBody_{1};
+  Code fields_{1}, create_{1}, runBody_{1};
+  /// One function per layer: its comment lines, and its definition from `int layer_...` on
+  /// (`static` is added when the model is one translation unit).
+  struct LayerFn {
+    std::string comments, definition;
+  };
+  std::vector<LayerFn> functions_;
   std::vector<const Node*> hostNodes_;
   std::set<std::string> idents_;
   std::vector<std::string> layerNames_;      // by layer index (profiling)
@@ -472,14 +478,14 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
   }
   Code body(1);
   std::string fname = fmt::format("layer_{}", ident);
-  functions_.line("");
+  Code comments, fn;
+  comments.line("");
   // The comment block: every node with its output type.
   for (const Node* n : grp.nodes)
-    functions_.line("// {} {} -> {}", opKindName(n->kind()), n->name(),
-                    shapeComment(n->output(0)->type()));
-  functions_.open(
-      fmt::format("static int {}(State& m, const void* const* in, void* const* out)", fname));
-  functions_.line("(void)m; (void)in; (void)out;");
+    comments.line("// {} {} -> {}", opKindName(n->kind()), n->name(),
+                  shapeComment(n->output(0)->type()));
+  fn.open(fmt::format("int {}(State& m, const void* const* in, void* const* out)", fname));
+  fn.line("(void)m; (void)in; (void)out;");
   const Lowering* low = findLowering(head->kind());
   bool native = nativeSupport(*head).ok;
   if (grp.nodes.size() == 1 && isViewOp(head->kind())) {
@@ -533,9 +539,10 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
   } else {
     emitChain(grp, body);
   }
-  functions_.raw(body.text());
-  functions_.line("return 0;");
-  functions_.close();
+  fn.raw(body.text());
+  fn.line("return 0;");
+  fn.close();
+  functions_.push_back({comments.text(), fn.text()});
   runBody_.line("TRIAD_LAYER({}, {});", layerNames_.size(), fname);
   layerNames_.push_back(ident);
 }
@@ -581,72 +588,142 @@ GeneratedCode Generator::run() {
   for (size_t i = 0; i < g_.outputs().size(); ++i)
     src.line("//   out[{}] {} {}", i, g_.outputs()[i]->name(),
              typeToString(g_.outputs()[i]->type()));
-  src.line("#include \"{}.h\"", opts_.stem);
-  src.line("#include \"triad_kernels.h\"");
-  src.line("");
-  src.line("#include <algorithm>");
-  src.line("#include <cmath>");
-  src.line("#include <cstdint>");
-  src.line("#include <cstdio>");
-  src.line("#include <cstdlib>");
-  src.line("#include <cstring>");
-  src.line("#include <vector>");
-  src.line("");
-  src.line("#include <chrono>");
-  src.line("");
-  src.line("// Runs layer K; with profiling on, adds its wall time to m.layer_ms[K].");
-  src.line("#define TRIAD_LAYER(K, F) \\");
-  src.line("  do {{ \\");
-  src.line("    auto t0_ = m.profile ? std::chrono::steady_clock::now() \\");
-  src.line("                         : std::chrono::steady_clock::time_point(); \\");
-  src.line("    if (int rc = F(m, in, out)) return rc; \\");
-  src.line("    if (m.profile) \\");
-  src.line("      m.layer_ms[K] += std::chrono::duration<double, std::milli>( \\");
-  src.line("          std::chrono::steady_clock::now() - t0_).count(); \\");
-  src.line("  }} while (0)");
-  src.line("");
-
-  src.line("");
-  src.line("namespace {{");
-  src.line("");
+  // The includes and the model's internal types, shared by every translation unit.
+  Code pre, decls;
+  pre.line("#include \"{}.h\"", opts_.stem);
+  pre.line("#include \"triad_kernels.h\"");
+  pre.line("");
+  pre.line("#include <algorithm>");
+  pre.line("#include <cmath>");
+  pre.line("#include <cstdint>");
+  pre.line("#include <cstdio>");
+  pre.line("#include <cstdlib>");
+  pre.line("#include <cstring>");
+  pre.line("#include <vector>");
+  pre.line("");
+  pre.line("#include <chrono>");
+  pre.line("");
+  Code macro;
+  macro.line("// Runs layer K; with profiling on, adds its wall time to m.layer_ms[K].");
+  macro.line("#define TRIAD_LAYER(K, F) \\");
+  macro.line("  do {{ \\");
+  macro.line("    auto t0_ = m.profile ? std::chrono::steady_clock::now() \\");
+  macro.line("                         : std::chrono::steady_clock::time_point(); \\");
+  macro.line("    if (int rc = F(m, in, out)) return rc; \\");
+  macro.line("    if (m.profile) \\");
+  macro.line("      m.layer_ms[K] += std::chrono::duration<double, std::milli>( \\");
+  macro.line("          std::chrono::steady_clock::now() - t0_).count(); \\");
+  macro.line("  }} while (0)");
+  macro.line("");
   // The math functions of the scalar expressions: std's overloads, except erf and tanh on
   // float, which come from the run-time as branch-free polynomials (relative error < 5e-7) so
   // that loops using them (GELU epilogues) vectorize; NaN still propagates.
   std::string usings;
   for (const std::string& f : scalarMathFunctions())
     if (f != "erf" && f != "tanh") usings += fmt::format("using std::{}; ", f);
-  src.line("{}", usings);
-  src.line("inline float erf(float x) {{ return x != x ? x : triad_rt::erf_s(x); }}");
-  src.line("inline float tanh(float x) {{ return x != x ? x : triad_rt::tanh_s(x); }}");
-  src.line("inline double erf(double x) {{ return std::erf(x); }}");
-  src.line("inline double tanh(double x) {{ return std::tanh(x); }}");
-  src.line("");
-  src.open("struct State");
-  src.line("const unsigned char* W = nullptr; // weights blob");
-  src.line("unsigned char* arena = nullptr;   // {} bytes of intermediates", plan_.arenaBytes);
-  src.line("float* scratch = nullptr;         // per-layer scratch, shared by the layers");
-  src.line("size_t scratch_bytes = 1;         // its size: the largest layer's need (create)");
-  src.line("int threads = 1;");
-  src.line("triad_host_fn host = nullptr;");
-  src.line("void* host_ctx = nullptr;");
-  src.line("char error[512] = {{0}};");
-  src.line("bool profile = false;         // time every layer (P_profile)");
-  src.line("double layer_ms[{}] = {{0}};", std::max<size_t>(layerNames_.size(), 1));
-  src.line("std::vector<void*> owned;");
-  src.raw(fields_.text());
-  src.open("void* alloc(size_t bytes)");
-  src.line("void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);");
-  src.line("if (p) owned.push_back(p);");
-  src.line("return p;");
-  src.close();
-  src.open("int fail(const char* what)");
-  src.line("std::snprintf(error, sizeof error, \"%s\", what);");
-  src.line("return 1;");
-  src.close();
-  src.close("};");
-  src.raw(functions_.text());
-  src.line("");
-  src.line("}} // namespace");
+  decls.line("{}", usings);
+  decls.line("inline float erf(float x) {{ return x != x ? x : triad_rt::erf_s(x); }}");
+  decls.line("inline float tanh(float x) {{ return x != x ? x : triad_rt::tanh_s(x); }}");
+  decls.line("inline double erf(double x) {{ return std::erf(x); }}");
+  decls.line("inline double tanh(double x) {{ return std::tanh(x); }}");
+  decls.line("");
+  decls.open("struct State");
+  decls.line("const unsigned char* W = nullptr; // weights blob");
+  decls.line("unsigned char* arena = nullptr;   // {} bytes of intermediates", plan_.arenaBytes);
+  decls.line("float* scratch = nullptr;         // per-layer scratch, shared by the layers");
+  decls.line("size_t scratch_bytes = 1;         // its size: the largest layer's need (create)");
+  decls.line("int threads = 1;");
+  decls.line("triad_host_fn host = nullptr;");
+  decls.line("void* host_ctx = nullptr;");
+  decls.line("char error[512] = {{0}};");
+  decls.line("bool profile = false;         // time every layer (P_profile)");
+  decls.line("double layer_ms[{}] = {{0}};", std::max<size_t>(layerNames_.size(), 1));
+  decls.line("std::vector<void*> owned;");
+  decls.raw(fields_.text());
+  decls.open("void* alloc(size_t bytes)");
+  decls.line("void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);");
+  decls.line("if (p) owned.push_back(p);");
+  decls.line("return p;");
+  decls.close();
+  decls.open("int fail(const char* what)");
+  decls.line("std::snprintf(error, sizeof error, \"%s\", what);");
+  decls.line("return 1;");
+  decls.close();
+  decls.close("};");
+
+  // The layers, in `units` runs of about equal size: each run is compiled on its own (in
+  // parallel) when there are several.
+  size_t total = 0;
+  for (const LayerFn& f : functions_)
+    total += f.definition.size();
+  size_t unitChars = opts_.unitChars ? opts_.unitChars : kUnitChars;
+  size_t units = std::clamp<size_t>(total / unitChars, 1, std::max(1, opts_.maxUnits));
+  units = std::min(units, std::max<size_t>(functions_.size(), 1));
+  std::vector<size_t> firstOf(units + 1, functions_.size());
+  for (size_t u = 0, i = 0, done = 0; u < units; ++u) {
+    firstOf[u] = i;
+    while (i < functions_.size() && (u + 1 == units || done < total * (u + 1) / units))
+      done += functions_[i++].definition.size();
+  }
+  auto unitFunctions = [&](size_t u, bool isStatic) {
+    std::string text;
+    for (size_t i = firstOf[u]; i < firstOf[u + 1]; ++i)
+      text += functions_[i].comments + (isStatic ? "static " : "") + functions_[i].definition;
+    return text;
+  };
+  const std::string ns = P + "_impl";
+  if (units == 1) {
+    src.raw(pre.text());
+    src.raw(macro.text());
+    src.line("");
+    src.line("namespace {{");
+    src.line("");
+    src.raw(decls.text());
+    src.raw(unitFunctions(0, true));
+    src.line("");
+    src.line("}} // namespace");
+  } else {
+    Code internal;
+    internal.line("// Generated by Triad: the internal types of model '{}', shared by its {} "
+                  "translation units.",
+                  model, units);
+    internal.line("#pragma once");
+    internal.raw(pre.text());
+    internal.line("namespace {} {{", ns);
+    internal.line("");
+    internal.raw(decls.text());
+    internal.line("");
+    for (const std::string& f : layerNames_)
+      internal.line("int layer_{}(State& m, const void* const* in, void* const* out);", f);
+    internal.line("");
+    internal.line("}} // namespace {}", ns);
+    gc.extraFiles.push_back({opts_.stem + "_internal.h", internal.text()});
+    for (size_t u = 1; u < units; ++u) {
+      Code part;
+      part.line("// Generated by Triad from model '{}' for the CPU target: layers {} to {} of {}.",
+                model, firstOf[u], firstOf[u + 1] - 1, functions_.size());
+      part.line("#include \"{}_internal.h\"", opts_.stem);
+      part.line("");
+      part.line("namespace {} {{", ns);
+      part.raw(unitFunctions(u, false));
+      part.line("");
+      part.line("}} // namespace {}", ns);
+      std::string name = fmt::format("{}_{}.cpp", opts_.stem, u);
+      gc.extraFiles.push_back({name, part.text()});
+    }
+    src.line("#include \"{}_internal.h\"", opts_.stem);
+    src.line("");
+    src.raw(macro.text());
+    src.line("namespace {} {{", ns);
+    src.raw(unitFunctions(0, false));
+    src.line("");
+    src.line("}} // namespace {}", ns);
+    src.line("");
+    src.line("using namespace {};", ns);
+  }
+  gc.units.push_back(opts_.stem + ".cpp");
+  for (size_t u = 1; u < units; ++u)
+    gc.units.push_back(fmt::format("{}_{}.cpp", opts_.stem, u));
   src.line("");
   src.line("extern \"C\" {{");
   src.line("");

@@ -1,4 +1,5 @@
-// The CPU code generator: an IR graph becomes one C++ translation unit.
+// The CPU code generator: an IR graph becomes C++ (one translation unit, or several for a
+// large model: CodeGenOptions::maxUnits).
 //
 // The graph is cut into fusion groups (ir/Fusion), every materialized value gets a place from
 // the memory plan (ir/MemoryPlan: caller buffers, the weights blob, one arena), and each group
@@ -19,11 +20,17 @@
 #include "ir/Graph.h"
 #include "ir/Progress.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace triad::cpu {
+
+/// The least code (characters of layer functions) worth a translation unit of its own: each
+/// unit costs about a second of parsing the run-time headers.
+constexpr size_t kUnitChars = 32768;
 
 struct CodeGenOptions {
   std::string prefix = "triad_model"; // C symbol prefix of the generated API
@@ -33,13 +40,21 @@ struct CodeGenOptions {
   bool blockedLayout = true;          // NCHW16c between blockable convolutions
   /// Called per fusion group (layer) generated, named by its first node, of the group count.
   ir::ProgressFn progress;
+  /// At most this many translation units: a large model's layers are split into several (of at
+  /// least kUnitChars of code each), which the CPU target compiles in parallel.
+  int maxUnits = 1;
+  size_t unitChars = 0; // 0: kUnitChars
 };
 
 struct GeneratedCode {
-  std::string stem, prefix;               // as in CodeGenOptions
-  std::string source;                     // the .cpp
-  std::string header;                     // the .h declaring the API
-  std::vector<uint8_t> weights;           // constants, each at a 64-byte aligned offset
+  std::string stem, prefix; // as in CodeGenOptions
+  std::string source;       // the .cpp
+  std::string header;       // the .h declaring the API
+  /// With several translation units: <stem>_internal.h (the model's types, shared by them) and
+  /// <stem>_1.cpp, ... (more layers), as (file name, text). Empty for one unit.
+  std::vector<std::pair<std::string, std::string>> extraFiles;
+  std::vector<std::string> units; // the files to compile: <stem>.cpp, then <stem>_1.cpp, ...
+  std::vector<uint8_t> weights;   // constants, each at a 64-byte aligned offset
   std::vector<const ir::Node*> hostNodes; // nodes run by the host callback, by call index
   int64_t arenaBytes = 0;                 // intermediates, after buffer reuse
   int64_t unsharedBytes = 0;              // what one buffer per intermediate would take

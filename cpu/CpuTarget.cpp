@@ -9,15 +9,19 @@
 #include "ir/System.h"
 #include "ir/passes/Pass.h"
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <exception>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <tuple>
 #include <unistd.h>
@@ -84,6 +88,8 @@ void writeSources(const GeneratedCode& code, const fs::path& dir, bool example) 
   const std::string& prefix = code.prefix;
   frontend::writeFileAtomic(dir / (stem + ".cpp"), code.source);
   frontend::writeFileAtomic(dir / (stem + ".h"), code.header);
+  for (const auto& [name, text] : code.extraFiles)
+    frontend::writeFileAtomic(dir / name, text);
   for (const auto& [name, text] : runtimeFiles())
     frontend::writeFileAtomic(dir / name, text);
   frontend::writeFileAtomic(
@@ -92,7 +98,7 @@ void writeSources(const GeneratedCode& code, const fs::path& dir, bool example) 
   if (!example) return;
   std::string main =
       fmt::format(R"(// Example: runs {0} once on zero inputs and prints the first output values.
-// Build: make   (or: c++ -std=c++17 -O3 -march=native -pthread main.cpp {0}.cpp -o {0})
+// Build: make   (or: c++ -std=c++17 -O3 -march=native -pthread main.cpp {2} -o {0})
 #include "{0}.h"
 
 #include <cstdio>
@@ -109,7 +115,7 @@ int main(int argc, char** argv) {{
   std::fclose(f);
   void* model = {1}_create(w, 1, nullptr, nullptr);
 )",
-                  stem, prefix);
+                  stem, prefix, fmt::join(code.units, " "));
   main += "  // One dense buffer per input and output, in graph order.\n";
   main += "  std::vector<std::vector<unsigned char>> in_buf, out_buf;\n";
   for (const auto& [bytes, isIn] : code.ioBytes)
@@ -132,78 +138,197 @@ int main(int argc, char** argv) {{
 )",
                       prefix);
   frontend::writeFileAtomic(dir / "main.cpp", main);
-  frontend::writeFileAtomic(
-      dir / "Makefile",
-      fmt::format("CXX ?= c++\nCXXFLAGS ?= -std=c++17 -O3 -march=native -pthread\n\n{0}: main.cpp "
-                  "{0}.cpp {0}.h triad_kernels.h triad_scalar.h\n\t$(CXX) $(CXXFLAGS) main.cpp "
-                  "{0}.cpp -o {0}\n",
-                  stem));
+  std::string units, headers = stem + ".h triad_kernels.h triad_scalar.h";
+  for (const std::string& u : code.units)
+    units += " " + u;
+  for (const auto& [name, text] : code.extraFiles)
+    if (name.size() > 2 && name.compare(name.size() - 2, 2, ".h") == 0) headers += " " + name;
+  frontend::writeFileAtomic(dir / "Makefile",
+                            fmt::format("CXX ?= c++\nCXXFLAGS ?= -std=c++17 -O3 -march=native "
+                                        "-pthread\n\n{0}: main.cpp{1} {2}\n\t$(CXX) $(CXXFLAGS) "
+                                        "main.cpp{1} -o {0}\n",
+                                        stem, units, headers));
 }
 
-BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts) {
-  BuildInfo info;
-  std::string cxx = compilerOf(opts), flags = flagsOf(opts);
-  static std::map<std::string, std::string> versions;
-  if (!versions.count(cxx)) versions[cxx] = compilerVersion(cxx);
-  uint64_t h = fnv1a(kFnvOffset, versions[cxx] + "\n" + flags + "\n");
-  h = fnv1a(h, code.source);
-  h = fnv1a(h, code.header);
-  for (const auto& [name, text] : runtimeFiles())
-    h = fnv1a(fnv1a(h, name), text);
-  fs::path root = cacheDirOf(opts);
-  std::string key = fmt::format("{:016x}", h);
-  info.dir = root / key;
-  info.code = std::move(code);
-  // The entry is built in a private folder under a per-key lock and published whole with its
-  // model.so's size and hash, which every later run checks (ir/Files.h): a kill at any point
-  // leaves no entry or a valid one, and concurrent runs of one model compile it once.
-  auto buildEntry = [&](const fs::path& tmp) {
-    writeSources(info.code, tmp, false);
-    // `c++ ... SRC.cpp -o SRC.so` in tmp; its output is captured, not written beside it: on a
-    // full disk the log would be lost too.
-    auto build = [&](const std::string& src) {
-      std::string cmd = fmt::format("cd {} && {} -std=c++17 {} -pthread -fPIC -shared -I. {}.cpp "
-                                    "-o {}.so 2>&1",
-                                    shellQuote(tmp.string()), shellQuote(cxx), flags, src, src);
-      int rc = 0;
-      std::string log = runCapture(cmd, &rc);
-      if (rc == 0 && !fs::exists(tmp / (src + ".so"))) rc = -1;
-      return std::tuple(cmd, rc, log.size() > 4000 ? log.substr(0, 4000) + "\n..." : log);
-    };
-    auto t0 = std::chrono::steady_clock::now();
-    auto [cmd, rc, log] = build("model");
-    info.compileSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (rc == 0) return;
-    // A full or read-only disk is the environment's fault, not the compiler's nor Triad's.
-    if (std::string why = diskTrouble(tmp, log); !why.empty())
-      fail(ErrorKind::Io, "the C++ compiler cannot write the compiled model in '{}': {}",
-           tmp.parent_path().string(), why);
-    // Tell a compiler or flags that build nothing (the user's TRIAD_CXX / TRIAD_CXXFLAGS, or a
-    // missing compiler) from generated code that does not compile (a bug in Triad).
-    frontend::writeFileAtomic(tmp / "probe.cpp", "int triad_probe() { return 0; }\n");
-    if (auto [pcmd, prc, plog] = build("probe"); prc != 0)
-      fail(ErrorKind::Usage,
-           "the C++ compiler '{}' with flags '{}' cannot build even an empty library (set them "
-           "with TRIAD_CXX / TRIAD_CXXFLAGS or the target options):\n{}",
-           cxx, flags, plog.substr(0, 2000));
-    // The sources and the log, for the bug report, out of the way of later builds.
-    fs::path kept = root / (key + ".failed");
-    std::error_code ec;
-    fs::remove_all(kept, ec);
-    fs::rename(tmp, kept, ec);
-    if (!ec) std::ofstream(kept / "model.log") << log;
-    fail(ErrorKind::Internal, "the generated C++ does not compile ({}); sources kept in {}:\n{}",
-         cmd, ec ? tmp.string() : kept.string(), log);
-  };
+namespace {
+
+/// A compiler run: its command, exit status (0: ok) and output (at most 4000 characters).
+struct CompileRun {
+  std::string cmd;
+  int rc = 0;
+  std::string log;
+};
+
+CompileRun runCompiler(const std::string& cmd) {
+  CompileRun r{cmd, 0, {}};
   try {
-    info.cached = getOrBuildCacheEntry(root, key, {"model.so"},
-                                       "the CPU target's compiled-model cache", buildEntry);
+    r.log = runCapture(cmd, &r.rc);
+  } catch (const Error& e) {
+    r.rc = -1;
+    r.log = e.what();
+  }
+  if (r.log.size() > 4000) r.log = r.log.substr(0, 4000) + "\n...";
+  return r;
+}
+
+/// Runs `cmds` with at most `jobs` at a time; the first failure (by index), or rc 0.
+CompileRun runCompilers(const std::vector<std::string>& cmds, int jobs) {
+  std::vector<CompileRun> runs(cmds.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < cmds.size();)
+      runs[i] = runCompiler(cmds[i]);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < std::min<int>(jobs, int(cmds.size())); ++t)
+    threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads)
+    t.join();
+  for (CompileRun& r : runs)
+    if (r.rc != 0) return r;
+  return {};
+}
+
+/// Throws the error for a failed compile in the private build folder `tmp` of cache entry
+/// root/key: the disk's fault (Io), compiler or flags that build nothing (Usage), or generated
+/// code that does not compile (Internal; the sources are kept in root/key.failed).
+[[noreturn]] void compileFailed(const fs::path& tmp, const fs::path& root, const std::string& key,
+                                const CompileRun& run, const std::string& cxx,
+                                const std::string& flags) {
+  // A full or read-only disk is the environment's fault, not the compiler's nor Triad's.
+  if (std::string why = diskTrouble(tmp, run.log); !why.empty())
+    fail(ErrorKind::Io, "the C++ compiler cannot write the compiled model in '{}': {}",
+         tmp.parent_path().string(), why);
+  // Tell a compiler or flags that build nothing (the user's TRIAD_CXX / TRIAD_CXXFLAGS, or a
+  // missing compiler) from generated code that does not compile (a bug in Triad).
+  frontend::writeFileAtomic(tmp / "probe.cpp", "int triad_probe() { return 0; }\n");
+  CompileRun probe = runCompiler(fmt::format("cd {} && {} {} -pthread -fPIC -shared probe.cpp -o "
+                                             "probe.so 2>&1",
+                                             shellQuote(tmp.string()), shellQuote(cxx), flags));
+  if (probe.rc == 0 && !fs::exists(tmp / "probe.so")) probe.rc = -1;
+  if (probe.rc != 0)
+    fail(ErrorKind::Usage,
+         "the C++ compiler '{}' with flags '{}' cannot build even an empty library (set them "
+         "with TRIAD_CXX / TRIAD_CXXFLAGS or the target options):\n{}",
+         cxx, flags, probe.log.substr(0, 2000));
+  // The sources and the log, for the bug report, out of the way of later builds.
+  fs::path kept = root / (key + ".failed");
+  std::error_code ec;
+  fs::remove_all(kept, ec);
+  fs::rename(tmp, kept, ec);
+  if (!ec) std::ofstream(kept / "model.log") << run.log;
+  fail(ErrorKind::Internal, "the generated C++ does not compile ({}); sources kept in {}:\n{}",
+       run.cmd, ec ? tmp.string() : kept.string(), run.log);
+}
+
+/// Wraps a cache error: the CPU target needs a writable cache.
+template <class F> auto withCache(F f) {
+  try {
+    return f();
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::Io) throw;
     fail(ErrorKind::Io, "{} (the CPU target needs a writable cache: set TRIAD_CACHE_DIR)",
          e.what());
   }
+}
+
+} // namespace
+
+BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts) {
+  BuildInfo info;
+  std::string cxx = compilerOf(opts), flags = flagsOf(opts);
+  static std::mutex versionsMutex;
+  static std::map<std::string, std::string> versions;
+  std::string version;
+  {
+    std::lock_guard<std::mutex> l(versionsMutex);
+    if (!versions.count(cxx)) versions[cxx] = compilerVersion(cxx);
+    version = versions[cxx];
+  }
+  uint64_t rt = fnv1a(kFnvOffset, version + "\n" + flags + "\n");
+  for (const auto& [name, text] : runtimeFiles())
+    rt = fnv1a(fnv1a(rt, name), text);
+  // The run-time kernels are compiled once per compiler, flags and kernel sources, into their
+  // own cache entry (root/kernels/KEY/triad_kernels.o), and linked into every model: generated
+  // code includes their header with TRIAD_RT_PRECOMPILED, which leaves their instantiations to
+  // that object.
+  fs::path root = cacheDirOf(opts);
+  const fs::path kernelsRoot = root / "kernels";
+  const std::string kernelsKey = fmt::format("{:016x}", rt);
+  const fs::path kernelsObject = kernelsRoot / kernelsKey / "triad_kernels.o";
+  uint64_t h = fnv1a(rt, "units 1\n"); // the build below: units compiled apart, then linked
+  h = fnv1a(h, code.source);
+  h = fnv1a(h, code.header);
+  for (const auto& [name, text] : code.extraFiles)
+    h = fnv1a(fnv1a(h, name), text);
+  std::string key = fmt::format("{:016x}", h);
+  info.dir = root / key;
+  info.code = std::move(code);
+  auto compileCmd = [&](const fs::path& dir, const std::string& src, const std::string& define) {
+    return fmt::format("cd {} && {} -std=c++17 {} -pthread -fPIC -D{} -I. -c {} -o {}.o 2>&1",
+                       shellQuote(dir.string()), shellQuote(cxx), flags, define, src,
+                       fs::path(src).stem().string());
+  };
+  auto buildKernels = [&] {
+    getOrBuildCacheEntry(
+        kernelsRoot, kernelsKey, {"triad_kernels.o"}, "the CPU target's kernel cache",
+        [&](const fs::path& tmp) {
+          for (const auto& [name, text] : runtimeFiles())
+            frontend::writeFileAtomic(tmp / name, text);
+          frontend::writeFileAtomic(tmp / "triad_kernels.cpp",
+                                    "// The run-time kernels' instantiations, compiled once and "
+                                    "linked into every model.\n#include \"triad_kernels.h\"\n");
+          CompileRun run =
+              runCompiler(compileCmd(tmp, "triad_kernels.cpp", "TRIAD_RT_INSTANTIATE"));
+          if (run.rc == 0 && !fs::exists(tmp / "triad_kernels.o")) run.rc = -1;
+          if (run.rc != 0) compileFailed(tmp, kernelsRoot, kernelsKey, run, cxx, flags);
+        });
+  };
+  // The entry is built in a private folder under a per-key lock and published whole with its
+  // model.so's size and hash, which every later run checks (ir/Files.h): a kill at any point
+  // leaves no entry or a valid one, and concurrent runs of one model compile it once.
+  auto buildEntry = [&](const fs::path& tmp) {
+    auto t0 = std::chrono::steady_clock::now();
+    writeSources(info.code, tmp, false);
+    // The kernels (when not cached yet) compile beside the model's translation units, which
+    // compile in parallel; the compilers' output is captured, not written beside them: on a
+    // full disk the log would be lost too.
+    std::exception_ptr kernelsError;
+    std::thread kernels;
+    if (!cacheEntryValid(kernelsRoot / kernelsKey))
+      kernels = std::thread([&] {
+        try {
+          buildKernels();
+        } catch (...) {
+          kernelsError = std::current_exception();
+        }
+      });
+    std::vector<std::string> cmds;
+    for (const std::string& u : info.code.units)
+      cmds.push_back(compileCmd(tmp, u, "TRIAD_RT_PRECOMPILED"));
+    CompileRun run = runCompilers(cmds, std::max(1, physicalCores()));
+    if (kernels.joinable()) kernels.join();
+    if (run.rc != 0) compileFailed(tmp, root, key, run, cxx, flags);
+    if (kernelsError) std::rethrow_exception(kernelsError);
+    buildKernels(); // a hit (checks the entry again)
+    std::string objects;
+    for (const std::string& u : info.code.units)
+      objects += fs::path(u).stem().string() + ".o ";
+    run = runCompiler(fmt::format("cd {} && {} {} -pthread -fPIC -shared {}{} -o model.so 2>&1",
+                                  shellQuote(tmp.string()), shellQuote(cxx), flags, objects,
+                                  shellQuote(kernelsObject.string())));
+    if (run.rc == 0 && !fs::exists(tmp / "model.so")) run.rc = -1;
+    if (run.rc != 0) compileFailed(tmp, root, key, run, cxx, flags);
+    for (const std::string& u : info.code.units)
+      fs::remove(tmp / (fs::path(u).stem().string() + ".o"));
+    info.compileSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  info.cached = withCache([&] {
+    return getOrBuildCacheEntry(root, key, {"model.so"}, "the CPU target's compiled-model cache",
+                                buildEntry);
+  });
   return info;
 }
 
@@ -382,6 +507,8 @@ public:
       co.progress = [&](const std::string& layer, int64_t done, int64_t total) {
         cs.progress("codegen " + layer, done, 2 * total);
       };
+    co.maxUnits = opts_.maxUnits > 0 ? opts_.maxUnits : physicalCores(); // compiled in parallel
+    co.unitChars = opts_.unitChars;
     GeneratedCode code = generateCpp(g, co);
     if (cs.progress) cs.progress("c++", 1, 2);
     BuildInfo info = buildSharedObject(std::move(code), opts_);

@@ -22,11 +22,14 @@ struct CpuOptions {
   /// slower than the float path on every shipped QDQ model (docs/performance.md, "QDQ models on
   /// the CPU"). TRIAD_CPU_QDQ=int turns it on, TRIAD_CPU_QDQ=float off, whatever this says.
   bool qdqInteger = false;
+  int maxUnits = 0;     // translation units compiled in parallel, at most (0: the physical cores)
+  size_t unitChars = 0; // least layer code per unit (0: kUnitChars)
 };
 
 /// Where a compiled model lives and what it cost.
 struct BuildInfo {
-  std::filesystem::path dir; // the cache entry: model.cpp, model.h, triad_kernels.h, model.so
+  std::filesystem::path dir; // the cache entry: model.cpp (and model_1.cpp, ...), model.h,
+                             // triad_kernels.h, model.so
   bool cached = false;       // found in the cache (no compiler run)
   double compileSeconds = 0;
   GeneratedCode code; // sizes and counts (source text included)

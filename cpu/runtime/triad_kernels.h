@@ -2,8 +2,10 @@
 //
 // Header-only C++17 with no dependency beyond the standard library (threads) and <immintrin.h>.
 // Embedded in the triad binary and written next to every generated source, so emitted
-// code builds on its own. Everything is fp32, row-major (matrices) or NCHW (tensors), except
-// the channel-blocked convolution (NCHW16c, `conv2d_nchwc`) that generated code chains.
+// code builds on its own. The CPU target compiles the large kernels once, apart (see "Separate
+// compilation" at the end), and generated code reaches them through EpiRef. Everything is fp32,
+// row-major (matrices) or NCHW (tensors), except the channel-blocked convolution (NCHW16c,
+// `conv2d_nchwc`) that generated code chains.
 //
 // The SIMD width is chosen at compile time from the target macros, so `-march=native` picks the
 // host's best:  __AVX512F__ -> 16 lanes, 14x32 GEMM micro-kernel;  __AVX2__ + __FMA__ -> 8 lanes,
@@ -15,7 +17,10 @@
 // a descheduled worker costs nothing (OpenMP's fork/join, which waits for every team member, made
 // each parallel layer cost a scheduler time slice there). Parallel jobs are only posted when the
 // work is large enough (kParallelMinWork multiply-adds or equivalent); small layers run inline.
-// A job posted from inside a job runs inline (no nesting).
+// A job posted from inside a job runs inline (no nesting). On a busy machine the pool adapts
+// (detail::ParallelGovernor): when parallel jobs keep taking longer than the caller alone would
+// have, jobs run inline for a while; a spinning thread that finds itself descheduled turns
+// spinning off for every thread for a while (TRIAD_POOL_ADAPT=0 turns both off).
 //
 // Memory: GEMM packs operands into thread-local buffers that grow on first use and are then
 // reused (no allocation in steady state). The implicit-GEMM convolution's grid and output
@@ -34,6 +39,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 #if defined(__AVX2__) || defined(__AVX512F__)
@@ -448,19 +454,110 @@ inline int spin_us() {
   }();
   return us;
 }
-/// Spins until done() or the spin time is up; true if done.
+/// Whether the pool adapts to a busy machine (ParallelGovernor, and spinning turned off after a
+/// spinning thread was descheduled): yes unless TRIAD_POOL_ADAPT=0 (for comparisons).
+inline bool pool_adapts() {
+  static const bool on = [] {
+    const char* e = std::getenv("TRIAD_POOL_ADAPT");
+    return !(e && e[0] == '0' && e[1] == 0);
+  }();
+  return on;
+}
+/// Until when spinning is off (steady_clock ticks): set when a spinning thread finds it was
+/// descheduled, i.e. another process wants this core. Spinning then only takes time from the
+/// threads it waits for (or from the neighbour), so everyone sleeps at once for a while.
+inline std::atomic<int64_t>& no_spin_until() {
+  static std::atomic<int64_t> t{0};
+  return t;
+}
+/// How long spinning stays off after a thread was descheduled while spinning.
+constexpr std::chrono::milliseconds kNoSpinAfterPreemption{20};
+/// A gap this long between two looks at the clock in a spin loop (normally a few microseconds
+/// apart) means the thread was descheduled.
+constexpr std::chrono::microseconds kPreemptedGap{100};
+
+/// Spins until done() or the spin time is up; true if done. Stops early, and turns spinning off
+/// for every thread for kNoSpinAfterPreemption, when the spinning thread is descheduled.
 template <class F> inline bool spin_until(F done) {
   const int us = spin_us();
   if (us <= 0) return done();
-  auto t0 = std::chrono::steady_clock::now();
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now(), last = t0;
+  const bool adapt = pool_adapts();
+  if (adapt && t0.time_since_epoch().count() < no_spin_until().load(std::memory_order_relaxed))
+    return done();
   for (int i = 0;; ++i) {
     if (done()) return true;
 #if defined(__SSE2__)
     _mm_pause();
 #endif
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(us))
-      return done();
+    if ((i & 63) == 63) {
+      auto t = clock::now();
+      if (adapt && t - last > kPreemptedGap) {
+        no_spin_until().store((t + kNoSpinAfterPreemption).time_since_epoch().count(),
+                              std::memory_order_relaxed);
+        return done();
+      }
+      if (t - t0 > std::chrono::microseconds(us)) return done();
+      last = t;
+    }
   }
+}
+
+/// Whether parallel jobs pay off right now, judged by the thread that posts them (one per
+/// calling thread). After each parallel job it compares the job's wall time with what the
+/// caller alone would have taken (its own time per item times the items). On a shared machine
+/// workers can be descheduled for a whole time slice, before or while holding an item, and the
+/// job then takes longer than running inline would have. When that is the trend (a moving
+/// average of the ratio above kLossLimit), the next jobs run inline, a stretch that doubles
+/// while the trend persists (up to kMaxInline jobs, a few seconds of a large model) and resets
+/// when threads pay again; the first parallel job after a stretch (which wakes sleeping workers)
+/// is not judged. Each judged job can cost a time slice (a worker descheduled holding an item),
+/// so after a stretch one more slow job starts the next.
+class ParallelGovernor {
+public:
+  static constexpr double kLossLimit = 0.95; // average job time / inline estimate
+  static constexpr int kMinInline = 16, kMaxInline = 16384;
+  /// Whether the next job may use worker threads (counts down an inline stretch).
+  bool allow() {
+    if (inline_left_ > 0) {
+      --inline_left_;
+      if (inline_left_ == 0) warmup_ = true;
+      return false;
+    }
+    return true;
+  }
+  /// A parallel job of `n` items took `elapsed` (any unit); the caller ran `own_items` of them
+  /// in `own_time`.
+  void record(ptrdiff_t n, ptrdiff_t own_items, double elapsed, double own_time) {
+    if (warmup_) {
+      warmup_ = false;
+      return;
+    }
+    if (own_items <= 0 || own_time <= 0 || n <= 0) return;
+    const double ratio = elapsed / (own_time / static_cast<double>(own_items) * n);
+    loss_ = 0.75 * loss_ + 0.25 * ratio;
+    if (loss_ > kLossLimit && ratio > kLossLimit) {
+      // The average stays where it is: one more slow job after the stretch starts the next.
+      inline_left_ = stretch_;
+      stretch_ = std::min(2 * stretch_, kMaxInline);
+    } else if (ratio < 0.9) {
+      stretch_ = kMinInline;
+    }
+  }
+  int inline_left() const { return inline_left_; }
+  double loss() const { return loss_; }
+
+private:
+  static constexpr double kStart = 0.75;
+  double loss_ = kStart;
+  int inline_left_ = 0, stretch_ = kMinInline;
+  bool warmup_ = false;
+};
+
+inline ParallelGovernor& governor() {
+  thread_local ParallelGovernor g;
+  return g;
 }
 
 /// Worker threads that spin briefly, then sleep between jobs. The caller of run() works on its
@@ -477,6 +574,7 @@ public:
       t.join();
   }
   void run(int threads, ptrdiff_t n, void (*fn)(void*, ptrdiff_t), void* ctx) {
+    const auto t0 = std::chrono::steady_clock::now();
     Job job;
     job.fn = fn;
     job.ctx = ctx;
@@ -490,24 +588,33 @@ public:
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
-    drain(job);
+    const auto t1 = std::chrono::steady_clock::now();
+    const ptrdiff_t own = drain(job);
+    const auto t2 = std::chrono::steady_clock::now();
     {
       std::lock_guard<std::mutex> l(m_);
       job_ = nullptr; // late workers find nothing
     }
-    if (spin_until([&] { return job.refs.load(std::memory_order_acquire) == 0; })) return;
-    std::unique_lock<std::mutex> l(m_);
-    done_.wait(l, [&] { return job.refs.load(std::memory_order_relaxed) == 0; });
+    if (!spin_until([&] { return job.refs.load(std::memory_order_acquire) == 0; })) {
+      std::unique_lock<std::mutex> l(m_);
+      done_.wait(l, [&] { return job.refs.load(std::memory_order_relaxed) == 0; });
+    }
+    const auto t3 = std::chrono::steady_clock::now();
+    governor().record(n, own, std::chrono::duration<double>(t3 - t0).count(),
+                      std::chrono::duration<double>(t2 - t1).count());
   }
 
 private:
-  static void drain(Job& job) {
+  /// Runs items of `job` until none is left; returns how many this thread ran.
+  static ptrdiff_t drain(Job& job) {
     bool& inside = inside_job();
     bool was = inside;
     inside = true;
-    for (ptrdiff_t i; (i = job.next.fetch_add(1, std::memory_order_relaxed)) < job.n;)
+    ptrdiff_t ran = 0;
+    for (ptrdiff_t i; (i = job.next.fetch_add(1, std::memory_order_relaxed)) < job.n; ++ran)
       job.fn(job.ctx, i);
     inside = was;
+    return ran;
   }
   void work() {
     uint64_t seen = 0;
@@ -552,7 +659,7 @@ inline Pool& pool() {
 
 /// f(i) for i in [0, n) on up to `threads` threads (the caller included).
 template <class F> void pool_for(int threads, ptrdiff_t n, F& f) {
-  if (threads <= 1 || n <= 1 || inside_job()) {
+  if (threads <= 1 || n <= 1 || inside_job() || (pool_adapts() && !governor().allow())) {
     for (ptrdiff_t i = 0; i < n; ++i)
       f(i);
     return;
@@ -683,6 +790,31 @@ struct ThenRelu {
 };
 struct ThenGelu {
   void operator()(float* c, int, int, int n) const { gelu_array(c, c, n); }
+};
+
+/// Any epilogue behind one indirect call per row segment, which is how the public kernels below
+/// (gemm*, conv2d*) pass it on: each kernel is then instantiated once, not once per generated
+/// layer (that made compiling a ResNet-50 take 20 s of CPU), and can be compiled separately
+/// (triad_kernels.cpp, TRIAD_RT_PRECOMPILED). A call costs a few nanoseconds against the
+/// microseconds of work behind each segment. The referenced functor must outlive the call.
+class EpiRef {
+public:
+  EpiRef() = default;
+  EpiRef(EpiNone) {}
+  template <class F, class = typename std::enable_if<
+                         !std::is_same<typename std::decay<F>::type, EpiRef>::value &&
+                         !std::is_same<typename std::decay<F>::type, EpiNone>::value>::type>
+  EpiRef(const F& f)
+      : fn_([](const void* f, float* c, int row, int col0, int n) {
+          (*static_cast<const F*>(f))(c, row, col0, n);
+        }),
+        f_(&f) {}
+  void operator()(float* c, int row, int col0, int n) const { fn_(f_, c, row, col0, n); }
+
+private:
+  static void none(const void*, float*, int, int, int) {}
+  void (*fn_)(const void*, float*, int, int, int) = &none;
+  const void* f_ = nullptr;
 };
 
 // ---- Packed layouts. Packed A: panels of kMR rows; panel p holds rows [p*kMR, p*kMR + kMR)
@@ -1043,28 +1175,31 @@ inline void pack_b(int K, int N, const float* B, int ldb, bool transB, float* ds
 /// C[M,N] = op(A) * op(B), row-major; op(A) = A (M x K, row stride lda) or, with transA, the
 /// transpose of A stored K x M; likewise B (K x N, or N x K with transB). Then epi on C.
 template <class Epi = EpiNone>
-void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb,
-          bool transB, float* C, int ldc, Epi epi = {}) {
+inline void gemm(int M, int N, int K, const float* A, int lda, bool transA, const float* B, int ldb,
+                 bool transB, float* C, int ldc, const Epi& epi = {}) {
   detail::GemmProblem g{
       M,       N, K,  detail::view_a(A, lda, transA), nullptr, detail::view_b(B, ldb, transB),
       nullptr, C, ldc};
-  detail::gemm_run(g, epi);
+  EpiRef e(epi);
+  detail::gemm_run(g, e);
 }
 /// As gemm, with B pre-packed by pack_b(K, N, ...).
 template <class Epi = EpiNone>
-void gemm_packed_b(int M, int N, int K, const float* A, int lda, bool transA, const float* Bp,
-                   float* C, int ldc, Epi epi = {}) {
+inline void gemm_packed_b(int M, int N, int K, const float* A, int lda, bool transA,
+                          const float* Bp, float* C, int ldc, const Epi& epi = {}) {
   detail::GemmProblem g{M,  N, K,  detail::view_a(A, lda, transA), nullptr, detail::View{},
                         Bp, C, ldc};
-  detail::gemm_run(g, epi);
+  EpiRef e(epi);
+  detail::gemm_run(g, e);
 }
 /// As gemm, with A pre-packed by pack_a(M, K, ...) (convolution weights).
 template <class Epi = EpiNone>
-void gemm_packed_a(int M, int N, int K, const float* Ap, const float* B, int ldb, bool transB,
-                   float* C, int ldc, Epi epi = {}) {
+inline void gemm_packed_a(int M, int N, int K, const float* Ap, const float* B, int ldb,
+                          bool transB, float* C, int ldc, const Epi& epi = {}) {
   detail::GemmProblem g{M,       N, K,  detail::View{}, Ap, detail::view_b(B, ldb, transB),
                         nullptr, C, ldc};
-  detail::gemm_run(g, epi);
+  EpiRef e(epi);
+  detail::gemm_run(g, e);
 }
 
 // ============================================================================================
@@ -1564,9 +1699,10 @@ inline size_t conv2d_scratch_bytes(const Conv2dShape& s) {
 /// The convolution. packed_w from conv2d_pack_weights; scratch: conv2d_scratch_bytes(s) bytes
 /// (may be null when that is 0). Epilogue: see above; EpiNone, epi_bias_row(bias) (bias per
 /// output channel), or any functor.
-template <class Epi = EpiNone>
-void conv2d(const Conv2dShape& s, const float* x, const float* packed_w, float* y, void* scratch,
-            Epi epi = {}) {
+namespace detail {
+template <class Epi>
+void conv2d_k(const Conv2dShape& s, const float* x, const float* packed_w, float* y, void* scratch,
+              Epi epi) {
   const ConvAlgo algo = conv2d_algo(s);
   if (algo == ConvAlgo::Depthwise) {
     detail::depthwise_conv2d(s, x, packed_w, y, epi);
@@ -1664,6 +1800,12 @@ void conv2d(const Conv2dShape& s, const float* x, const float* packed_w, float* 
       });
     }
   }
+}
+} // namespace detail
+template <class Epi = EpiNone>
+inline void conv2d(const Conv2dShape& s, const float* x, const float* packed_w, float* y,
+                   void* scratch, const Epi& epi = {}) {
+  detail::conv2d_k<EpiRef>(s, x, packed_w, y, scratch, EpiRef(epi));
 }
 
 // ============================================================================================
@@ -1897,34 +2039,42 @@ void nchwc_depthwise_conv(const Conv2dShape& s, const float* x, const float* pac
   while (hi > lo && (hi - 1) * s.stride_w - s.pad_l + (s.KW - 1) * s.dil_w >= s.W)
     --hi;
   if (hi < lo) hi = lo;
-  parallel_for(static_cast<ptrdiff_t>(s.N) * Cb * OH, static_cast<double>(OW) * KHW * kCB,
+  // Items of R output rows (at least 64 pixels where the plane has them): small planes (7x7,
+  // 14x14) call the epilogue once per item, not once per short row.
+  const int R = std::min(OH, std::max(1, (64 + OW - 1) / OW));
+  const int bands = (OH + R - 1) / R;
+  parallel_for(static_cast<ptrdiff_t>(s.N) * Cb * bands, static_cast<double>(R) * OW * KHW * kCB,
                [&](ptrdiff_t it) {
-                 const int oh = static_cast<int>(it % OH);
-                 const ptrdiff_t nc = it / OH; // n*Cb + cb
+                 const int oh0 = static_cast<int>(it % bands) * R;
+                 const int oh1 = std::min(OH, oh0 + R);
+                 const ptrdiff_t nc = it / bands; // n*Cb + cb
                  const int cb = static_cast<int>(nc % Cb);
                  const float* xp = x + nc * plane;
                  const float* wb = packed_w + static_cast<ptrdiff_t>(cb) * KHW * kCB;
                  const float* bb = bias ? bias + cb * kCB : nullptr;
-                 const float* rows[64];
-                 int khs[64];
-                 int nrows = 0;
-                 for (int kh = 0; kh < s.KH && nrows < 64; ++kh) {
-                   const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
-                   if (ih < 0 || ih >= s.H) continue;
-                   rows[nrows] = xp + static_cast<ptrdiff_t>(ih) * s.W * kCB;
-                   khs[nrows++] = kh;
+                 for (int oh = oh0; oh < oh1; ++oh) {
+                   const float* rows[64];
+                   int khs[64];
+                   int nrows = 0;
+                   for (int kh = 0; kh < s.KH && nrows < 64; ++kh) {
+                     const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+                     if (ih < 0 || ih >= s.H) continue;
+                     rows[nrows] = xp + static_cast<ptrdiff_t>(ih) * s.W * kCB;
+                     khs[nrows++] = kh;
+                   }
+                   float* yr = y + nc * oplane + static_cast<ptrdiff_t>(oh) * OW * kCB;
+                   for (int ow = 0; ow < lo; ++ow)
+                     nchwc_dw_pixels<1, true>(s, rows, nrows, khs, wb, bb, ow, yr);
+                   int ow = lo;
+                   for (; ow + PB <= hi; ow += PB)
+                     nchwc_dw_pixels<PB, false>(s, rows, nrows, khs, wb, bb, ow, yr);
+                   for (; ow < hi; ++ow)
+                     nchwc_dw_pixels<1, false>(s, rows, nrows, khs, wb, bb, ow, yr);
+                   for (ow = hi; ow < OW; ++ow)
+                     nchwc_dw_pixels<1, true>(s, rows, nrows, khs, wb, bb, ow, yr);
                  }
-                 float* yr = y + nc * oplane + static_cast<ptrdiff_t>(oh) * OW * kCB;
-                 for (int ow = 0; ow < lo; ++ow)
-                   nchwc_dw_pixels<1, true>(s, rows, nrows, khs, wb, bb, ow, yr);
-                 int ow = lo;
-                 for (; ow + PB <= hi; ow += PB)
-                   nchwc_dw_pixels<PB, false>(s, rows, nrows, khs, wb, bb, ow, yr);
-                 for (; ow < hi; ++ow)
-                   nchwc_dw_pixels<1, false>(s, rows, nrows, khs, wb, bb, ow, yr);
-                 for (ow = hi; ow < OW; ++ow)
-                   nchwc_dw_pixels<1, true>(s, rows, nrows, khs, wb, bb, ow, yr);
-                 epi(yr, static_cast<int>(nc), oh * OW * kCB, OW * kCB);
+                 epi(y + nc * oplane + static_cast<ptrdiff_t>(oh0) * OW * kCB, static_cast<int>(nc),
+                     oh0 * OW * kCB, (oh1 - oh0) * OW * kCB);
                });
 }
 } // namespace detail
@@ -1932,9 +2082,10 @@ void nchwc_depthwise_conv(const Conv2dShape& s, const float* x, const float* pac
 /// The blocked convolution (conv2d_nchwc_supported(s)). x: NCHW, or blocked when x_blocked; y:
 /// blocked. packed_w from conv2d_nchwc_pack_weights; bias: OC floats or null; scratch:
 /// conv2d_nchwc_scratch_bytes(s, x_blocked) bytes. Epilogue: see above.
-template <class Epi = EpiNone>
-void conv2d_nchwc(const Conv2dShape& s, const float* x, bool x_blocked, const float* packed_w,
-                  const float* bias, float* y, void* scratch, Epi epi = {}) {
+namespace detail {
+template <class Epi>
+void conv2d_nchwc_k(const Conv2dShape& s, const float* x, bool x_blocked, const float* packed_w,
+                    const float* bias, float* y, void* scratch, Epi epi) {
   const float* xin = x;
   const bool copy = detail::nchwc_input_floats(s, x_blocked) != 0;
   float* buf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) / 64 * 64);
@@ -1994,6 +2145,13 @@ void conv2d_nchwc(const Conv2dShape& s, const float* x, bool x_blocked, const fl
     }
   });
 }
+} // namespace detail
+template <class Epi = EpiNone>
+inline void conv2d_nchwc(const Conv2dShape& s, const float* x, bool x_blocked,
+                         const float* packed_w, const float* bias, float* y, void* scratch,
+                         const Epi& epi = {}) {
+  detail::conv2d_nchwc_k<EpiRef>(s, x, x_blocked, packed_w, bias, y, scratch, EpiRef(epi));
+}
 
 /// Bytes of scratch conv2d_nchwc_nchw needs.
 inline size_t conv2d_nchwc_nchw_scratch_bytes(const Conv2dShape& s, bool x_blocked) {
@@ -2003,9 +2161,11 @@ inline size_t conv2d_nchwc_nchw_scratch_bytes(const Conv2dShape& s, bool x_block
 /// conv2d_nchwc with an NCHW output (the last blocked layer before an NCHW reader): computed
 /// blocked into scratch, then reordered into y, with the epilogue once per output plane as
 /// conv2d calls it: epi(plane, oc, 0, OH*OW).
-template <class Epi = EpiNone>
-void conv2d_nchwc_nchw(const Conv2dShape& s, const float* x, bool x_blocked, const float* packed_w,
-                       const float* bias, float* y, void* scratch, Epi epi = {}) {
+namespace detail {
+template <class Epi>
+void conv2d_nchwc_nchw_k(const Conv2dShape& s, const float* x, bool x_blocked,
+                         const float* packed_w, const float* bias, float* y, void* scratch,
+                         Epi epi) {
   float* yb = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) / 64 * 64);
   const ptrdiff_t P = static_cast<ptrdiff_t>(s.OH()) * s.OW();
   const size_t ybytes = static_cast<size_t>(s.N) * s.OC * P * sizeof(float);
@@ -2015,6 +2175,13 @@ void conv2d_nchwc_nchw(const Conv2dShape& s, const float* x, bool x_blocked, con
   parallel_for(static_cast<ptrdiff_t>(s.N) * s.OC, static_cast<double>(P), [&](ptrdiff_t it) {
     epi(y + it * P, static_cast<int>(it % s.OC), 0, static_cast<int>(P));
   });
+}
+} // namespace detail
+template <class Epi = EpiNone>
+inline void conv2d_nchwc_nchw(const Conv2dShape& s, const float* x, bool x_blocked,
+                              const float* packed_w, const float* bias, float* y, void* scratch,
+                              const Epi& epi = {}) {
+  detail::conv2d_nchwc_nchw_k<EpiRef>(s, x, x_blocked, packed_w, bias, y, scratch, EpiRef(epi));
 }
 
 // ============================================================================================
@@ -2280,5 +2447,33 @@ inline void layernorm_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t n
       yr[i] = (xr[i] - mean) * rstd * scale[i] + (bias ? bias[i] : 0.0f);
   });
 }
+
+// ============================================================================================
+// Separate compilation. The kernels behind EpiRef are templates only so that they can be
+// instantiated once: a source that defines TRIAD_RT_INSTANTIATE before including this header
+// instantiates them, and one that defines TRIAD_RT_PRECOMPILED leaves them to that object (the
+// CPU target compiles them once per compiler and flags and links them into every model). With
+// neither, the header stays self-contained.
+// ============================================================================================
+
+#if defined(TRIAD_RT_INSTANTIATE)
+#define TRIAD_RT_EXTERN
+#elif defined(TRIAD_RT_PRECOMPILED)
+#define TRIAD_RT_EXTERN extern
+#endif
+#ifdef TRIAD_RT_EXTERN
+namespace detail {
+TRIAD_RT_EXTERN template void gemm_run<EpiRef>(const GemmProblem&, EpiRef&);
+TRIAD_RT_EXTERN template void conv2d_k<EpiRef>(const Conv2dShape&, const float*, const float*,
+                                               float*, void*, EpiRef);
+TRIAD_RT_EXTERN template void conv2d_nchwc_k<EpiRef>(const Conv2dShape&, const float*, bool,
+                                                     const float*, const float*, float*, void*,
+                                                     EpiRef);
+TRIAD_RT_EXTERN template void conv2d_nchwc_nchw_k<EpiRef>(const Conv2dShape&, const float*, bool,
+                                                          const float*, const float*, float*, void*,
+                                                          EpiRef);
+} // namespace detail
+#undef TRIAD_RT_EXTERN
+#endif
 
 } // namespace triad_rt

@@ -24,8 +24,10 @@ public:
     auto only = [&](const Value* v) { return readers.sole(v); };
     std::vector<const Node*> dead;
     bool changed = false;
-    for (const auto& np : g.nodes()) {
-      Node* erf = np.get();
+    // By index over the nodes there now: replaceWith appends to g.nodes(), which would leave a
+    // range-for's iterator dangling (a crash on BERT-base, depending on the allocator).
+    for (size_t i = 0, count = g.nodes().size(); i < count; ++i) {
+      Node* erf = g.nodes()[i].get();
       if (erf->kind() != OpKind::Erf) continue;
       Node* scale = erf->input(0)->producer(); // x / sqrt(2) or x * (1 / sqrt(2))
       if (!scale || uses[size_t(erf->input(0)->id())] != 1) continue;

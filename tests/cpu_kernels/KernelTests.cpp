@@ -269,6 +269,76 @@ TEST(Gemm, ThreadCountDoesNotChangeResults) {
   EXPECT_EQ(C1, C2);
 }
 
+// The thread pool's judge of whether parallel jobs pay (the caller's own speed per item against
+// the job's wall time): jobs that take longer than the caller alone would have make the next
+// jobs run inline, for a stretch that doubles while that persists and resets when threads pay.
+TEST(Threading, GovernorFallsBackInlineWhenThreadsDoNotPay) {
+  using G = triad_rt::detail::ParallelGovernor;
+  G g;
+  // Threads that pay (the job in 0.55 of the caller's inline time): always allowed.
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(g.allow());
+    g.record(8, 4, 0.55, 0.5); // inline estimate 0.5 / 4 * 8 = 1.0
+  }
+  EXPECT_LT(g.loss(), 0.6);
+  // One slow job does not flip it (a moving average); a run of them does.
+  g.record(8, 8, 1.5, 1.0);
+  EXPECT_TRUE(g.allow());
+  int slow = 1;
+  while (g.inline_left() == 0 && slow < 10) {
+    g.record(8, 8, 1.5, 1.0); // the caller ran every item and still waited: ratio 1.5
+    ++slow;
+  }
+  EXPECT_GT(slow, 1);
+  EXPECT_EQ(g.inline_left(), G::kMinInline);
+  for (int i = 0; i < G::kMinInline; ++i)
+    ASSERT_FALSE(g.allow()) << i;
+  ASSERT_TRUE(g.allow());
+  // The first job after a stretch wakes sleeping workers: not judged, however slow.
+  g.record(8, 8, 100.0, 1.0);
+  EXPECT_EQ(g.inline_left(), 0);
+  // Still slow: the next stretch is twice as long, and so on up to kMaxInline.
+  int stretch = 0;
+  for (int round = 0; round < 12; ++round) {
+    while (g.inline_left() == 0) {
+      ASSERT_TRUE(g.allow());
+      g.record(8, 8, 2.0, 1.0);
+    }
+    int n = 0;
+    while (!g.allow())
+      ++n;
+    if (round == 0) {
+      EXPECT_EQ(n, 2 * G::kMinInline);
+    }
+    EXPECT_GE(n, stretch);
+    stretch = n;
+    g.record(8, 8, 2.0, 1.0); // the warm-up job after the stretch
+  }
+  EXPECT_EQ(stretch, G::kMaxInline);
+  // Threads that pay again reset the stretch.
+  for (int i = 0; i < 20; ++i)
+    g.record(8, 4, 0.5, 0.5);
+  for (int i = 0; i < 20 && g.inline_left() == 0; ++i)
+    g.record(8, 8, 2.0, 1.0);
+  EXPECT_EQ(g.inline_left(), G::kMinInline);
+}
+
+// Whatever the governor decides, parallel_for runs every index once and kernels give the same
+// bits (inline and threaded runs sum in the same order).
+TEST(Threading, GovernorInlineStretchKeepsResults) {
+  ThreadScope ts(2);
+  auto& g = triad_rt::detail::governor();
+  for (int i = 0; i < 30 && g.inline_left() == 0; ++i)
+    g.record(8, 8, 4.0, 1.0);
+  ASSERT_GT(g.inline_left(), 0);
+  std::vector<int> hits(1000, 0);
+  triad_rt::parallel_for(1000, 1e6, [&](ptrdiff_t i) { hits[static_cast<size_t>(i)] += 1; });
+  for (int h : hits)
+    ASSERT_EQ(h, 1);
+  while (g.inline_left() > 0)
+    g.allow();
+}
+
 TEST(Threading, ParallelForCoversEveryIndexOnce) {
   for (int threads : {1, 2}) {
     ThreadScope ts(threads);

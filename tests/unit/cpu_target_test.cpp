@@ -495,6 +495,69 @@ TEST(CpuTarget, SecondCompileComesFromTheCache) {
   EXPECT_TRUE(fs::exists(dynamic_cast<cpu::CpuExecutable&>(*second).build().dir / "model.so"));
 }
 
+// A model whose layers are split over several translation units (compiled in parallel, linked
+// with the run-time kernels compiled once into their own cache entry) computes what the one-unit
+// build computes, bit for bit, and the kernels' entry is shared by both.
+TEST(CpuTarget, LayersSplitOverTranslationUnits) {
+  std::mt19937 rng(11);
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, {1, 16, 10, 10}, {}});
+  auto convAttrs = attrs<ConvAttrs>([](ConvAttrs& a) {
+    a.kernel = {3, 3};
+    a.strides = {1, 1};
+    a.pads = {1, 1, 1, 1};
+    a.dilations = {1, 1};
+  });
+  Value* v = x;
+  for (int i = 0; i < 5; ++i) {
+    Value* w = g.addConstant(fmt::format("w{}", i), randomTensor({16, 16, 3, 3}, rng));
+    Value* b = g.addConstant(fmt::format("b{}", i), randomTensor({16}, rng));
+    Node* conv = add(g, OpKind::Conv, fmt::format("conv{}", i), {v, w, b}, convAttrs);
+    v = add(g, OpKind::Relu, fmt::format("relu{}", i), {conv->output(0)})->output(0);
+  }
+  Node* gap = add(g, OpKind::GlobalAveragePool, "gap", {v});
+  g.addOutput(gap->output(0));
+  g.addOutput(v);
+
+  cpu::CodeGenOptions co;
+  co.maxUnits = 3;
+  co.unitChars = 1;
+  cpu::GeneratedCode code = cpu::generateCpp(g, co);
+  ASSERT_EQ(code.units, (std::vector<std::string>{"model.cpp", "model_1.cpp", "model_2.cpp"}));
+  ASSERT_EQ(code.extraFiles.size(), 3u);
+  EXPECT_EQ(code.extraFiles[0].first, "model_internal.h");
+  EXPECT_NE(code.extraFiles[0].second.find("int layer_conv0_relu0(State& m"), std::string::npos)
+      << code.extraFiles[0].second;
+  EXPECT_EQ(cpu::generateCpp(g).units, std::vector<std::string>{"model.cpp"});
+  EXPECT_TRUE(cpu::generateCpp(g).extraFiles.empty());
+
+  std::vector<Tensor> in{randomTensor({1, 16, 10, 10}, rng)};
+  cpu::CpuOptions split = testOptions(), one = testOptions();
+  split.maxUnits = 3;
+  split.unitChars = 1;
+  one.maxUnits = 1;
+  auto a = cpu::makeCpuTarget(split)->compile(g);
+  auto b = cpu::makeCpuTarget(one)->compile(g);
+  const cpu::BuildInfo& ba = dynamic_cast<cpu::CpuExecutable&>(*a).build();
+  EXPECT_EQ(ba.code.units.size(), 3u);
+  EXPECT_TRUE(fs::exists(ba.dir / "model_2.cpp"));
+  EXPECT_FALSE(fs::exists(ba.dir / "model.o")); // objects are not kept in the entry
+  std::vector<Tensor> ya = a->run(in), yb = b->run(in);
+  {
+    SCOPED_TRACE("three units against one");
+    expectClose(ya, yb, 0, 0);
+  }
+  {
+    SCOPED_TRACE("against the interpreter");
+    expectClose(ya, Interpreter(g).run(in), 1e-4, 2e-3); // values up to ~20 after five layers
+  }
+  // One kernels entry (this compiler and these flags) serves both builds.
+  size_t kernels = 0;
+  for (const auto& e : fs::directory_iterator(testOptions().cacheDir / "kernels"))
+    kernels += e.is_directory() && fs::exists(e.path() / "triad_kernels.o");
+  EXPECT_GE(kernels, 1u);
+}
+
 // Elementwise chains write over an operand that dies there; lifetimes that do not overlap
 // share arena bytes.
 TEST(CpuTarget, MemoryPlanReusesBuffersAndWritesInPlace) {
