@@ -610,6 +610,7 @@ private:
       if (auto outs = ir::tryFoldNode(def, *attrs, known, types)) {
         for (size_t i = 0; i < outs->size(); ++i)
           values_[outNames[i]] = graph().addConstant(outNames[i], std::move((*outs)[i]));
+        ir::recordFoldedDequantize(graph(), def.kind, *attrs, known, values_[outNames[0]]);
         return;
       }
     }

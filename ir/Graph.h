@@ -6,6 +6,7 @@
 #include "ir/OpDef.h"
 #include "ir/Tensor.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -14,6 +15,15 @@
 namespace triad::ir {
 
 class Node;
+
+/// A constant that was DequantizeLinear(data, scale, zeroPoint) of integer constants before it
+/// was folded (a QDQ model's weights and biases; ir/passes/Folding.h): the float constant stays
+/// the value, targets that compute on the integer grid (the FPGA) read the integers from here.
+struct QuantizedConstant {
+  std::shared_ptr<const Tensor> data, scale, zeroPoint; // zeroPoint: null when absent
+  int64_t axis = -1;                                    // -1: per tensor
+  std::shared_ptr<const Tensor> folded;                 // the float constant it became
+};
 
 class Value {
 public:
@@ -88,6 +98,9 @@ public:
 
   std::string name;
   int opset = 0; // default-domain opset of the source model (informational after import)
+  /// Folded DequantizeLinear constants by value name (recordFoldedDequantize). A pass that
+  /// replaces such a constant leaves a stale entry: readers check `folded` against the value.
+  std::map<std::string, QuantizedConstant> quantizedConstants;
 
   Value* addInput(std::string name, TensorType type);
   Value* addConstant(std::string name, Tensor value);

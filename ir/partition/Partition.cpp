@@ -803,6 +803,9 @@ Graph extractSubgraph(const Graph& g, const std::vector<const Node*>& nodes,
         Value* nv;
         if (v->isConstant()) {
           nv = sub.addConstant(v->name(), v->constantPtr());
+          // A folded QDQ weight keeps its integers (the FPGA reads them).
+          if (auto q = g.quantizedConstants.find(v->name()); q != g.quantizedConstants.end())
+            sub.quantizedConstants.emplace(nv->name(), q->second);
         } else {
           TRIAD_ASSERT(!v->producer() || !inside.count(v->producer()),
                        "partition nodes out of order at '{}'", n->name());

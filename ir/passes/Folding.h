@@ -61,4 +61,10 @@ std::optional<std::vector<Tensor>> tryFoldNode(const OpDef& def, const Attrs& at
                                                std::span<const TensorType> outputs,
                                                int64_t maxGrowth = kMaxFoldGrowthElements);
 
+/// After a DequantizeLinear (kind) with inputs `in` folded into the constant `folded`: records
+/// its integers, scale and zero point in g.quantizedConstants (per tensor or per axis; blocked
+/// quantization is not recorded). Other kinds: nothing.
+void recordFoldedDequantize(Graph& g, OpKind kind, const Attrs& attrs, const FoldInputs& in,
+                            const Value* folded);
+
 } // namespace triad::ir
