@@ -7,6 +7,7 @@
 #include "frontend/OnnxImporter.h"
 #include "ir/Interpreter.h"
 #include "ir/ops/Linear.h"
+#include "ir/ops/Normalization.h"
 #include "ir/ops/Quantize.h"
 #include "ir/passes/Pass.h"
 
@@ -164,6 +165,67 @@ TEST(FpgaRequant, EmulatorRunsAQdqGemmOnTheIntegerGrid) {
   const ir::Tensor& ref = r.floatRef.at(0);
   for (int64_t i = 0; i < ref.numElements(); ++i)
     EXPECT_EQ(r.values[0].data<float>()[i], ref.data<float>()[i]) << i;
+}
+
+// A Softmax on a grid into its QuantizeLinear (triad_softmax_q's arithmetic): the exact division
+// gives ONNX's k = round_half_even(p / s_y) for 40 rows of 5 logits (no row near a tie), and a
+// Sigmoid on a grid is refused naming the node.
+TEST(FpgaRequant, SoftmaxOnAGridDividesExactlyIntoItsQuantizeLinear) {
+  auto build = [](ir::Graph& g, ir::OpKind act) {
+    auto scalar = [&](const std::string& name, ir::DType t, double v) {
+      ir::Tensor s(t, {});
+      if (t == ir::DType::F32) s.data<float>()[0] = float(v);
+      if (t == ir::DType::U8) s.data<uint8_t>()[0] = uint8_t(v);
+      return g.addConstant(name, std::move(s));
+    };
+    ir::TensorType f{ir::DType::F32, {40, 5}, {}}, u{ir::DType::U8, {40, 5}, {}};
+    ir::Value* x = g.addInput("x", f);
+    auto qa = std::make_shared<ir::QuantizeLinearAttrs>();
+    auto da = std::make_shared<ir::QuantAxisAttrs>();
+    ir::Value *s = scalar("s", ir::DType::F32, 0.1218), *z = scalar("z", ir::DType::U8, 171);
+    ir::Node* q = g.addNode(ir::OpKind::QuantizeLinear, "q", {x, s, z}, qa, {"xq"}, {u});
+    ir::Node* d =
+        g.addNode(ir::OpKind::DequantizeLinear, "dq", {q->output(0), s, z}, da, {"xd"}, {f});
+    std::shared_ptr<const ir::Attrs> aa;
+    if (act == ir::OpKind::Softmax) {
+      auto sa = std::make_shared<ir::SoftmaxAttrs>();
+      sa->axes = {1};
+      aa = sa;
+    } else {
+      aa = std::make_shared<ir::NoAttrs>();
+    }
+    ir::Node* sm = g.addNode(act, "act", {d->output(0)}, aa, {"p"}, {f});
+    ir::Value *sy = scalar("sy", ir::DType::F32, 1.0 / 255), *zy = scalar("zy", ir::DType::U8, 0);
+    ir::Node* qy =
+        g.addNode(ir::OpKind::QuantizeLinear, "q_y", {sm->output(0), sy, zy}, qa, {"pq"}, {u});
+    ir::Node* dy =
+        g.addNode(ir::OpKind::DequantizeLinear, "dq_y", {qy->output(0), sy, zy}, da, {"out"}, {f});
+    g.addOutput(dy->output(0));
+  };
+  ir::Graph g;
+  build(g, ir::OpKind::Softmax);
+  Emulator emu(g, QuantConfig{});
+  ir::Tensor in(ir::DType::F32, {40, 5});
+  for (int64_t i = 0; i < 200; ++i)
+    in.data<float>()[i] = float(std::sin(double(i) * 1.7) * 6.0 + double(i % 5) * 0.3);
+  EmulatorResult r = emu.run(std::span<const ir::Tensor>(&in, 1), true);
+  const ir::Tensor& ref = r.floatRef.at(0);
+  int64_t nonzero = 0;
+  for (int64_t i = 0; i < ref.numElements(); ++i) {
+    EXPECT_EQ(r.values[0].data<float>()[i], ref.data<float>()[i]) << i;
+    nonzero += ref.data<float>()[i] > 0;
+  }
+  EXPECT_GT(nonzero, 80); // not all clamped to 0
+
+  ir::Graph h;
+  build(h, ir::OpKind::Sigmoid);
+  try {
+    Emulator bad(h, QuantConfig{});
+    FAIL() << "a Sigmoid on a QDQ grid was planned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'act' (Sigmoid)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("QDQ integer grid"), std::string::npos) << e.what();
+  }
 }
 
 } // namespace
