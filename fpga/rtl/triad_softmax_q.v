@@ -10,8 +10,8 @@
 // most R / 2^R_FRAC < 2^(Q_B-1)) instead of a reciprocal table. The grid's lower bound
 // qmin - z is <= 0 <= y_j: only HI clamps. The emitter makes Q_B + 1 >= OUT_W and HI < 2^Q_B.
 //
-// Pipeline, every register on one enable (II = 1): max | exp entries | sum | divide, round and
-// clamp. LATENCY = 4.
+// Pipeline, every register on one enable (II = 1): max | exp entries (a read-only memory per
+// element, registered read) | sum | divide, round and clamp. LATENCY = 4.
 module triad_softmax_q #(
     parameter integer N = 4,
     parameter integer IN_W = 9,
@@ -37,8 +37,6 @@ module triad_softmax_q #(
   localparam integer D_W = IN_W + 1;  // max - x_j, exact
   localparam integer S_W = EXP_W + $clog2(N + 1);  // the exact sum
   localparam integer NUM_W = EXP_W + R_W;  // e_j * R
-  localparam integer DEN_W = S_W + R_FRAC;  // S * 2^R_FRAC
-  localparam integer L_W = ((NUM_W > DEN_W + Q_B) ? NUM_W : DEN_W + Q_B) + 2;
   /* verilator lint_off UNUSEDPARAM */
   localparam integer LATENCY = 4;
   /* verilator lint_on UNUSEDPARAM */
@@ -70,7 +68,7 @@ module triad_softmax_q #(
       xm <= in_tdata;
     end
   end
-  // ---- exp entries
+  // ---- exp entries: one read-only memory per element with a registered read (block RAM)
   reg [N*EXP_W-1:0] e;
   genvar j;
   generate
@@ -79,7 +77,10 @@ module triad_softmax_q #(
       /* verilator lint_off UNUSEDSIGNAL */
       wire [D_W-1:0] d = {mx[IN_W-1], mx} - {x[IN_W-1], x};  // 0 .. 2^IN_W - 1
       /* verilator lint_on UNUSEDSIGNAL */
-      always @(posedge clk) if (en) e[j*EXP_W+:EXP_W] <= EXP_TABLE[d[IN_W-1:0]*EXP_W+:EXP_W];
+      reg [EXP_W-1:0] exp_rom[0:SIZE-1];
+      integer i;
+      initial for (i = 0; i < SIZE; i = i + 1) exp_rom[i] = EXP_TABLE[i*EXP_W+:EXP_W];
+      always @(posedge clk) if (en) e[j*EXP_W+:EXP_W] <= exp_rom[d[IN_W-1:0]];
     end
   endgenerate
   // ---- sum
@@ -97,16 +98,20 @@ module triad_softmax_q #(
       es  <= e;
     end
   end
-  // ---- divide, round half to even, clamp
-  wire [L_W-1:0] den = {{(L_W - DEN_W) {1'b0}}, sum, {R_FRAC{1'b0}}};
+  // ---- divide, round half to even, clamp. S * 2^R_FRAC has R_FRAC zero bits: the quotient is
+  // floor(num_hi / S) with num_hi = num >> R_FRAC, and the remainder (rem_hi * 2^R_FRAC +
+  // num_lo) is compared with half the divisor from rem_hi and num_lo's bits.
+  localparam integer NH_W = NUM_W - R_FRAC;
+  localparam integer L_W = ((NH_W > S_W + Q_B) ? NH_W : S_W + Q_B) + 2;
+  wire [L_W-1:0] den = {{(L_W - S_W) {1'b0}}, sum};
   generate
     for (j = 0; j < N; j = j + 1) begin : g_div
       wire [NUM_W-1:0] num = {{R_W{1'b0}}, es[j*EXP_W+:EXP_W]} * {{EXP_W{1'b0}}, R};
-      reg [L_W-1:0] rem;
+      reg [L_W-1:0] rem, t;
       reg [Q_B:0] q;
       integer b;
       always @* begin
-        rem = {{(L_W - NUM_W) {1'b0}}, num};
+        rem = {{(L_W - NH_W) {1'b0}}, num[NUM_W-1:R_FRAC]};
         q = {(Q_B + 1) {1'b0}};
         for (b = Q_B - 1; b >= 0; b = b - 1) begin
           if (rem >= (den << b)) begin
@@ -114,8 +119,9 @@ module triad_softmax_q #(
             q[b] = 1'b1;
           end
         end
-        // round: 2 rem > den, or a tie with q odd; then the grid's upper bound
-        if ((rem << 1) > den || ((rem << 1) == den && q[0])) q = q + {{Q_B{1'b0}}, 1'b1};
+        // 2 * remainder against S * 2^R_FRAC: t = 2 rem_hi + num_lo's top bit, then its rest
+        t = (rem << 1) | {{(L_W - 1) {1'b0}}, num[R_FRAC-1]};
+        if (t > den || (t == den && (|num[R_FRAC-2:0] || q[0]))) q = q + {{Q_B{1'b0}}, 1'b1};
         if (q > HI) q = HI;
       end
       always @(posedge clk) if (en) out_tdata[j*OUT_W+:OUT_W] <= q[OUT_W-1:0];
