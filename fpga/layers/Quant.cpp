@@ -94,8 +94,10 @@ Requant Requant::plan(const FixedFormat& in, const std::vector<double>& mult,
   while (lo < -(int64_t(1) << (w - 1)) || hi > (int64_t(1) << (w - 1)) - 1)
     ++w;
   r.out = FixedFormat{w, w, true};
-  // The multiplier: 32 significant bits where the product stays within 60 bits.
-  int mw = std::clamp(60 - in.width, 16, 32);
+  // The multiplier: 25 bits (24 significant, 2^-25 relative at worst for the largest M: far
+  // below float32's own rounding in ONNX Runtime's requantization), fewer where the product
+  // would pass 60 bits; 25 x 25 bits fit two DSP48E1s.
+  int mw = std::clamp(60 - in.width, 16, 25);
   r.mf = FixedFormat{mw, autoIntBits(maxAbsOf(mult), mw, true), true};
   int pFrac = in.fracBits() + r.mf.fracBits();
   double maxT = maxAbsOf(off);
