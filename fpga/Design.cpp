@@ -1,6 +1,7 @@
 // The FPGA design folder (docs/fpga.md, "Verilog and simulation"): written by `triad compile
 // --target fpga` and Quantized.write_verilog in Python, simulated by `triad sim` and triad.sim.
 #include "fpga/Design.h"
+#include "fpga/layers/Layer.h"
 
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
@@ -107,6 +108,18 @@ nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const Verilo
   j["input"]["geometry"] = {d.inGeom.h, d.inGeom.w, d.inGeom.c};
   j["input"]["rounding"] = std::string(toString(emu.inputQuant().rounding));
   j["input"]["overflow"] = std::string(toString(emu.inputQuant().overflow));
+  // A QDQ model: the host quantizes inputs onto the first QuantizeLinear's grid, and the outputs'
+  // integers mean scale * k + offset (per channel along axis 1).
+  if (const auto& grid = emu.inputGrid())
+    j["input"]["grid"] = {{"scale", grid->scale}, {"lo", grid->lo}, {"hi", grid->hi}};
+  const LayerInfo& last = emu.layers()[d.lastLayer];
+  if (const RealAffine* a = emu.realAffine(last.output)) {
+    const ir::Shape& sh = emu.planned()[d.lastLayer]->outShape;
+    int64_t plane = 1;
+    for (size_t k = 2; k < sh.size(); ++k)
+      plane *= sh[k];
+    j["output_real"] = {{"scale", a->scale}, {"offset", a->offset}, {"plane", plane}};
+  }
   j["output"] = formatJson(d.outFormat);
   j["output"]["elements"] = d.outElems;
   j["output"]["transfers"] = d.outGeom.transfers();
@@ -164,8 +177,7 @@ nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const Verilo
     int64_t n = x->rank() > 0 ? x->shape()[0] : 1;
     std::vector<int64_t> inRaw;
     for (double v : x->toDoubleVector())
-      inRaw.push_back(
-          quantize(v, d.inFormat, emu.inputQuant().rounding, emu.inputQuant().overflow));
+      inRaw.push_back(emu.quantizeInput(v));
     // Both in stream order (channels-last pixels), one row per sample.
     frontend::writeNpy(out / "inputs_raw.npy",
                        rawTensor(toStreamOrder(inRaw, d.inGeom), n, d.inGeom.elements()));
@@ -203,9 +215,19 @@ DesignSim simulateDesign(const fs::path& dir, const ir::Tensor& x, const std::st
   StreamGeom inGeom = geom(s["input"]), outGeom = geom(s["output"]);
   auto rnd = parseRounding(s["input"]["rounding"].get<std::string>());
   auto ovf = parseOverflow(s["input"]["overflow"].get<std::string>());
+  std::optional<InputGrid> grid;
+  if (s["input"].contains("grid"))
+    grid =
+        InputGrid{s["input"]["grid"]["scale"].get<double>(),
+                  s["input"]["grid"]["lo"].get<int64_t>(), s["input"]["grid"]["hi"].get<int64_t>()};
+  if (s.contains("output_real")) {
+    out.outReal = RealAffine{s["output_real"]["scale"].get<std::vector<double>>(),
+                             s["output_real"]["offset"].get<std::vector<double>>()};
+    out.outPlane = s["output_real"]["plane"].get<int64_t>();
+  }
   std::vector<int64_t> inRaw;
   for (double v : x.toDoubleVector())
-    inRaw.push_back(quantize(v, inF, rnd, ovf));
+    inRaw.push_back(grid ? grid->quantize(v) : quantize(v, inF, rnd, ovf));
   inRaw = toStreamOrder(inRaw, inGeom);
   step("inputs", 1);
   std::vector<int64_t> expected;
@@ -286,7 +308,9 @@ ir::Tensor simOutputs(const DesignSim& d) {
   ir::Tensor y(ir::DType::F32, {d.samples, outPer});
   std::vector<int64_t> logical = fromStreamOrder(d.report.outputs, d.outGeom);
   for (size_t i = 0; i < logical.size(); ++i)
-    y.data<float>()[i] = float(dequantize(logical[i], d.outFormat));
+    y.data<float>()[i] =
+        float(d.outReal ? d.outReal->real(logical[i], d.outFormat, int64_t(i) % outPer, d.outPlane)
+                        : dequantize(logical[i], d.outFormat));
   return y;
 }
 

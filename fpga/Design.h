@@ -45,6 +45,10 @@ struct DesignSim {
   double clockMhz = 0;
   StreamGeom outGeom;
   FixedFormat outFormat;
+  /// The outputs' real meaning on a QDQ grid (summary.json's output "real"; per output channel
+  /// c = (i / outPlane) % channels), if any.
+  std::optional<RealAffine> outReal;
+  int64_t outPlane = 1;
 };
 
 /// Simulates the design in `dir` on float inputs `x` (`inputLabel` names them in errors, e.g.

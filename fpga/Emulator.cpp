@@ -24,6 +24,8 @@ std::string LayerInfo::formats() const {
 struct Emulator::Impl {
   const ir::Graph& g;
   Quant input;
+  std::optional<InputGrid> grid;
+  std::map<int, RealAffine> real;
   std::vector<std::unique_ptr<Layer>> layers;
   std::vector<LayerInfo> infos;
   std::vector<FixedFormat> fmt;
@@ -51,8 +53,16 @@ struct Emulator::Impl {
     input = resolveInput(cfg, inRange);
     // A model whose inputs all go straight into the same QONNX Quant is quantized once, as that
     // Quant does (its layer then only clamps), unless the config sets the input precision.
-    if (!cfg.input.precision)
-      if (std::optional<Quant> q = importedInputQuant(g)) input = *q;
+    // A QDQ model whose inputs all go into the same QuantizeLinear onto an integer grid: the host
+    // quantizes them onto it, as that QuantizeLinear does.
+    if (!cfg.input.precision) {
+      if (std::optional<Quant> q = importedInputQuant(g)) {
+        input = *q;
+      } else if (auto ig = importedInputGrid(g)) {
+        grid = ig->first;
+        input = Quant{ig->second, Rounding::Convergent, Overflow::Saturate};
+      }
+    }
     for (ir::Value* v : g.inputs()) {
       fmt[size_t(v->id())] = input.format;
       known[size_t(v->id())] = true;
@@ -91,6 +101,10 @@ struct Emulator::Impl {
       return n->kind() == ir::OpKind::Quant || n->kind() == ir::OpKind::BipolarQuant ||
              n->kind() == ir::OpKind::Trunc || n->kind() == ir::OpKind::QuantizeLinear;
     });
+    ctx.inputGrid = grid;
+    if (grid)
+      for (ir::Value* v : g.inputs())
+        ctx.setReal(v->id(), RealAffine{{grid->scale}, {}});
     for (const auto& up : g.nodes()) {
       const ir::Node& n = *up;
       if (isConstantQuantizer(n)) {
@@ -104,6 +118,7 @@ struct Emulator::Impl {
       const LayerKind* kind = findLayerKind(n.kind());
       if (!kind) unsupportedNode(n, "the FPGA emulator does not support this op");
       if (ir::Support s = kind->supports(n); !s.ok) unsupportedNode(n, s.reason);
+      ctx.realApplied = false;
       std::unique_ptr<Layer> L = kind->plan(n, ctx);
       LayerInfo& info = L->info;
       info.name = n.name();
@@ -118,8 +133,10 @@ struct Emulator::Impl {
       info.outFormat = info.passThrough ? info.inFormat : info.quant.result().format;
       fmt[size_t(info.output)] = info.outFormat;
       known[size_t(info.output)] = true;
+      if (!ctx.realApplied) propagateReal(n, info, ctx);
       layers.push_back(std::move(L));
     }
+    real = ctx.reals();
   }
 };
 
@@ -149,6 +166,18 @@ const std::vector<LayerInfo>& Emulator::layers() const {
 const Quant& Emulator::inputQuant() const {
   return impl_->input;
 }
+const std::optional<InputGrid>& Emulator::inputGrid() const {
+  return impl_->grid;
+}
+int64_t Emulator::quantizeInput(double x, CastStatus* st) const {
+  if (impl_->grid) return impl_->grid->quantize(x);
+  const Quant& q = impl_->input;
+  return quantize(x, q.format, q.rounding, q.overflow, st);
+}
+const RealAffine* Emulator::realAffine(int valueId) const {
+  auto it = impl_->real.find(valueId);
+  return it == impl_->real.end() ? nullptr : &it->second;
+}
 const std::vector<std::unique_ptr<Layer>>& Emulator::planned() const {
   return impl_->layers;
 }
@@ -166,9 +195,16 @@ EmulatorResult Emulator::run(std::span<const ir::Tensor> inputs, bool compare) c
     if (!compare || size_t(id) >= ref.size() || ref[size_t(id)].numElements() == 0) return;
     const ir::Tensor& t = ref[size_t(id)];
     const auto& v = val[size_t(id)];
-    for (int64_t i = 0; i < t.numElements(); ++i)
-      rep.maxAbsError = std::max(
-          rep.maxAbsError, std::fabs(dequantize(v[size_t(i)], I.fmt[size_t(id)]) - t.getDouble(i)));
+    const RealAffine* a = realAffine(id);
+    if (a && !ir::isFloat(t.dtype())) return; // a QuantizeLinear's integers: q, not q - z
+    int64_t plane = 1;
+    for (size_t d = 2; d < t.shape().size(); ++d)
+      plane *= t.shape()[d];
+    for (int64_t i = 0; i < t.numElements(); ++i) {
+      const FixedFormat& f = I.fmt[size_t(id)];
+      double x = a ? a->real(v[size_t(i)], f, i, plane) : dequantize(v[size_t(i)], f);
+      rep.maxAbsError = std::max(rep.maxAbsError, std::fabs(x - t.getDouble(i)));
+    }
   };
 
   LayerReport inRep{"(input)", "quantize", "-> " + formatToString(I.input.format), 0, 0, 0, 0};
@@ -182,7 +218,7 @@ EmulatorResult Emulator::run(std::span<const ir::Tensor> inputs, bool compare) c
     raw.resize(x.size());
     for (size_t k = 0; k < x.size(); ++k) {
       CastStatus st;
-      raw[k] = quantize(x[k], I.input.format, I.input.rounding, I.input.overflow, &st);
+      raw[k] = quantizeInput(x[k], &st);
       inRep.saturated += st.saturated;
       inRep.wrapped += st.wrapped;
     }
@@ -206,9 +242,14 @@ EmulatorResult Emulator::run(std::span<const ir::Tensor> inputs, bool compare) c
     ir::Tensor raw(ir::TensorType{ir::DType::Fixed, v->type().shape, f});
     ir::Tensor flt(ir::DType::F32, v->type().shape);
     const auto& src = val[size_t(v->id())];
+    const RealAffine* a = realAffine(v->id());
+    int64_t plane = 1;
+    for (size_t d = 2; d < v->type().shape.size(); ++d)
+      plane *= v->type().shape[d];
     for (size_t i = 0; i < src.size(); ++i) {
       raw.data<int64_t>()[i] = src[i];
-      flt.data<float>()[i] = float(dequantize(src[i], f));
+      flt.data<float>()[i] =
+          float(a ? a->real(src[i], f, int64_t(i), plane) : dequantize(src[i], f));
     }
     R.raw.push_back(std::move(raw));
     R.values.push_back(std::move(flt));

@@ -22,6 +22,33 @@ namespace triad::fpga {
 
 class Layer;
 
+/// A value on a QDQ integer grid (docs/fpga.md, "Imported precisions"): its real value is
+/// dequantize(raw, format) * scale[c] + offset[c], c its channel (axis 1 of the IR value, the
+/// stream's element; one entry: the same for all; no offset: 0). Set where a QuantizeLinear with
+/// a scale that is not a power of two (or a zero point) puts a value on its grid.
+struct RealAffine {
+  std::vector<double> scale, offset;
+  double scaleAt(int64_t c) const { return scale.size() == 1 ? scale[0] : scale[size_t(c)]; }
+  double offsetAt(int64_t c) const {
+    return offset.empty() ? 0 : offset.size() == 1 ? offset[0] : offset[size_t(c)];
+  }
+  bool perTensor() const { return scale.size() == 1 && offset.size() <= 1; }
+  bool hasOffset() const;
+  /// The real value of raw element i of a value whose channel c = (i / plane) % channels.
+  double real(int64_t raw, const FixedFormat& f, int64_t i, int64_t plane) const;
+  /// "0.0296" or "per channel (8)", for messages and RTL comments.
+  std::string describe() const;
+};
+
+/// The host's conversion of a float graph input for a QDQ model whose inputs all go into the
+/// same QuantizeLinear onto an integer grid: k = clamp(round_half_even(float(x) / scale), lo, hi)
+/// with lo = qmin - z, hi = qmax - z, as ONNX Runtime computes q - z (in float32).
+struct InputGrid {
+  double scale = 1;
+  int64_t lo = 0, hi = 0;
+  int64_t quantize(double x) const;
+};
+
 /// One emulated layer as planned (formats resolved).
 struct LayerInfo {
   std::string name;                // ONNX node name (the first node of a fused group)
@@ -90,6 +117,12 @@ public:
 
   const std::vector<LayerInfo>& layers() const;
   const Quant& inputQuant() const;
+  /// The input grid of a QDQ model (see InputGrid), if its inputs are quantized onto one.
+  const std::optional<InputGrid>& inputGrid() const;
+  /// The graph input as the FPGA receives it: inputGrid's integers, else quantize(inputQuant).
+  int64_t quantizeInput(double x, CastStatus* st = nullptr) const;
+  /// The real meaning of a value's raw integers when it is on a QDQ grid (null: the format's).
+  const RealAffine* realAffine(int valueId) const;
   /// The planned layers (the table's objects: execution, RTL, cost), in layers() order.
   const std::vector<std::unique_ptr<Layer>>& planned() const;
 

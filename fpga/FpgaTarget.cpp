@@ -77,10 +77,9 @@ public:
     lastSamples_ = inputs.empty() || inputs[0].shape().empty() ? 1 : inputs[0].shape()[0];
     if (!o_.verilate) return std::move(r.values);
     // The RTL on the same inputs, checked bit for bit against the emulator.
-    const Quant& q = emu_.inputQuant();
     std::vector<int64_t> in;
     for (double v : inputs[0].toDoubleVector())
-      in.push_back(quantize(v, design_.inFormat, q.rounding, q.overflow));
+      in.push_back(emu_.quantizeInput(v));
     in = toStreamOrder(in, design_.inGeom);
     std::vector<int64_t> expected = toStreamOrder(r.layerRaw[design_.lastLayer], design_.outGeom);
     int64_t n = int64_t(in.size()) / design_.inGeom.elements();
@@ -98,8 +97,14 @@ public:
     timing_.measured = true;
     std::vector<int64_t> logical = fromStreamOrder(rep.outputs, design_.outGeom);
     ir::Tensor y = r.values[0];
+    const RealAffine* a = emu_.realAffine(emu_.layers()[design_.lastLayer].output);
+    int64_t plane = 1, per = design_.outGeom.elements();
+    const ir::Shape& sh = emu_.planned()[design_.lastLayer]->outShape;
+    for (size_t k = 2; k < sh.size(); ++k)
+      plane *= sh[k];
     for (size_t i = 0; i < logical.size() && int64_t(i) < y.numElements(); ++i)
-      y.data<float>()[i] = float(dequantize(logical[i], design_.outFormat));
+      y.data<float>()[i] = float(a ? a->real(logical[i], design_.outFormat, int64_t(i) % per, plane)
+                                   : dequantize(logical[i], design_.outFormat));
     return {std::move(y)};
   }
 

@@ -612,15 +612,7 @@ private:
         for (size_t i = 0; i < outs->size(); ++i)
           values_[outNames[i]] = graph().addConstant(outNames[i], std::move((*outs)[i]));
         // A dequantized weight keeps its integers for the targets that compute with them.
-        if (def.kind == ir::OpKind::DequantizeLinear &&
-            dynamic_cast<const ir::QuantAxisAttrs&>(*attrs).blockSize == 0) {
-          auto d = std::make_shared<ir::DequantizedFrom>();
-          d->q = irInputs[0]->constantPtr();
-          d->scale = irInputs[1]->constantPtr();
-          if (irInputs.size() > 2 && irInputs[2]) d->zeroPoint = irInputs[2]->constantPtr();
-          d->axis = dynamic_cast<const ir::QuantAxisAttrs&>(*attrs).axis;
-          values_[outNames[0]]->setDequantizedFrom(std::move(d));
-        }
+        ir::recordFoldedDequantize(def.kind, *attrs, known, values_[outNames[0]]);
         return;
       }
     }

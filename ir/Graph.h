@@ -6,6 +6,7 @@
 #include "ir/OpDef.h"
 #include "ir/Tensor.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -17,7 +18,8 @@ class Node;
 
 /// What a constant was folded from when it is a DequantizeLinear of constants: the integer
 /// tensor, its scale and zero point (null: none) and the quantization axis (-1: per tensor), so
-/// that passes can use the integers (ir/passes/FuseQdq.cpp). Set by the importer's folding.
+/// that targets can compute with the integers (ir/passes/FuseQdq.cpp on the CPU, the FPGA's integer
+/// grids). Set where a DequantizeLinear is folded (ir::recordFoldedDequantize).
 struct DequantizedFrom {
   std::shared_ptr<const Tensor> q, scale, zeroPoint;
   int64_t axis = -1;

@@ -164,6 +164,152 @@ public:
   std::vector<FixedFormat> formats; // the data operands' formats (by operand index)
 };
 
+/// Add of two streams on QDQ grids (a residual in ONNX Runtime's QDQ models): b is rescaled
+/// onto a's scale by a fixed-point multiplier M[c] = s_b[c] / s_a[c] (24 bits, exact product),
+/// a passes (times 1, for equal latency), the sum is exact (triad_scale twice, triad_add); the
+/// result's RealAffine is a's scale and the offsets' sum, applied by the next QuantizeLinear.
+class AddGrid final : public Layer {
+public:
+  FixedFormat fa, fb, one{2, 2, true}, mf;
+  std::vector<int64_t> m; // raw multipliers (one: per tensor)
+  int64_t plane = 1, channels = 1;
+
+  FixedFormat pa() const { return productFormat(fa, one); }
+  FixedFormat pb() const { return productFormat(fb, mf); }
+
+  void exec(RawValues& val, LayerReport&) const override {
+    const std::vector<int64_t>& a = val[size_t(info.inputs[0])];
+    const std::vector<int64_t>& b = val[size_t(info.inputs[1])];
+    std::vector<int64_t> out(a.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      int64_t c = m.size() == 1 ? 0 : (int64_t(i) / plane) % channels;
+      out[i] = add(multiply(a[i], fa, 1, one), pa(), multiply(b[i], fb, m[size_t(c)], mf), pb());
+    }
+    val[size_t(info.output)] = std::move(out);
+  }
+
+  RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings& s) const override {
+    const RtlOperand& a = ops[0];
+    if (ops.size() != 2 || !(ops[1].geom == a.geom))
+      fail(ErrorKind::Unsupported, "layer '{}' (Add): the operands are streams of different shapes",
+           info.name);
+    int64_t n = a.geom.c;
+    if (m.size() > 1 && (a.geom.chw || n != int64_t(m.size())))
+      fail(ErrorKind::Unsupported,
+           "layer '{}' (Add): per-channel grid scales need channels as the "
+           "stream's elements",
+           info.name);
+    const FixedFormat& outF = info.outFormat;
+    RtlLayer r;
+    r.module = layerModule(s.module, {"a", "b"}, {n * a.format.width, n * ops[1].format.width},
+                           n * outF.width);
+    r.operandPrefixes = {"a", "b"};
+    r.module.comment =
+        fmt::format("Layer '{}' (Add of two QDQ grids): {} x {} + {} x {} -> {} x {}\n"
+                    "  a * 1 + b * M exact, M = s_b / s_a in {} ({:.9g}{})",
+                    info.name, n, formatToString(a.format), n, formatToString(ops[1].format), n,
+                    formatToString(outF), formatToString(mf), dequantize(m[0], mf),
+                    m.size() > 1 ? ", ..." : "");
+    std::string lit = "{";
+    for (int64_t i = n; i-- > 0;)
+      lit += hdl::hexLiteral(m[m.size() == 1 ? 0 : size_t(i)], mf.width) + (i > 0 ? ", " : "");
+    r.module.add(hdl::LocalParam{"M", n * mf.width, lit + "}", "b's multipliers"});
+    std::string ones = "{";
+    for (int64_t i = n; i-- > 0;)
+      ones += hdl::hexLiteral(1, 2) + (i > 0 ? ", " : "");
+    r.module.add(hdl::LocalParam{"ONE", n * 2, ones + "}", {}});
+    auto scale = [&](const std::string& name, const std::string& from, const std::string& to,
+                     const FixedFormat& in, const FixedFormat& sf, const std::string& sp) {
+      FixedFormat pf = productFormat(in, sf);
+      r.module.addStreamWires(to, n * pf.width);
+      hdl::Instance inst{"triad_scale",
+                         name,
+                         {{"N", std::to_string(n)},
+                          {"IN_W", std::to_string(in.width)},
+                          {"IN_FRAC", std::to_string(in.fracBits())},
+                          {"S_W", std::to_string(sf.width)},
+                          {"S_FRAC", std::to_string(sf.fracBits())},
+                          {"T_W", "2"},
+                          {"T_FRAC", std::to_string(pf.fracBits())},
+                          {"OUT_W", std::to_string(pf.width)},
+                          {"OUT_FRAC", std::to_string(pf.fracBits())},
+                          {"ROUNDING", "0"},
+                          {"SATURATE", "0"},
+                          {"S", sp},
+                          {"T", fmt::format("{}'d0", 2 * n)}},
+                         hdl::streamConnections(from, to),
+                         {}};
+      r.module.add(std::move(inst));
+    };
+    scale("u_scale_a", "a", "as", fa, one, "ONE");
+    scale("u_scale_b", "b", "bs", fb, mf, "M");
+    FixedFormat ap = pa(), bp = pb();
+    hdl::Instance inst{"triad_add",
+                       "u_add",
+                       {{"N", std::to_string(n)},
+                        {"A_W", std::to_string(ap.width)},
+                        {"A_FRAC", std::to_string(ap.fracBits())},
+                        {"B_W", std::to_string(bp.width)},
+                        {"B_FRAC", std::to_string(bp.fracBits())}},
+                       {{"clk", "clk"}, {"rst_n", "rst_n"}},
+                       {}};
+    for (auto& p : resultParams(outF, info.quant.result()))
+      inst.params.push_back(p);
+    for (std::string x : {"a", "b"})
+      for (std::string sig : {"tdata", "tvalid", "tready"})
+        inst.ports.push_back({x + "_" + sig, x + "s_" + sig});
+    for (std::string sig : {"tdata", "tvalid", "tready"})
+      inst.ports.push_back({"out_" + sig, "out_" + sig});
+    r.module.add(std::move(inst));
+    r.blocks = {"triad_scale", "triad_add"};
+    r.latency = 2;
+    r.multipliers = n;
+    r.out = a.geom;
+    r.outFormat = outF;
+    r.summary = "Add (QDQ)";
+    return r;
+  }
+};
+
+std::unique_ptr<Layer> planAddGrid(const ir::Node& n, PlanContext& ctx) {
+  int ia = ctx.dataInput(n, 0), ib = ctx.dataInput(n, 1);
+  const RealAffine *a = ctx.real(ia), *b = ctx.real(ib);
+  if (!a || !b || n.input(0)->type().shape != n.input(1)->type().shape)
+    unsupportedNode(n, "an Add on QDQ integer grids takes two operands of the same shape, both on "
+                       "grids");
+  auto L = std::make_unique<AddGrid>();
+  L->fa = ctx.format(ia);
+  L->fb = ctx.format(ib);
+  size_t nc = std::max({a->scale.size(), b->scale.size(), a->offset.size(), b->offset.size()});
+  const ir::Shape& sh = n.input(0)->type().shape;
+  if (nc > 1) {
+    if (sh.size() < 2 || sh[1] != int64_t(nc))
+      unsupportedNode(n, "per-channel grid scales need the channels on axis 1");
+    L->channels = int64_t(nc);
+    for (size_t d = 2; d < sh.size(); ++d)
+      L->plane *= sh[d];
+  }
+  std::vector<double> mult;
+  RealAffine y;
+  for (size_t c = 0; c < nc; ++c) {
+    int64_t ci = int64_t(c);
+    mult.push_back(b->scaleAt(ci) / a->scaleAt(ci));
+    y.scale.push_back(a->scaleAt(ci));
+    y.offset.push_back(a->offsetAt(ci) + b->offsetAt(ci));
+  }
+  L->mf = FixedFormat{24, autoIntBits(maxAbsOf(mult), 24, true), true};
+  int64_t sat = 0;
+  L->m = quantizeAll(mult, Quant{L->mf, Rounding::Convergent, Overflow::Saturate}, &sat);
+  L->info.inputs = {ia, ib};
+  L->info.quant = resolveLayer(ctx.config, n.name(), RoleRanges{});
+  FixedFormat out = sumFormat(L->pa(), L->pb());
+  if (out.width > 48) unsupportedNode(n, fmt::format("the exact sum needs {} bits", out.width));
+  L->info.quant.roles[size_t(Role::Result)] = Quant{out, Rounding::Truncate, Overflow::Wrap};
+  ctx.setReal(n.output(0)->id(), std::move(y));
+  ctx.realApplied = true;
+  return L;
+}
+
 ir::Support supportsAdd(const ir::Node& n) {
   if (n.input(0)->isConstant() && n.input(1)->isConstant())
     return {false, "both operands are constants"};
@@ -171,6 +317,8 @@ ir::Support supportsAdd(const ir::Node& n) {
 }
 
 std::unique_ptr<Layer> planAdd(const ir::Node& n, PlanContext& ctx) {
+  for (size_t i = 0; i < 2; ++i)
+    if (!n.input(i)->isConstant() && ctx.real(n.input(i)->id())) return planAddGrid(n, ctx);
   auto L = std::make_unique<Add>();
   RoleRanges rr;
   L->formats.resize(2);

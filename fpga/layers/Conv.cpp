@@ -194,7 +194,7 @@ std::unique_ptr<Layer> planConv(const ir::Node& n, PlanContext& ctx) {
   if (n.input(2)) bias = ctx.constInput(n, 2, "the bias B").toDoubleVector();
   L->info.name = n.name(); // the config is read by layer name
   L->core = planDenseCore(L->info, ctx, weights, bias, K, M, in, ctx.range(n.output(0)->id()),
-                          n.input(1), n.input(2));
+                          n.input(1), n.input(2), &n, 0);
   L->core.q = &L->info.quant;
   return L;
 }

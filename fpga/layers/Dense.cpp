@@ -51,10 +51,139 @@ void DenseCore::row(const int64_t* x, int64_t* y, LayerReport& rep) const {
   }
 }
 
-DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vector<double>& w,
+namespace {
+
+/// Per output channel n: the scale of a folded DequantizeLinear constant `v` (per tensor, or
+/// along `axis` with N entries) and its integers in the order of `values` (the float constant
+/// rearranged as [N][...]); refuses naming `node` when the constant is not one.
+std::vector<double> gridScales(const PlanContext& ctx, const ir::Node& node, const ir::Value* v,
+                               int axis, int64_t N, const char* what) {
+  const ir::DequantizedFrom* q = ctx.quantizedConstant(v);
+  if (!q)
+    unsupportedNode(node, fmt::format("its input is on a QDQ integer grid, but its {} is not a "
+                                      "DequantizeLinear of integer constants",
+                                      what));
+  if (q->zeroPoint)
+    for (int64_t z : q->zeroPoint->toInt64Vector())
+      if (z != 0)
+        unsupportedNode(node, fmt::format("its {} has zero point {} (0 is supported)", what, z));
+  std::vector<double> s = q->scale->toDoubleVector();
+  if (s.size() == 1) return std::vector<double>(size_t(N), s[0]);
+  if (q->axis != axis || int64_t(s.size()) != N)
+    unsupportedNode(node, fmt::format("its {} is quantized along axis {}; per output channel "
+                                      "(axis {}) or per tensor is supported",
+                                      what, q->axis, axis));
+  return s;
+}
+
+/// The integer of a DequantizeLinear output x = float(k * scale): k, checked.
+int64_t gridInteger(double x, double scale, const ir::Node& node, const char* what) {
+  double k = std::nearbyint(x / scale);
+  if (float(float(k) * float(scale)) != float(x) || std::fabs(k) > double(int64_t(1) << 31))
+    unsupportedNode(node,
+                    fmt::format("its {} {} is not an integer times its scale {}", what, x, scale));
+  return int64_t(k);
+}
+
+int signedBits(int64_t maxAbs) {
+  int b = 2;
+  while (b < 63 && (int64_t(1) << (b - 1)) <= maxAbs)
+    ++b;
+  return b;
+}
+
+DenseCore planGridCore(LayerInfo& info, PlanContext& ctx, const RealAffine& ra,
+                       const std::vector<double>& w, const std::vector<double>& bias, int64_t K,
+                       int64_t N, int inputValue, const ir::Value* weightValue,
+                       const ir::Value* biasValue, const ir::Node& node, int weightOutAxis) {
+  if (!ra.perTensor() || ra.hasOffset())
+    unsupportedNode(node, fmt::format("its input is on a QDQ integer grid with {}; the FPGA "
+                                      "multiplies integers on a grid of one scale, no offset",
+                                      ra.describe()));
+  double sx = ra.scale[0];
+  std::vector<double> sw = gridScales(ctx, node, weightValue, weightOutAxis, N, "weight");
+  const ir::DequantizedFrom* wq = ctx.quantizedConstant(weightValue);
+  int wBits = wq->q->dtype() == ir::DType::I8    ? 8
+              : wq->q->dtype() == ir::DType::U8  ? 9
+              : wq->q->dtype() == ir::DType::I16 ? 16
+                                                 : 32;
+  DenseCore c;
+  c.K = K;
+  c.N = N;
+  c.in = ctx.format(inputValue);
+  int64_t maxW = 0, maxB = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t v = gridInteger(w[size_t(n * K + k)], sw[size_t(n)], node, "weight");
+      c.w.push_back(v);
+      maxW = std::max(maxW, std::abs(v));
+    }
+  if (!bias.empty()) {
+    // ONNX Runtime's bias scale is float(s_x * s_w[n]): within float32's rounding of it.
+    std::vector<double> sb(static_cast<size_t>(N));
+    if (ctx.quantizedConstant(biasValue)) {
+      sb = gridScales(ctx, node, biasValue, 0, N, "bias");
+      for (int64_t n = 0; n < N; ++n)
+        if (std::fabs(sb[size_t(n)] - sx * sw[size_t(n)]) > 1e-6 * sx * sw[size_t(n)])
+          unsupportedNode(node, fmt::format("its bias scale {} is not input scale {} x weight "
+                                            "scale {}: the bias is not on the accumulator's grid",
+                                            sb[size_t(n)], sx, sw[size_t(n)]));
+    } else {
+      for (int64_t n = 0; n < N; ++n)
+        sb[size_t(n)] = sx * sw[size_t(n)];
+    }
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t v = gridInteger(bias[size_t(n)], sb[size_t(n)], node, "bias");
+      c.b.push_back(v);
+      maxB = std::max(maxB, std::abs(v));
+    }
+  }
+  info.quant = resolveLayer(ctx.config, info.name, RoleRanges{});
+  info.quant.exactAccumulator = false;
+  int f = c.in.fracBits();
+  int64_t maxX = std::max(-minRaw(c.in), maxRaw(c.in));
+  // The bias counts in units of s_x * s_w[n] (the input's integers, 2^-f of them per raw unit).
+  __int128 maxAcc = __int128(K) * maxX * maxW + (__int128(maxB) << std::max(0, f));
+  int accW =
+      std::max(signedBits(int64_t(std::min<__int128>(maxAcc, INT64_MAX / 2))), c.in.width + wBits);
+  if (accW > 48) unsupportedNode(node, fmt::format("its exact accumulator needs {} bits", accW));
+  FixedFormat wf{wBits, wBits, true}, bf{signedBits(maxB), signedBits(maxB), true},
+      af{accW, accW - f, true};
+  info.quant.roles[size_t(Role::Weight)] = Quant{wf, Rounding::Convergent, Overflow::Saturate};
+  info.quant.roles[size_t(Role::Bias)] = Quant{bf, Rounding::Convergent, Overflow::Saturate};
+  info.quant.roles[size_t(Role::Accumulator)] = Quant{af, Rounding::Truncate, Overflow::Wrap};
+  info.quant.roles[size_t(Role::Result)] = Quant{af, Rounding::Truncate, Overflow::Saturate};
+  info.usesWeights = info.usesAcc = true;
+  info.fanIn = K;
+  info.fanOut = N;
+  info.weights = c.w;
+  info.biases = c.b;
+  RealAffine out;
+  for (int64_t n = 0; n < N; ++n)
+    out.scale.push_back(sx * sw[size_t(n)]);
+  if (std::all_of(out.scale.begin(), out.scale.end(), [&](double v) { return v == out.scale[0]; }))
+    out.scale.resize(1);
+  else if (node.output(0)->type().rank() < 2 || node.output(0)->type().shape[1] != N)
+    unsupportedNode(node, "per-channel weight scales need the output channels on axis 1");
+  ctx.setReal(node.output(0)->id(), out);
+  ctx.realApplied = true;
+  return c;
+}
+
+} // namespace
+
+DenseCore planDenseCore(LayerInfo& info, PlanContext& ctx, const std::vector<double>& w,
                         const std::vector<double>& bias, int64_t K, int64_t N, int inputValue,
                         std::optional<double> outRange, const ir::Value* weightValue,
-                        const ir::Value* biasValue) {
+                        const ir::Value* biasValue, const ir::Node* node, int weightOutAxis) {
+  if (const RealAffine* ra = ctx.real(inputValue)) {
+    TRIAD_ASSERT(node, "layer '{}' on a QDQ grid without its node", info.name);
+    if (!weightValue)
+      unsupportedNode(*node, "its input is on a QDQ integer grid and its weights are scaled "
+                             "(alpha != 1)");
+    return planGridCore(info, ctx, *ra, w, bias, K, N, inputValue, weightValue, biasValue, *node,
+                        weightOutAxis);
+  }
   RoleRanges rr;
   rr[0] = maxAbsOf(w);
   if (!bias.empty()) rr[1] = maxAbsOf(bias);
@@ -413,7 +542,8 @@ std::unique_ptr<Layer> planDense(const ir::Node& n, PlanContext& ctx) {
   L->info.name = n.name(); // the config is read by layer name
   L->core = planDenseCore(L->info, ctx, w, bias, K, N, in, ctx.range(n.output(0)->id()),
                           alpha == 1 ? n.input(1) : nullptr,
-                          n.kind() == ir::OpKind::Gemm && beta == 1 ? n.input(2) : nullptr);
+                          n.kind() == ir::OpKind::Gemm && beta == 1 ? n.input(2) : nullptr, &n,
+                          transB ? 0 : 1);
   L->core.q = &L->info.quant;
   L->info.inputs = {in};
   return L;

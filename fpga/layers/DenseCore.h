@@ -21,10 +21,19 @@ struct DenseCore {
 /// `weightValue` / `biasValue`: the IR values they come from, whose imported precisions (QONNX
 /// Quant on the weights) become the weight / bias formats where the config sets none (null
 /// when the values were scaled on the way, e.g. by Gemm's alpha).
-DenseCore planDenseCore(LayerInfo& info, const PlanContext& ctx, const std::vector<double>& w,
+///
+/// On a QDQ integer grid (the input has a RealAffine, scale s_x): the weights must be a folded
+/// DequantizeLinear of integers with zero point 0 and a scale per tensor or per output channel
+/// (axis `weightOutAxis` of the weight value), the bias one of int32 with scale s_x * s_w[n]
+/// (or absent). The core then computes on the integers (weights in fixed<B,B>, B the integers'
+/// bits; an exact integer accumulator, which is the result) and the output's RealAffine is
+/// s_x * s_w[n] per output channel (set on `node`'s output); anything else is refused naming
+/// `node`.
+DenseCore planDenseCore(LayerInfo& info, PlanContext& ctx, const std::vector<double>& w,
                         const std::vector<double>& bias, int64_t K, int64_t N, int inputValue,
                         std::optional<double> outRange, const ir::Value* weightValue = nullptr,
-                        const ir::Value* biasValue = nullptr);
+                        const ir::Value* biasValue = nullptr, const ir::Node* node = nullptr,
+                        int weightOutAxis = 0);
 
 /// Adds WEIGHTS and BIASES localparams and a triad_dense instance to `m`, reading weight column
 /// j of the RTL's input vector from column perm[j] of the core (identity when perm is empty);

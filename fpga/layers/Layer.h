@@ -57,6 +57,20 @@ public:
   /// is not a quantizer's). A layer reading it must have the role set in the config.
   std::optional<std::string> importError(const ir::Value* v) const;
   void setImported(int valueId, const Quant& q) { imported_[valueId] = q; }
+
+  // QDQ integer grids (fpga/layers/Quant.cpp) --------------------------------------------------
+  /// The real meaning of a value's raw integers (null: the format's own).
+  const RealAffine* real(int valueId) const;
+  void setReal(int valueId, RealAffine a) { real_[valueId] = std::move(a); }
+  const std::map<int, RealAffine>& reals() const { return real_; }
+  /// Set by a layer's plan when it applied its operands' RealAffine itself; otherwise the
+  /// emulator passes it through the layers that commute with it, or refuses (propagateReal).
+  bool realApplied = false;
+  /// The host's input grid (Emulator), if any: a QuantizeLinear on a graph input with it passes.
+  std::optional<InputGrid> inputGrid;
+  /// The integers of a folded DequantizeLinear constant (a QDQ weight or bias), when the graph
+  /// recorded them and they still are the value's constant.
+  const ir::DequantizedFrom* quantizedConstant(const ir::Value* v) const;
   /// The graph carries QONNX quantizers: layers the config leaves alone keep exact results
   /// (Dense/Conv: the exact accumulator when it fits 32 bits; Relu, Clip: the input format).
   bool importedMode = false;
@@ -71,6 +85,30 @@ private:
   std::map<int, ir::Tensor> folded_;        // value id -> values of a folded constant quantizer
   std::map<int, Quant> imported_;           // value id -> imported precision
   std::map<int, std::string> importErrors_; // value id -> why it has no exact format
+  std::map<int, RealAffine> real_;          // value id -> the real meaning of its integers
+};
+
+/// After a layer's plan that did not apply its operands' RealAffine: passes it on through the
+/// layers that commute with it (Relu, max/average pooling, reshapes, DequantizeLinear) or refuses
+/// naming the node.
+void propagateReal(const ir::Node& n, const LayerInfo& info, PlanContext& ctx);
+/// The grid of a QuantizeLinear that the host applies to every graph input (all uses of all
+/// inputs are the same QuantizeLinear, whose scale is not a power of two or whose zero point is
+/// not 0), with the format of its integers.
+std::optional<std::pair<InputGrid, FixedFormat>> importedInputGrid(const ir::Graph& g);
+
+/// ONNX's requantization onto an integer grid (the arithmetic of a QuantizeLinear on the FPGA,
+/// fpga/layers/Quant.cpp): per channel a multiplier and an offset in fixed point, y =
+/// clamp(cast(x * m[c] + t[c], out, convergent, saturate), lo, hi): triad_scale then triad_clip.
+struct Requant {
+  FixedFormat in, mf, tf, out; // input, multiplier, offset and result formats
+  std::vector<int64_t> m, t;   // raw, per channel (one entry: per tensor)
+  int64_t lo = 0, hi = 0;      // the grid's bounds (result format)
+  /// Chooses the formats for real multipliers `mult` and offsets `off` (per channel or one)
+  /// on input format `in` and a grid [lo, hi] (integers: fixed<W,W>, W the fewest bits).
+  static Requant plan(const FixedFormat& in, const std::vector<double>& mult,
+                      const std::vector<double>& off, int64_t lo, int64_t hi);
+  int64_t apply(int64_t x, int64_t c, CastStatus* st = nullptr) const;
 };
 
 /// A QONNX quantizer (Quant, BipolarQuant, Trunc) whose inputs are all constants: folded by the

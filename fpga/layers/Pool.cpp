@@ -71,6 +71,17 @@ PoolArith planArith(ir::OpKind k, const FixedFormat& in, const Quant& res, int64
   return a;
 }
 
+/// On a QDQ integer grid (the scale goes on to the next QuantizeLinear), where the config sets
+/// no result: the max keeps the input format, the average its exact product with the
+/// reciprocal (exact when the window's size is a power of two).
+void gridResult(const ir::Node& n, const PlanContext& ctx, int in, LayerQuant& q) {
+  if (!ctx.real(in) || ctx.configSets(n.name(), Role::Result)) return;
+  const FixedFormat& f = ctx.format(in);
+  q.roles[size_t(Role::Result)] = Quant{
+      isMax(n.kind()) ? f : FixedFormat{f.width + kRecipFormat.fracBits() + 1, f.intBits + 1, true},
+      Rounding::Convergent, Overflow::Saturate};
+}
+
 ir::Support supportsPool(const ir::Node& n) {
   if (n.input(0)->type().rank() != 4) return {false, "only 2-D pooling is supported"};
   if (n.outputs().size() > 1 && n.output(1)) return {false, "the Indices output is not supported"};
@@ -145,6 +156,7 @@ std::unique_ptr<Layer> planPool(const ir::Node& n, PlanContext& ctx) {
   RoleRanges rr;
   rr[3] = ctx.range(n.output(0)->id());
   L->info.quant = resolveLayer(ctx.config, n.name(), rr);
+  gridResult(n, ctx, in, L->info.quant);
   L->arith = planArith(n.kind(), ctx.format(in), L->info.quant.result(), L->win.KH * L->win.KW);
   return L;
 }
@@ -215,6 +227,7 @@ std::unique_ptr<Layer> planGlobalPool(const ir::Node& n, PlanContext& ctx) {
   RoleRanges rr;
   rr[3] = ctx.range(n.output(0)->id());
   L->info.quant = resolveLayer(ctx.config, n.name(), rr);
+  gridResult(n, ctx, in, L->info.quant);
   L->arith = planArith(n.kind(), ctx.format(in), L->info.quant.result(), L->HW);
   return L;
 }

@@ -1,6 +1,8 @@
 // BatchNormalization that no Conv or Dense absorbed (the fold-batchnorm pass folds the rest):
 // a per-channel affine map y = cast(x * s + t), s = scale / sqrt(var + eps) in the weight
 // format, t = B - mean * s in the bias format; the product and the sum are exact (triad_scale).
+// On a QDQ integer grid it is no layer: the per-channel map joins the grid's RealAffine and the
+// next QuantizeLinear's requantization applies it (its multiplier and offset per channel).
 #include "fpga/layers/Layer.h"
 #include "ir/ops/Normalization.h"
 
@@ -103,6 +105,21 @@ public:
   }
 };
 
+/// A BatchNormalization folded into its input's QDQ grid: the integers pass on.
+class AffinePass final : public Layer {
+public:
+  void exec(RawValues& val, LayerReport&) const override {
+    val[size_t(info.output)] = val[size_t(info.input)];
+  }
+  RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings&) const override {
+    RtlLayer r;
+    r.passThrough = true;
+    r.out = ops[0].geom;
+    r.outFormat = ops[0].format;
+    return r;
+  }
+};
+
 std::unique_ptr<Layer> planScale(const ir::Node& n, PlanContext& ctx) {
   auto L = std::make_unique<Scale>();
   int in = ctx.dataInput(n, 0);
@@ -125,6 +142,20 @@ std::unique_ptr<Layer> planScale(const ir::Node& n, PlanContext& ctx) {
   for (int64_t c = 0; c < L->C; ++c) {
     s[size_t(c)] = sc[size_t(c)] / std::sqrt(var[size_t(c)] + double(eps));
     t[size_t(c)] = sh2[size_t(c)] - mean[size_t(c)] * s[size_t(c)];
+  }
+  if (const RealAffine* a = ctx.real(in)) {
+    RealAffine y;
+    for (int64_t c = 0; c < L->C; ++c) {
+      y.scale.push_back(s[size_t(c)] * a->scaleAt(c));
+      y.offset.push_back(s[size_t(c)] * a->offsetAt(c) + t[size_t(c)]);
+    }
+    ctx.setReal(n.output(0)->id(), std::move(y));
+    ctx.realApplied = true;
+    auto P = std::make_unique<AffinePass>();
+    P->info.inputs = {in};
+    P->info.passThrough = true;
+    P->info.quant = resolveLayer(ctx.config, n.name(), RoleRanges{});
+    return P;
   }
   RoleRanges rr;
   rr[0] = maxAbsOf(s);

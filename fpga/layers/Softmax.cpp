@@ -2,6 +2,10 @@
 // e_j = exp table[d_j] (exp_precision), S = sum e_j (exact), inv = reciprocal table[S]
 // (inv_precision), y_j = cast(e_j * inv). RTL: triad_softmax, its stages sized by the delay
 // model for the design's clock (6 to 9 cycles).
+// On a QDQ integer grid (input k, real s * k) followed by a QuantizeLinear (s_y, z): e_j from an
+// exact-index table (2^IN_W entries, 24 fraction bits) and the QuantizeLinear's k by an exact
+// division, y_j = min(round_half_even(e_j * R / (S * 2^R_FRAC)), qmax - z), R = 2^R_FRAC / s_y
+// (triad_softmax_q); the QuantizeLinear that follows then only clamps.
 #include "fpga/layers/DelayModel.h"
 #include "fpga/layers/Layer.h"
 #include "ir/ops/Normalization.h"
@@ -169,7 +173,143 @@ public:
   }
 };
 
+/// Softmax on a QDQ grid into its QuantizeLinear (triad_softmax_q).
+class SoftmaxGrid final : public Layer {
+public:
+  int64_t rows = 0, cols = 0;
+  std::vector<int64_t> table; // exp(-s d) at d = 0 .. 2^IN_W - 1, kExpFrac fraction bits
+  int64_t r = 0;              // 2^rFrac / s_y
+  int rFrac = 0, rW = 32, qBits = 0;
+  int64_t hi = 0;
+  static constexpr int kExpFrac = 24;
+
+  int64_t divide(int64_t e, int64_t sum) const {
+    using u128 = unsigned __int128;
+    u128 num = u128(e) * u128(r), den = u128(sum) << rFrac;
+    u128 q = num / den, rem = num - q * den;
+    if (2 * rem > den || (2 * rem == den && (q & 1))) ++q;
+    return std::min<int64_t>(int64_t(q), hi);
+  }
+
+  void exec(RawValues& val, LayerReport&) const override {
+    const std::vector<int64_t>& x = val[size_t(info.input)];
+    std::vector<int64_t> e(static_cast<size_t>(cols)), out(x.size());
+    for (int64_t rr = 0; rr < rows; ++rr) {
+      const int64_t* row = &x[size_t(rr * cols)];
+      int64_t mx = *std::max_element(row, row + cols), sum = 0;
+      for (int64_t c = 0; c < cols; ++c)
+        sum += e[size_t(c)] = table[size_t(mx - row[c])];
+      for (int64_t c = 0; c < cols; ++c)
+        out[size_t(rr * cols + c)] = divide(e[size_t(c)], sum);
+    }
+    val[size_t(info.output)] = std::move(out);
+  }
+
+  RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings& s) const override {
+    const RtlOperand& a = ops[0];
+    const FixedFormat& outF = info.outFormat;
+    if (a.geom.c != cols)
+      fail(ErrorKind::Unsupported, "layer '{}' (Softmax) takes rows of {}, the stream has {}",
+           info.name, cols, a.geom.c);
+    int64_t n = cols, size = int64_t(table.size());
+    int ew = kExpFrac + 1;
+    RtlLayer rl;
+    rl.module = layerModule(s.module, {"in"}, {n * a.format.width}, n * outF.width);
+    rl.module.comment = fmt::format(
+        "Layer '{}' (Softmax on a QDQ grid, into its QuantizeLinear): {} x {} -> {} x {}\n"
+        "  exp table: {} entries exp(-s d), d = max - x, s = {:.9g}, ufixed<{},1>;\n"
+        "  y = min(round_half_even(e * R / (sum * 2^{})), {}), R = {} (1 / {:.9g}): an exact "
+        "division",
+        info.name, n, formatToString(a.format), n, formatToString(outF), size, scale, ew, rFrac, hi,
+        r, scaleOut);
+    rl.module.add(hdl::LocalParam{"EXP_TABLE", size * ew, tableLiteral(table, ew),
+                                  "entry d at [d*W +: W], the last entry first"});
+    hdl::Instance inst{"triad_softmax_q",
+                       "u_softmax",
+                       {{"N", std::to_string(n)},
+                        {"IN_W", std::to_string(a.format.width)},
+                        {"SIZE", std::to_string(size)},
+                        {"EXP_W", std::to_string(ew)},
+                        {"R_W", std::to_string(rW)},
+                        {"R_FRAC", std::to_string(rFrac)},
+                        {"R", fmt::format("{}'d{}", rW, r)},
+                        {"Q_B", std::to_string(qBits)},
+                        {"OUT_W", std::to_string(outF.width)},
+                        {"HI", fmt::format("{}'d{}", qBits + 1, hi)},
+                        {"EXP_TABLE", "EXP_TABLE"}},
+                       hdl::streamConnections("in", "out"),
+                       {}};
+    rl.module.add(std::move(inst));
+    rl.blocks.insert("triad_softmax_q");
+    rl.latency = 4;
+    rl.multipliers = n;
+    rl.memoryBits = size * ew;
+    rl.out = a.geom;
+    rl.outFormat = outF;
+    rl.summary = "Softmax (QDQ)";
+    return rl;
+  }
+  double scale = 1, scaleOut = 1;
+};
+
+std::unique_ptr<Layer> planSoftmaxGrid(const ir::Node& n, PlanContext& ctx, const RealAffine& a,
+                                       int in) {
+  const FixedFormat& inF = ctx.format(in);
+  const std::vector<ir::Node*>& users = n.output(0)->users();
+  const ir::Node* q = users.size() == 1 ? users[0] : nullptr;
+  bool isOutput = std::find(ctx.graph.outputs().begin(), ctx.graph.outputs().end(), n.output(0)) !=
+                  ctx.graph.outputs().end();
+  if (!q || q->kind() != ir::OpKind::QuantizeLinear || isOutput)
+    unsupportedNode(n, "a Softmax on a QDQ integer grid must be followed by a QuantizeLinear "
+                       "(its only use) on the FPGA");
+  if (!a.perTensor() || a.hasOffset() || inF.fracBits() != 0 || inF.width > 12)
+    unsupportedNode(n, fmt::format("its input is on a grid of {} in {}; a Softmax takes integers "
+                                   "of at most 12 bits on one scale",
+                                   a.describe(), formatToString(inF)));
+  auto need = [&](size_t i, const char* what) {
+    if (!q->input(i) || !q->input(i)->isConstant() || q->input(i)->constant().numElements() != 1)
+      unsupportedNode(*q, fmt::format("its {} must be one constant", what));
+    return q->input(i)->constant().getDouble(0);
+  };
+  double sy = need(1, "scale");
+  int64_t z = q->input(2) ? int64_t(need(2, "zero point")) : 0;
+  ir::DType t = q->output(0)->type().dtype;
+  if (t != ir::DType::U8 && t != ir::DType::I8)
+    unsupportedNode(*q, "after a Softmax on the FPGA, int8 and uint8 are supported");
+  int64_t qmin = t == ir::DType::U8 ? 0 : -128, qmax = t == ir::DType::U8 ? 255 : 127;
+  auto L = std::make_unique<SoftmaxGrid>();
+  L->info.inputs = {in};
+  const ir::Shape& sh = n.input(0)->type().shape;
+  L->cols = sh.back();
+  L->rows = ir::numElements(sh) / std::max<int64_t>(L->cols, 1);
+  L->scale = a.scale[0];
+  L->scaleOut = sy;
+  for (int64_t d = 0; d < (int64_t(1) << inF.width); ++d)
+    L->table.push_back(int64_t(
+        std::nearbyint(std::ldexp(std::exp(-a.scale[0] * double(d)), SoftmaxGrid::kExpFrac))));
+  int rInt = 1;
+  while (std::ldexp(1.0, rInt) <= 1.0 / sy)
+    ++rInt;
+  L->rFrac = L->rW - rInt;
+  L->r = int64_t(std::nearbyint(std::ldexp(1.0 / sy, L->rFrac)));
+  L->hi = qmax - z;
+  int w = 2;
+  while (L->hi > (int64_t(1) << (w - 1)) - 1 || qmin - z < -(int64_t(1) << (w - 1)))
+    ++w;
+  if (qmin - z > 0) unsupportedNode(*q, "its zero point is below the type's range");
+  FixedFormat outF{w, w, true};
+  L->qBits = std::max({L->rW - L->rFrac + 1, w - 1, 2});
+  L->info.quant = resolveLayer(ctx.config, n.name(), RoleRanges{});
+  L->info.quant.roles[size_t(Role::Result)] = Quant{outF, Rounding::Convergent, Overflow::Saturate};
+  L->info.hi = L->hi;
+  ctx.realApplied = true;
+  ctx.setReal(n.output(0)->id(), RealAffine{{sy}, {}});
+  return L;
+}
+
 std::unique_ptr<Layer> planSoftmax(const ir::Node& n, PlanContext& ctx) {
+  if (const RealAffine* a = ctx.real(n.input(0)->id()))
+    return planSoftmaxGrid(n, ctx, *a, ctx.dataInput(n, 0));
   auto L = std::make_unique<Softmax>();
   int in = ctx.dataInput(n, 0);
   L->info.inputs = {in};

@@ -803,6 +803,8 @@ Graph extractSubgraph(const Graph& g, const std::vector<const Node*>& nodes,
         Value* nv;
         if (v->isConstant()) {
           nv = sub.addConstant(v->name(), v->constantPtr());
+          // A folded QDQ weight keeps its integers (the FPGA reads them).
+          nv->setDequantizedFrom(v->dequantizedFrom());
         } else {
           TRIAD_ASSERT(!v->producer() || !inside.count(v->producer()),
                        "partition nodes out of order at '{}'", n->name());

@@ -5,6 +5,7 @@
 // (the node's output is renamed "<name>:folded"), so printed IR and --print-after stay readable.
 // Nodes that produce a graph output are kept: graph outputs stay computed values (the same
 // policy as remove-identity). The inputs the folded nodes read are left to dce.
+#include "ir/ops/Quantize.h"
 #include "ir/passes/Folding.h"
 #include "ir/passes/Pass.h"
 
@@ -55,6 +56,19 @@ std::optional<std::vector<Tensor>> tryFoldNode(const OpDef& def, const Attrs& at
   return outs;
 }
 
+void recordFoldedDequantize(OpKind kind, const Attrs& attrs, const FoldInputs& in, Value* folded) {
+  if (kind != OpKind::DequantizeLinear || !folded || !folded->isConstant()) return;
+  const auto* a = dynamic_cast<const QuantAxisAttrs*>(&attrs);
+  std::span<const Tensor* const> t = in.tensors();
+  if (!a || a->blockSize != 0 || t.size() < 2 || !t[0] || !t[1]) return;
+  auto q = std::make_shared<DequantizedFrom>();
+  q->q = std::make_shared<const Tensor>(*t[0]);
+  q->scale = std::make_shared<const Tensor>(*t[1]);
+  if (t.size() > 2 && t[2]) q->zeroPoint = std::make_shared<const Tensor>(*t[2]);
+  q->axis = q->scale->numElements() == 1 ? -1 : a->axis;
+  folded->setDequantizedFrom(std::move(q));
+}
+
 namespace {
 
 class ConstantFold final : public Pass {
@@ -87,7 +101,9 @@ public:
         Value* old = n->output(i);
         std::string name = old->name();
         g.renameValue(old, freshValueName(g, name + ":folded"));
-        g.replaceAllUses(old, g.addConstant(name, std::move((*outs)[i])));
+        Value* c = g.addConstant(name, std::move((*outs)[i]));
+        g.replaceAllUses(old, c);
+        recordFoldedDequantize(n->kind(), n->attrs(), in, c);
       }
       folded.insert(n);
     }

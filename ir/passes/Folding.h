@@ -61,4 +61,9 @@ std::optional<std::vector<Tensor>> tryFoldNode(const OpDef& def, const Attrs& at
                                                std::span<const TensorType> outputs,
                                                int64_t maxGrowth = kMaxFoldGrowthElements);
 
+/// After a DequantizeLinear (kind) with inputs `in` folded into the constant `folded`: records
+/// its integers, scale and zero point as folded->dequantizedFrom() (axis -1 per tensor; blocked
+/// quantization is not recorded). Other kinds: nothing.
+void recordFoldedDequantize(OpKind kind, const Attrs& attrs, const FoldInputs& in, Value* folded);
+
 } // namespace triad::ir

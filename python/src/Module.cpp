@@ -323,6 +323,19 @@ public:
     }
     nb::list rows;
     const auto& infos = p.emu->layers();
+    // Raw values as reals: the format's, or a QDQ grid's scale and offset (fpga::RealAffine).
+    auto realValues = [&](const std::vector<double>& raw, const ir::Value* v,
+                          const fpga::FixedFormat& f) {
+      const fpga::RealAffine* a = p.emu->realAffine(v->id());
+      int64_t plane = 1;
+      for (size_t d = 2; d < v->type().shape.size(); ++d)
+        plane *= v->type().shape[d];
+      std::vector<double> q;
+      for (size_t k = 0; k < raw.size(); ++k)
+        q.push_back(a ? a->real(int64_t(raw[k]), f, int64_t(k), plane)
+                      : fpga::dequantize(int64_t(raw[k]), f));
+      return q;
+    };
     for (size_t i = 0; i < res.layers.size(); ++i) {
       const fpga::LayerReport& l = res.layers[i];
       nb::object fixed = nb::none(), flt = nb::none();
@@ -331,21 +344,18 @@ public:
         outFormat = fpga::formatToString(p.emu->inputQuant().format);
         const ir::Value* v = g.inputs()[0];
         ir::Tensor x = in[0].castTo(ir::DType::F32);
-        std::vector<double> q;
+        std::vector<double> raw;
         for (double d : x.toDoubleVector())
-          q.push_back(fpga::dequantize(fpga::quantize(d, p.emu->inputQuant().format,
-                                                      p.emu->inputQuant().rounding,
-                                                      p.emu->inputQuant().overflow),
-                                       p.emu->inputQuant().format));
+          raw.push_back(double(p.emu->quantizeInput(d)));
+        std::vector<double> q = realValues(raw, v, p.emu->inputQuant().format);
         fixed = toArray(q, v->type().shape);
         flt = toArray(std::move(x));
       } else {
         const fpga::LayerInfo& info = infos[i - 1];
         outFormat = fpga::formatToString(info.outFormat);
         const ir::Value* v = g.values()[size_t(info.output)].get();
-        std::vector<double> q;
-        for (int64_t r : res.layerRaw[i - 1])
-          q.push_back(fpga::dequantize(r, info.outFormat));
+        std::vector<double> raw(res.layerRaw[i - 1].begin(), res.layerRaw[i - 1].end());
+        std::vector<double> q = realValues(raw, v, info.outFormat);
         fixed = toArray(q, v->type().shape);
         if (size_t(info.output) < ref.size() && ref[size_t(info.output)].numElements() > 0)
           flt = toArray(ref[size_t(info.output)].castTo(ir::DType::F32));
