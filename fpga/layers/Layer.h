@@ -197,6 +197,22 @@ public:
   virtual RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings& s) const = 0;
 };
 
+/// A layer whose values are its input's (a DequantizeLinear after its QuantizeLinear, a
+/// BatchNormalization folded into its grid's requantization): no RTL, the stream passes on.
+class PassThroughLayer final : public Layer {
+public:
+  void exec(RawValues& val, LayerReport&) const override {
+    val[size_t(info.output)] = val[size_t(info.input)];
+  }
+  RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings&) const override {
+    RtlLayer r;
+    r.passThrough = true;
+    r.out = ops[0].geom;
+    r.outFormat = ops[0].format;
+    return r;
+  }
+};
+
 /// The layer's resources on a 7-series part (LUT including shift-register and RAM LUTs, FF,
 /// DSP48E1, RAMB18) for its RTL `r` on operands `ops`: an estimate from the layer's data (the
 /// multiply-accumulate array's products, their operand widths and its adder tree; delay lines,

@@ -457,21 +457,6 @@ public:
   }
 };
 
-/// DequantizeLinear after its QuantizeLinear: the values are already the fixed-point values.
-class DequantizePass final : public Layer {
-public:
-  void exec(RawValues& val, LayerReport&) const override {
-    val[size_t(info.output)] = val[size_t(info.input)];
-  }
-  RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings&) const override {
-    RtlLayer r;
-    r.passThrough = true;
-    r.out = ops[0].geom;
-    r.outFormat = ops[0].format;
-    return r;
-  }
-};
-
 std::unique_ptr<Layer> planRequant(const ir::Node& n, PlanContext& ctx) {
   auto gv = qdqGrid(n);
   if (auto* why = std::get_if<std::string>(&gv)) unsupportedNode(n, *why);
@@ -484,7 +469,7 @@ std::unique_ptr<Layer> planRequant(const ir::Node& n, PlanContext& ctx) {
   // A graph input the host quantized onto this very grid: the stream passes.
   if (ctx.inputGrid && a && n.input(0)->producer() == nullptr && ctx.inputGrid->scale == g.scale &&
       ctx.inputGrid->lo == g.lo && ctx.inputGrid->hi == g.hi) {
-    auto L = std::make_unique<DequantizePass>();
+    auto L = std::make_unique<PassThroughLayer>();
     L->info.inputs = {in};
     L->info.passThrough = true;
     L->info.quant = resolveLayer(ctx.config, n.name(), RoleRanges{});
@@ -534,7 +519,7 @@ std::unique_ptr<Layer> planRequant(const ir::Node& n, PlanContext& ctx) {
 std::unique_ptr<Layer> planQuant(const ir::Node& n, PlanContext& ctx) {
   if (n.kind() == ir::OpKind::DequantizeLinear) {
     if (auto why = dequantizeMismatch(n)) unsupportedNode(n, *why);
-    auto L = std::make_unique<DequantizePass>();
+    auto L = std::make_unique<PassThroughLayer>();
     L->info.inputs = {ctx.dataInput(n, 0)};
     L->info.passThrough = true;
     L->info.quant = resolveLayer(ctx.config, n.name(), RoleRanges{});

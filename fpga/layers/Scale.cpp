@@ -105,21 +105,6 @@ public:
   }
 };
 
-/// A BatchNormalization folded into its input's QDQ grid: the integers pass on.
-class AffinePass final : public Layer {
-public:
-  void exec(RawValues& val, LayerReport&) const override {
-    val[size_t(info.output)] = val[size_t(info.input)];
-  }
-  RtlLayer rtl(std::span<const RtlOperand> ops, const RtlSettings&) const override {
-    RtlLayer r;
-    r.passThrough = true;
-    r.out = ops[0].geom;
-    r.outFormat = ops[0].format;
-    return r;
-  }
-};
-
 std::unique_ptr<Layer> planScale(const ir::Node& n, PlanContext& ctx) {
   auto L = std::make_unique<Scale>();
   int in = ctx.dataInput(n, 0);
@@ -151,7 +136,7 @@ std::unique_ptr<Layer> planScale(const ir::Node& n, PlanContext& ctx) {
     }
     ctx.setReal(n.output(0)->id(), std::move(y));
     ctx.realApplied = true;
-    auto P = std::make_unique<AffinePass>();
+    auto P = std::make_unique<PassThroughLayer>();
     P->info.inputs = {in};
     P->info.passThrough = true;
     P->info.quant = resolveLayer(ctx.config, n.name(), RoleRanges{});
