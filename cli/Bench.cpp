@@ -94,7 +94,7 @@ Action addBench(CLI::App& app, const ir::TargetRegistry& targets) {
       ->check(positiveInt());
   cmd->add_option("--warmup", o->b.warmup, "Untimed runs after compiling")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegativeInt());
   cmd->add_option("--rounds", o->b.rounds,
                   "Interleaved rounds the timed runs are split into (all targets and peers "
                   "take turns in each)")
@@ -107,7 +107,7 @@ Action addBench(CLI::App& app, const ir::TargetRegistry& targets) {
                   "GPU asynchronous mode: runs kept in flight for the throughput measured after "
                   "the timed rounds (0: not measured)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonNegativeInt());
   cmd->add_option("--fpga-part", o->b.fpgaPart,
                   "FPGA part whose resource budget the design is held against")
       ->capture_default_str();

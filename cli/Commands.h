@@ -15,6 +15,8 @@ namespace triad::cli {
 /// Checks that an option is a positive whole number, with a readable message (CLI11's
 /// PositiveNumber reports a range up to DBL_MAX).
 const CLI::Validator& positiveInt();
+/// The same for a whole number >= 0.
+const CLI::Validator& nonNegativeInt();
 
 /// --dim values ("NAME=V", V a positive integer) by name; a malformed one is a usage error.
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs);

@@ -10,17 +10,29 @@
 
 namespace triad::cli {
 
-const CLI::Validator& positiveInt() {
-  static const CLI::Validator v(
-      [](std::string& s) -> std::string {
+namespace {
+/// A whole number >= `least`, with a readable message (`what`: "positive", ...).
+CLI::Validator wholeNumberFrom(long long least, const char* what, const char* name) {
+  return CLI::Validator(
+      [least, what](std::string& s) -> std::string {
         long long x = 0;
         const char* end = s.data() + s.size();
         auto [p, ec] = std::from_chars(s.data(), end, x);
-        if (ec != std::errc() || p != end || x < 1)
-          return fmt::format("'{}' is not a positive whole number", s);
+        if (ec != std::errc() || p != end || x < least)
+          return fmt::format("'{}' is not a {} whole number", s, what);
         return {};
       },
-      "POSITIVE");
+      name);
+}
+} // namespace
+
+const CLI::Validator& positiveInt() {
+  static const CLI::Validator v = wholeNumberFrom(1, "positive", "POSITIVE");
+  return v;
+}
+
+const CLI::Validator& nonNegativeInt() {
+  static const CLI::Validator v = wholeNumberFrom(0, "non-negative", "NONNEGATIVE");
   return v;
 }
 
