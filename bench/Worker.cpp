@@ -192,6 +192,11 @@ public:
     lanes = std::max(lanes, 1);
     n = std::max(n, lanes);
     gpu_->setInFlight(lanes);
+    // The lanes hold a copy of the model's device memory each: dropped however this ends.
+    struct DropLanes {
+      gpu::GpuExecutable* g;
+      ~DropLanes() { g->setInFlight(0); }
+    } drop{gpu_};
     std::vector<ir::Tensor> sync = exe_->run(inputs_);
     std::vector<std::future<std::vector<ir::Tensor>>> warm;
     for (int i = 0; i < lanes; ++i) // every lane once, untimed
@@ -210,7 +215,6 @@ public:
     for (auto& f : flight)
       f.get();
     double wallS = nowS() - t0;
-    gpu_->setInFlight(0);
     return {{"in_flight", lanes},
             {"runs", n},
             {"wall_ms", wallS * 1e3},
