@@ -12,8 +12,8 @@
   present (here, or in the Python named by TRIAD_PEER_PYTHON_openvino / TRIAD_PEER_PYTHON_tvm)
   the same protocol checks as ONNX Runtime's, outputs within 1e-5 of ONNX Runtime's.
 - The standalone mode (--report): schema-valid triad-bench/1 entries, top-1 on the test set.
-- bench/cpu_vs_ort.py on jet_mlp at batch 1, two short rounds (needs the triad binary; skipped
-  without it).
+- bench/cpu_vs_ort.py on jet_mlp at batch 1, two short rounds, and bench/peer_table.py on jet_mlp
+  at 1 and 2 threads with both peers (need the triad binary; skipped without it).
 Plain asserts; exit 0 when everything passes.
 """
 
@@ -293,6 +293,28 @@ def check_cpu_vs_ort(triad, tmp):
     log(f"cpu_vs_ort.py ok: jet_mlp ORT/Triad {row['speedup']:.2f}")
 
 
+def check_peer_table(triad, tmp):
+    """bench/peer_table.py: one `triad bench` per thread count with both peers, one row each."""
+    js = Path(tmp) / "peer_table.json"
+    p = subprocess.run([PY, str(ROOT / "bench" / "peer_table.py"), "--triad", str(triad),
+                        "--models", "jet_mlp", "--threads", "1", "2", "--repeat", "4",
+                        "--rounds", "2", "--out", str(Path(tmp) / "pt"), "--json", str(js)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    rows = json.loads(js.read_text())["rows"]
+    assert [(r["model"], r["threads"], r["batch"]) for r in rows] == [("jet_mlp", 1, 1),
+                                                                   ("jet_mlp", 2, 1)], rows
+    for r in rows:
+        assert r["cpu"]["p50"] > 0 and r["cpu"]["count"] == 4, r
+        assert r["cpu"]["max_abs_err"] is not None and r["cpu"]["max_abs_err"] <= 1e-4, r
+        assert r["onnxruntime"]["p50"] > 0, r
+        if importlib.util.find_spec("openvino") is not None:
+            assert r["openvino"]["p50"] > 0 and r["openvino"]["max_abs_err"] <= 1e-4, r
+    assert "| jet_mlp | 2 | 1 |" in p.stdout, p.stdout
+    log(f"peer_table.py ok: jet_mlp ORT/Triad {rows[0]['onnxruntime']['p50'] / rows[0]['cpu']['p50']:.2f}"
+        f" at 1 thread")
+
+
 def main():
     triad = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build" / "cli" / "triad"
     with tempfile.TemporaryDirectory() as tmp:
@@ -314,8 +336,9 @@ def main():
         check_standalone(tmp)
         if triad.exists():
             check_cpu_vs_ort(triad, tmp)
+            check_peer_table(triad, tmp)
         else:
-            log(f"cpu_vs_ort.py: skipped ({triad} not built)")
+            log(f"cpu_vs_ort.py, peer_table.py: skipped ({triad} not built)")
     log("all peer tests passed")
 
 
