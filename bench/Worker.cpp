@@ -233,11 +233,12 @@ public:
       ops[node->name()] = std::string(node->def().onnxName);
     json layers = json::array();
     for (const ir::LayerTime& l : prof) {
-      json row = {{"layer", l.layer},
-                  {"kind", l.kind},
-                  {"ms", l.milliseconds / std::max(n, 1)},
-                  {"cycles", l.cycles}};
-      if (auto it = ops.find(l.layer); it != ops.end()) row["op"] = it->second;
+      json row = {{"layer", l.layer}, {"kind", l.kind}, {"ms", l.milliseconds / std::max(n, 1)}};
+      if (l.cycles > 0) row["cycles"] = l.cycles; // the FPGA's: other targets count no cycles
+      if (!l.op.empty())
+        row["op"] = l.op;
+      else if (auto it = ops.find(l.layer); it != ops.end())
+        row["op"] = it->second;
       layers.push_back(std::move(row));
     }
     json r = {{"layers", layers}, {"runs", n}};

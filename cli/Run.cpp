@@ -165,11 +165,13 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
                         {"min_ms", timed.front()}};
     nlohmann::json layers = nlohmann::json::array();
     int runs = std::max(1, o.repeat - 1);
-    for (const auto& l : prof)
+    for (const auto& l : prof) {
       layers.push_back({{"layer", l.layer},
                         {"kind", l.kind},
                         {"ms", l.milliseconds / runs},
                         {"cycles_per_sample", l.cycles}});
+      if (!l.op.empty()) layers.back()["op"] = l.op;
+    }
     j["layers"] = layers;
     frontend::writeFileAtomic(o.json, j.dump(2) + "\n");
   }
@@ -183,8 +185,9 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     fmt::print(stderr, "per-layer time on {} (mean of {} run{}):\n", target->name(), runs,
                runs == 1 ? "" : "s");
     for (const auto& l : prof)
-      fmt::print(stderr, "  {:>10.3f} ms {:>5.1f}%  {}{}\n", l.milliseconds / runs,
+      fmt::print(stderr, "  {:>10.3f} ms {:>5.1f}%  {}{}{}\n", l.milliseconds / runs,
                  total > 0 ? 100 * l.milliseconds / total : 0.0, l.layer,
+                 l.op.empty() ? "" : " (" + l.op + ")",
                  l.kind == "layer" ? "" : " [" + l.kind + "]");
     if (prof.empty()) fmt::print(stderr, "  (target {} has no per-layer timing)\n", target->name());
   }

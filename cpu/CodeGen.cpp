@@ -241,6 +241,7 @@ private:
   std::vector<const Node*> hostNodes_;
   std::set<std::string> idents_;
   std::vector<std::string> layerNames_;      // by layer index (profiling)
+  std::vector<std::string> layerOps_;        // by layer index: "Conv+Relu"
   std::unordered_set<const Value*> blocked_; // stored NCHW16c
 };
 
@@ -545,6 +546,10 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
   functions_.push_back({comments.text(), fn.text()});
   runBody_.line("TRIAD_LAYER({}, {});", layerNames_.size(), fname);
   layerNames_.push_back(ident);
+  std::string ops;
+  for (const Node* n : grp.nodes)
+    ops += (ops.empty() ? "" : "+") + std::string(n->def().onnxName);
+  layerOps_.push_back(std::move(ops));
 }
 
 GeneratedCode Generator::run() {
@@ -826,6 +831,7 @@ GeneratedCode Generator::run() {
   gc.header = h.text();
   gc.weights = std::move(weights_);
   gc.hostNodes = hostNodes_;
+  gc.layerOps = layerOps_;
   gc.arenaBytes = plan_.arenaBytes;
   gc.unsharedBytes = plan_.unsharedBytes;
   gc.inPlace = plan_.inPlaceCount;

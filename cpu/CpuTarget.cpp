@@ -381,8 +381,10 @@ public:
     const double* ms = nullptr;
     int n = profile_(state_, &names, &ms);
     std::vector<LayerTime> out;
+    const std::vector<std::string>& ops = info_.code.layerOps;
     for (int i = 0; i < n; ++i)
-      if (ms[i] > 0) out.push_back({names[i], ms[i], "layer"});
+      if (ms[i] > 0)
+        out.push_back({names[i], ms[i], "layer", 0, size_t(i) < ops.size() ? ops[size_t(i)] : ""});
     return out;
   }
 

@@ -27,6 +27,7 @@ struct LayerTime {
   double milliseconds = 0;
   std::string kind = "layer"; // "layer", or a target's own (e.g. "h2d", "d2h", "host", "cycles")
   int64_t cycles = 0;         // FPGA: clock cycles per sample from the RTL's model (0: none)
+  std::string op = {};        // the layer's ONNX ops where the target knows them ("Conv+Relu")
 };
 
 class Executable {

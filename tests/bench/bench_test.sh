@@ -92,6 +92,8 @@ for b in (1, 4):
     check(c["accuracy"]["max_abs_err"] < 1e-4, f"cpu@{b} agrees with the interpreter")
     check(c["memory"]["arena_bytes"] > 0 and c["threads"] >= 1, f"cpu@{b} arena bytes and threads")
     check(len(c["layers"]) > 0 and all(x["ms"] >= 0 for x in c["layers"]), f"cpu@{b} per-layer profile")
+    check(all(x.get("op") and "cycles" not in x for x in c["layers"]) and
+          any(x["op"] == "Gemm+Relu" for x in c["layers"]), f"cpu@{b} layers name their ops, count no cycles")
     f = R[("fpga", b)]
     fp = f["fpga"]
     check(fp["latency_cycles"] > 0 and fp["ii"] > 0 and fp["clock_mhz"] == 200, f"fpga@{b} cycles {fp['latency_cycles']}, II, clock")
