@@ -13,7 +13,9 @@ and the ratios peer p50 / Triad p50 (above 1: Triad faster). The reports stay in
 table (with the machine's load average before and after every case) in --json.
 
 Models are paths, or names of the shipped models (models/NAME.onnx) and of the zoo's large
-models (~/.cache/triad/zoo/NAME/NAME.onnx, built by scripts/zoo/large_models.py).
+models (~/.cache/triad/zoo/NAME/NAME.onnx, built by scripts/zoo/large_models.py). A model exported
+with a fixed batch of 1 is benchmarked at a larger --batch through a copy whose batch dimension is
+symbolic (bench/cpu_vs_ort.py's with_symbolic_batch: models without a Reshape).
 
 Examples:
   .venv/bin/python bench/peer_table.py --models jet_mlp digits_cnn mobilenet_v2 resnet50 \\
@@ -46,6 +48,26 @@ def resolve(model):
         if cand.exists():
             return cand
     sys.exit(f"peer_table.py: no model {model!r} (models/{model}.onnx or {ZOO}/{model}/)")
+
+
+def batch_model(model, batch, out):
+    """The model itself, or for batch > 1 of a fixed-batch-1 export a symbolic-batch copy."""
+    import onnx
+
+    m = onnx.load(str(model), load_external_data=False)
+    inits = {i.name for i in m.graph.initializer}
+    fixed = [i.type.tensor_type.shape.dim[0].dim_value for i in m.graph.input
+             if i.name not in inits and i.type.tensor_type.shape.dim]
+    if batch == 1 or not any(d == 1 for d in fixed):
+        return model
+    sys.path.insert(0, str(ROOT / "bench"))
+    from cpu_vs_ort import with_symbolic_batch
+
+    copy = Path(out) / f"{model.stem}_symbolic" / f"{model.stem}.onnx"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    if not copy.exists() or copy.stat().st_mtime < model.stat().st_mtime:
+        with_symbolic_batch(model, copy)
+    return copy
 
 
 def run_case(args, model, threads, batch, out):
@@ -113,9 +135,10 @@ def main():
     for name in args.models:
         model = resolve(name)
         for batch in args.batch:
+            path = batch_model(model, batch, args.out)
             for threads in args.threads:
                 out = Path(args.out) / f"{model.stem}_b{batch}_t{threads}"
-                row = run_case(args, model, threads, batch, out)
+                row = run_case(args, path, threads, batch, out)
                 rows.append(row)
                 print(markdown([row], args.peers).splitlines()[-1], flush=True)
     print()
