@@ -263,7 +263,7 @@ GeneratedKernel generatePanelGemm(std::string_view layer, const GemmShape& s, co
   plan.reduction = [&s, a, checkM](CodeWriter& w, int TM, const auto& body) {
     w.line("// A's rows{}.", checkM ? " (clamped at M: the extra rows are never stored)" : "");
     for (int i = 0; i < TM; ++i) {
-      std::string r = checkM ? fmt::format("min(m0 + {}, M - 1)", i) : fmt::format("m0 + {}", i);
+      std::string r = checkM ? fmt::format("min(m0 + {}, M - 1)", i) : fmt::format("(m0 + {})", i);
       w.line("__global const float* ar{} = {} + {};", i, a, s.transA ? r : r + " * K");
     }
     w.open("for (int k = 0; k < K; ++k)");
@@ -312,32 +312,42 @@ GeneratedKernel generatePanelConv(std::string_view layer, const ConvShape& s, co
   // Input rows and columns can fall outside X only on a padded side.
   const bool checkH = s.padTop > 0 || s.padBottom > 0, checkW = s.padLeft > 0 || s.padRight > 0;
   plan.reduction = [&s, checkM, checkH, checkW, OW](CodeWriter& w, int TM, const auto& body) {
+    // "v * f" and "v - f", without the no-ops of unit strides and dilations or zero pads.
+    auto times = [](const std::string& v, int64_t f) {
+      return f == 1 ? v : fmt::format("{} * {}", v, f);
+    };
+    auto minus = [](const std::string& v, int64_t f) {
+      return f == 0 ? v : fmt::format("{} - {}", v, f);
+    };
     w.line("// The rows' output pixels{}: top-left input of their windows.",
            checkM ? " (clamped at M: the extra rows are never stored)" : "");
     for (int i = 0; i < TM; ++i) {
-      std::string r = checkM ? fmt::format("min(m0 + {}, M - 1)", i) : fmt::format("m0 + {}", i);
-      w.line("const int ih{0} = ({1}) / {2} * {3} - {4}, iw{0} = ({1}) % {2} * {5} - {6};", i, r,
-             OW, s.strideH, s.padTop, s.strideW, s.padLeft);
+      std::string r = checkM ? fmt::format("min(m0 + {}, M - 1)", i) : fmt::format("(m0 + {})", i);
+      w.line("const int ih{} = {}, iw{} = {};", i,
+             minus(times(fmt::format("{} / {}", r, OW), s.strideH), s.padTop), i,
+             minus(times(fmt::format("{} % {}", r, OW), s.strideW), s.padLeft));
     }
     w.open("for (int c = 0; c < {}; ++c)", s.C / s.group);
     w.open("for (int r = 0; r < {}; ++r)", s.R);
     for (int i = 0; i < TM; ++i) {
-      w.line("const int ihr{0} = ih{0} + r * {1};", i, s.dilationH);
-      if (checkH) w.line("const bool inr{0} = ihr{0} >= 0 && ihr{0} < {1};", i, s.H);
-      w.line("__global const float* xr{0} = x + (c * {1} + ihr{0}) * {2};", i, s.H, s.W);
+      const std::string ih = s.R == 1 ? fmt::format("ih{}", i) : fmt::format("ihr{}", i);
+      if (s.R > 1) w.line("const int ihr{} = ih{} + {};", i, i, times("r", s.dilationH));
+      if (checkH) w.line("const bool inr{0} = {1} >= 0 && {1} < {2};", i, ih, s.H);
+      w.line("__global const float* xr{} = x + (c * {} + {}) * {};", i, s.H, ih, s.W);
     }
     w.open("for (int s = 0; s < {}; ++s)", s.S);
     for (int i = 0; i < TM; ++i) {
+      const std::string iw =
+          s.S == 1 ? fmt::format("iw{}", i) : fmt::format("iw{} + {}", i, times("s", s.dilationW));
       std::string cond;
       if (checkH) cond = fmt::format("inr{}", i);
       if (checkW)
-        cond += fmt::format("{}iw{} + s * {} >= 0 && iw{} + s * {} < {}",
-                            cond.empty() ? "" : " && ", i, s.dilationW, i, s.dilationW, s.W);
-      std::string load = fmt::format("xr{}[iw{} + s * {}]", i, i, s.dilationW);
+        cond += fmt::format("{}{} >= 0 && {} < {}", cond.empty() ? "" : " && ", iw, iw, s.W);
+      std::string load = fmt::format("xr{}[{}]", i, iw);
       w.line("const float a{} = {};", i,
              cond.empty() ? load : fmt::format("({}) ? {} : 0.0f", cond, load));
     }
-    body(fmt::format("((c * {} + r) * {} + s)", s.R, s.S));
+    body(s.R == 1 && s.S == 1 ? "c" : fmt::format("((c * {} + r) * {} + s)", s.R, s.S));
     w.close();
     w.close();
     w.close();
