@@ -288,7 +288,7 @@ void emitConv(GpuLowerContext& c) {
                                   [&] { return TuningDb::convKey(s, *c.options.device); });
     if (p.panel)
       c.bindPacked(
-          "W", fmt::format("conv panels {} {}", w->id(), p.workN),
+          "W", fmt::format("conv panels {} {} g{}", w->id(), p.workN, s.group),
           [w, s, width = p.workN] {
             return packConvWeights(w->constant().data<float>(), s, width);
           },
