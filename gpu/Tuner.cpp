@@ -262,8 +262,8 @@ TuneResult tune(Context& ctx, const TuneTarget& target, const TuneOptions& opt, 
       return r;
     }
 
-  std::vector<GemmParams> candidates = gemmCandidates(target.gemm, ctx.device(),
-                                                     std::max(1, opt.maxCandidates), &target.panel);
+  std::vector<GemmParams> candidates =
+      gemmCandidates(target.gemm, ctx.device(), std::max(1, opt.maxCandidates), &target.panel);
   if (candidates.empty())
     fail(ErrorKind::Unsupported, "{}: no parameter set fits device '{}'", target.what,
          ctx.device().name);
@@ -307,10 +307,9 @@ TuneResult tune(Context& ctx, const TuneTarget& target, const TuneOptions& opt, 
       if (c.params.panel) {
         auto it = packedB.find(c.params.workN);
         if (it == packedB.end())
-          it = packedB
-                   .emplace(c.params.workN,
-                            ctx.upload(target.pack(B, c.params), "tune_B_panels"))
-                   .first;
+          it =
+              packedB.emplace(c.params.workN, ctx.upload(target.pack(B, c.params), "tune_B_panels"))
+                  .first;
         k.args(bufA, it->second, bufC);
       } else {
         k.args(bufA, bufB, bufC);
