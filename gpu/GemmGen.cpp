@@ -8,6 +8,7 @@
 // block of A and a tileK x tileN block of B in local memory (zero-filled past the edges).
 #include "gpu/CodeWriter.h"
 #include "gpu/KernelGen.h"
+#include "gpu/PanelGen.h"
 
 namespace triad::gpu {
 
@@ -19,6 +20,8 @@ std::string GemmShape::toString() const {
 }
 
 std::string GemmParams::toString() const {
+  if (panel)
+    return fmt::format("panel wg {}x{} work {}x{} vec {}", wgM, wgN, workM, workN, vectorWidth);
   return fmt::format("wg {}x{} work {}x{} k {} vec {}", wgM, wgN, workM, workN, tileK, vectorWidth);
 }
 
@@ -38,8 +41,15 @@ void validateGemmParams(const GemmParams& p) {
   if (p.workN % v != 0)
     fail(ErrorKind::Usage, "GEMM parameter vectorWidth = {} does not divide workN = {}", v,
          p.workN);
-  if (p.workM * p.workN > 256)
-    fail(ErrorKind::Usage, "GEMM register tile {}x{} is larger than 256 floats", p.workM, p.workN);
+  // The panel kernel holds its whole block in registers as floatN vectors (32 of AVX-512's
+  // registers are 512 floats); the tiled kernel's block is strided over the work-group.
+  const int maxTile = p.panel ? 512 : 256;
+  if (p.workM * p.workN > maxTile)
+    fail(ErrorKind::Usage, "GEMM register tile {}x{} is larger than {} floats", p.workM, p.workN,
+         maxTile);
+  if (p.panel && p.tileK != 1)
+    fail(ErrorKind::Usage, "GEMM parameter tileK = {}: the panel kernel has no K tiles (1)",
+         p.tileK);
 }
 
 namespace {
@@ -205,28 +215,36 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
 
 } // namespace
 
+std::vector<std::string> gemmComment(std::string_view layer, const GemmShape& s,
+                                     std::string_view kind) {
+  return {fmt::format("Layer: {} ({}), f32", layer, kind),
+          fmt::format("  C[{}{},{}] = {}[{},{}] . {}[{},{}]",
+                      s.batch > 1 ? fmt::format("{},", s.batch) : "", s.M, s.N,
+                      s.transA ? "A^T" : "A", s.M, s.K, s.transB ? "B^T" : "B", s.K, s.N),
+          fmt::format(
+              "  A stored [{}{},{}]{}, B stored [{}{},{}]{}, C stored [{}{},{}]",
+              s.batch > 1 && !s.broadcastA ? fmt::format("{},", s.batch) : "", s.transA ? s.K : s.M,
+              s.transA ? s.M : s.K, s.broadcastA && s.batch > 1 ? " (shared by all batches)" : "",
+              s.batch > 1 && !s.broadcastB ? fmt::format("{},", s.batch) : "", s.transB ? s.N : s.K,
+              s.transB ? s.K : s.N, s.broadcastB && s.batch > 1 ? " (shared by all batches)" : "",
+              s.batch > 1 ? fmt::format("{},", s.batch) : "", s.M, s.N)};
+}
+
 GeneratedKernel generateGemm(std::string_view layer, const GemmShape& s, const GemmParams& p,
                              const Epilogue& epi) {
   if (s.M < 1 || s.N < 1 || s.K < 1 || s.batch < 1)
     fail(ErrorKind::Usage, "GEMM '{}': sizes must be positive ({})", layer, s.toString());
+  if (p.panel) return generatePanelGemm(layer, s, p, epi);
+  if (s.packedB)
+    fail(ErrorKind::Usage, "GEMM '{}': a packed B needs the panel kernel ({})", layer,
+         p.toString());
   GemmPlan plan;
   plan.name = kernelIdentifier(layer);
   plan.M = s.M;
   plan.N = s.N;
   plan.K = s.K;
   plan.batch = s.batch;
-  plan.comment = {fmt::format("Layer: {} (GEMM), f32", layer),
-                  fmt::format("  C[{}{},{}] = {}[{},{}] . {}[{},{}]",
-                              s.batch > 1 ? fmt::format("{},", s.batch) : "", s.M, s.N,
-                              s.transA ? "A^T" : "A", s.M, s.K, s.transB ? "B^T" : "B", s.K, s.N),
-                  fmt::format("  A stored [{}{},{}]{}, B stored [{}{},{}]{}, C stored [{}{},{}]",
-                              s.batch > 1 && !s.broadcastA ? fmt::format("{},", s.batch) : "",
-                              s.transA ? s.K : s.M, s.transA ? s.M : s.K,
-                              s.broadcastA && s.batch > 1 ? " (shared by all batches)" : "",
-                              s.batch > 1 && !s.broadcastB ? fmt::format("{},", s.batch) : "",
-                              s.transB ? s.N : s.K, s.transB ? s.K : s.N,
-                              s.broadcastB && s.batch > 1 ? " (shared by all batches)" : "",
-                              s.batch > 1 ? fmt::format("{},", s.batch) : "", s.M, s.N)};
+  plan.comment = gemmComment(layer, s, "GEMM");
   plan.bufferParams = {"__global const float* restrict A", "__global const float* restrict B",
                        "__global float* restrict C"};
   plan.bufferNames = {"A", "B", "C"};
@@ -253,6 +271,7 @@ GeneratedKernel generateGemm(std::string_view layer, const GemmShape& s, const G
 GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvShape& s,
                                            const GemmParams& p, const Epilogue& epi) {
   s.validate();
+  if (p.panel) return generatePanelConv(layer, s, p, epi);
   const int64_t OH = s.outH(), OW = s.outW(), G = s.group;
   const int64_t Cg = s.C / G, Kg = s.K / G, RS = s.R * s.S;
   GemmPlan plan;

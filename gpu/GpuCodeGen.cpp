@@ -104,7 +104,8 @@ std::string broadcastOffset(const Shape& in, const Shape& out, const std::string
 struct Extra {
   std::string decl; // "__global const float* restrict ep0"
   const Value* value;
-  BufferRef ref = {}; // where `value` is null: a place in a buffer that holds no value
+  BufferRef ref = {};    // where `value` is null: a place in a buffer that holds no value
+  std::string what = {}; // where `value` is null: the comment of its declaration
 };
 
 class Generator {
@@ -124,13 +125,17 @@ private:
   /// Rewrites the kernel's parameters to the model buffers it touches and declares every
   /// parameter (and extra pointer) at its fixed offset.
   void bindKernel(GeneratedKernel& k, const std::map<std::string, const Value*>& bind,
-                  const std::vector<Extra>& extras, GpuStep& step);
+                  const std::vector<Extra>& extras, GpuStep& step,
+                  const std::map<std::string, Extra>& packed = {});
+  /// Where the derived constant `key` lives in the weights buffer (added on first use).
+  BufferRef placePacked(const std::string& key, const std::function<std::vector<float>()>& make);
 
   const Graph& g_;
   GpuCodeGenOptions opts_;
   MemoryPlan plan_;
   std::vector<BufferRef> where_;
   std::vector<uint8_t> weights_;
+  std::map<std::string, BufferRef> packed_; // derived constants by key
   std::vector<GeneratedKernel> kernels_;
   std::vector<GpuStep> steps_;
   std::set<std::string> kernelNames_;
@@ -148,6 +153,17 @@ void Generator::placeConstants() {
     where_[size_t(c->id())] = {1, off};
   }
   weights_.resize(size_t((int64_t(weights_.size()) + 63) / 64 * 64), 0);
+}
+
+BufferRef Generator::placePacked(const std::string& key,
+                                 const std::function<std::vector<float>()>& make) {
+  if (auto it = packed_.find(key); it != packed_.end()) return it->second;
+  std::vector<float> data = make();
+  int64_t off = int64_t(weights_.size()); // a multiple of 64 (placeConstants)
+  const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
+  weights_.insert(weights_.end(), bytes, bytes + data.size() * sizeof(float));
+  weights_.resize(size_t((int64_t(weights_.size()) + 63) / 64 * 64), 0);
+  return packed_[key] = BufferRef{1, off};
 }
 
 BufferRef Generator::locate(const Value* v) const {
@@ -252,7 +268,8 @@ Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& i
 }
 
 void Generator::bindKernel(GeneratedKernel& k, const std::map<std::string, const Value*>& bind,
-                           const std::vector<Extra>& extras, GpuStep& step) {
+                           const std::vector<Extra>& extras, GpuStep& step,
+                           const std::map<std::string, Extra>& packed) {
   std::string head = "void " + k.name + "(";
   size_t h = k.source.find(head);
   TRIAD_ASSERT(h != std::string::npos, "kernel '{}': signature not found", k.name);
@@ -275,6 +292,12 @@ void Generator::bindKernel(GeneratedKernel& k, const std::map<std::string, const
   std::vector<Extra> all;
   for (const std::string& d : decls) {
     std::string name = paramName(d);
+    if (auto p = packed.find(name); p != packed.end()) {
+      Extra x = p->second;
+      x.decl = d;
+      all.push_back(x);
+      continue;
+    }
     auto it = bind.find(name);
     TRIAD_ASSERT(it != bind.end() && it->second, "kernel '{}': parameter '{}' is not bound", k.name,
                  name);
@@ -308,8 +331,9 @@ void Generator::bindKernel(GeneratedKernel& k, const std::map<std::string, const
     std::string at =
         r.offset ? fmt::format("{} + {}", baseName(r.buffer), r.offset) : baseName(r.buffer);
     body += fmt::format("  {} = ({})({}); // {}\n", x.decl, type, at,
-                        x.value ? x.value->name() + " " + typeToString(x.value->type())
-                                : "run-time check flag (status buffer)");
+                        x.value          ? x.value->name() + " " + typeToString(x.value->type())
+                        : x.what.empty() ? "run-time check flag (status buffer)"
+                                         : x.what);
   }
   std::vector<std::string> params;
   k.params.clear();
@@ -435,8 +459,13 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
     if (grp.nodes.size() == 1 && isViewOp(head->kind())) {
       emitCopy(*head, layer, step);
     } else if (const GpuLowering* low = findGpuLowering(head->kind())) {
-      GpuLowerContext c{*head, layer, opts_, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, false};
+      GpuLowerContext c{*head, layer, opts_, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, false};
       std::vector<Extra> extras;
+      std::map<std::string, Extra> packed;
+      c.bindPacked = [&](const std::string& param, const std::string& key,
+                         const std::function<std::vector<float>()>& make, const std::string& what) {
+        packed[param] = Extra{"", nullptr, placePacked(key, make), what};
+      };
       c.output = [&](size_t i) -> const Value* {
         return grp.anchored ? grp.last()->output(i) : head->output(i);
       };
@@ -459,7 +488,7 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
         return name;
       };
       low->emit(c);
-      bindKernel(c.kernel, c.bind, extras, step);
+      bindKernel(c.kernel, c.bind, extras, step, packed);
       step.kind = c.kind;
       step.gemm = c.gemm;
       if (c.kind == "conv (implicit GEMM)") step.conv = c.conv;

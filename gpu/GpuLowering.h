@@ -43,6 +43,12 @@ struct GpuLowerContext {
   /// and returns its name; the kernel sets `*flag = 1` where the check `what` fails, and the run
   /// then fails naming the node ("an index is out of range").
   std::function<std::string(const std::string& what)> check;
+  /// Data derived from constants at compile time (weights repacked for a kernel, e.g. B's
+  /// panels): `make()` is added to the weights buffer once per `key`; the kernel parameter
+  /// `param` then points at it (instead of a value of `bind`), commented with `what`.
+  std::function<void(const std::string& param, const std::string& key,
+                     const std::function<std::vector<float>()>& make, const std::string& what)>
+      bindPacked;
 
   // Filled by the lowering.
   GeneratedKernel kernel;

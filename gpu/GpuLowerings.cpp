@@ -57,8 +57,18 @@ using namespace lower;
 
 namespace {
 
-/// A power of two in [1, 256] no larger than `n` (work-group size of a row reduction).
-int reduceWorkGroup(int64_t n, size_t limit) {
+/// The kernels run on a CPU device (PoCL's pthread device, a CPU OpenCL driver).
+bool cpuDevice(const GpuLowerContext& c) {
+  return c.options.device && c.options.device->type == "CPU";
+}
+
+/// A power of two in [1, 256] no larger than `n` (work-group size of a row reduction). On CPU
+/// devices 1: a work-item per row loops over it, because the driver runs a work-group as loops
+/// over its work-items cut at every barrier of the local-memory reduction (Softmax of BERT-base
+/// on PoCL: 10.4 ms with 128 work-items per row, 1.4 ms with one).
+int reduceWorkGroup(const GpuLowerContext& c, int64_t n) {
+  if (cpuDevice(c)) return 1;
+  const size_t limit = c.options.maxWorkGroupSize;
   int wg = 1;
   while (wg * 2 <= n && wg * 2 <= 256 && size_t(wg * 2) <= limit)
     wg *= 2;
@@ -82,30 +92,51 @@ std::string lower::moveType(DType t) {
 
 namespace {
 
-/// Untuned parameters for a GEMM of `s`: GemmParams{} (32x32 tiles), except on CPU devices
-/// (PoCL) for large enough products, where wider register strips read as float8 measured
-/// faster on this machine (the tuner's 512^3 winner, see docs/gpu.md).
-GemmParams defaultParams(const GpuLowerContext& c, const GemmShape& s) {
-  if (c.options.device && c.options.device->type == "CPU" && s.M >= 32 && s.N >= 64 && s.K >= 32 &&
-      c.options.maxWorkGroupSize >= 128)
+/// Untuned parameters for a GEMM of `s` (`panelShape`: the product the panel kernel computes,
+/// which for a convolution is the transposed one): on CPU devices the panel kernel
+/// (cpuPanelParams, float vectors of the device's preferred width) where `panelOk`, else the
+/// tiled kernel with GemmParams{} (32x32 tiles), on CPU devices for large enough products with
+/// wider register strips read as float8 (the tuner's 512^3 winner of the tiled grid, see
+/// docs/gpu.md).
+GemmParams defaultParams(const GpuLowerContext& c, const GemmShape& s, const GemmShape& panelShape,
+                         bool panelOk) {
+  if (cpuDevice(c) && panelOk)
+    return cpuPanelParams(panelShape.N, int(c.options.device->preferredVectorWidthFloat));
+  if (cpuDevice(c) && s.M >= 32 && s.N >= 64 && s.K >= 32 && c.options.maxWorkGroupSize >= 128)
     return GemmParams{16, 8, 2, 8, 32, 8};
   return GemmParams{};
 }
 
-/// The tuning database's parameters for `key` (TuningDb::gemmKey / convKey), else the defaults.
-GemmParams tunedOrDefault(GpuLowerContext& c, const GemmShape& s,
-                          const std::function<std::string()>& key) {
+/// The tuning database's parameters for `key` (TuningDb::gemmKey / convKey), else the defaults;
+/// panel parameters only where `panelOk`.
+GemmParams tunedOrDefault(GpuLowerContext& c, const GemmShape& s, const GemmShape& panelShape,
+                          bool panelOk, const std::function<std::string()>& key) {
   if (c.options.device && c.options.tuning) {
-    if (auto t = c.options.tuning->findGemm(key())) {
+    if (auto t = c.options.tuning->findGemm(key()); t && (panelOk || !t->params.panel)) {
       c.tuned = true;
       return t->params;
     }
   }
-  return defaultParams(c, s);
+  return defaultParams(c, s, panelShape, panelOk);
 }
 
-GemmParams tunedOrDefault(GpuLowerContext& c, const GemmShape& s) {
-  return tunedOrDefault(c, s, [&] { return TuningDb::gemmKey(s, *c.options.device); });
+/// The parameters of a GEMM (Gemm, MatMul) whose B is `b`. The panel kernel reads B packed
+/// when it is a constant (packed here, once per constant and panel width, into the weights)
+/// and as stored otherwise, which it cannot do for a transposed B.
+GemmParams gemmParams(GpuLowerContext& c, GemmShape& s, const Value* b) {
+  GemmParams p = tunedOrDefault(c, s, s, b->isConstant() || !s.transB,
+                                [&] { return TuningDb::gemmKey(s, *c.options.device); });
+  if (p.panel && b->isConstant()) {
+    s.packedB = true;
+    const GemmShape shape = s;
+    c.bindPacked(
+        "B", fmt::format("gemm panels {} {} {}", b->id(), p.workN, s.transB ? "T" : "N"),
+        [b, shape, width = p.workN] {
+          return packGemmPanels(b->constant().data<float>(), shape, width);
+        },
+        fmt::format("{} {} in panels of {} columns", b->name(), typeToString(b->type()), p.workN));
+  }
+  return p;
 }
 
 // --- Gemm ---------------------------------------------------------------------------------------
@@ -141,7 +172,7 @@ void emitGemm(GpuLowerContext& c) {
                        shapeToString(shapeOf(n.input(2))));
   }
   Epilogue epi = c.epilogue({fmt::format("row * {} + col", s.N), {"row", "col"}}, pre);
-  GemmParams p = tunedOrDefault(c, s);
+  GemmParams p = gemmParams(c, s, n.input(1));
   c.kernel = generateGemm(c.layer, s, p, epi);
   c.bind = {{"A", n.input(0)}, {"B", n.input(1)}, {"C", c.output(0)}};
   c.kind = "gemm";
@@ -190,7 +221,7 @@ Support supportsMatMul(const Node& n) {
 void emitMatMul(GpuLowerContext& c) {
   const Node& n = c.node;
   MatMulPlan p = *planMatMul(n);
-  const GemmShape& s = p.shape;
+  GemmShape& s = p.shape;
   std::string linear = p.batched ? fmt::format("batch * {} + row * {} + col", s.M * s.N, s.N)
                                  : fmt::format("row * {} + col", s.N);
   std::vector<std::string> coords;
@@ -198,7 +229,7 @@ void emitMatMul(GpuLowerContext& c) {
   // Plain 2-D products know both coordinates; others derive them from the linear index.
   if (!p.batched && out.size() == 2 && shapeOf(n.input(0)).size() == 2) coords = {"row", "col"};
   Epilogue epi = c.epilogue({linear, coords}, "");
-  GemmParams params = tunedOrDefault(c, s);
+  GemmParams params = gemmParams(c, s, n.input(1));
   c.kernel = generateGemm(c.layer, s, params, epi);
   c.bind = {{"A", n.input(0)}, {"B", n.input(1)}, {"C", c.output(0)}};
   c.kind = p.batched ? "gemm (batched)" : "gemm";
@@ -252,7 +283,17 @@ void emitConv(GpuLowerContext& c) {
   c.conv = s;
   if (useImplicitGemm(s)) {
     GemmShape gs = implicitGemmShape(s);
-    GemmParams p = tunedOrDefault(c, gs, [&] { return TuningDb::convKey(s, *c.options.device); });
+    const Value* w = n.input(1);
+    GemmParams p = tunedOrDefault(c, gs, panelConvShape(s), w->isConstant(),
+                                  [&] { return TuningDb::convKey(s, *c.options.device); });
+    if (p.panel)
+      c.bindPacked(
+          "W", fmt::format("conv panels {} {} g{}", w->id(), p.workN, s.group),
+          [w, s, width = p.workN] {
+            return packConvWeights(w->constant().data<float>(), s, width);
+          },
+          fmt::format("{} {} as W^T in panels of {} output channels", w->name(),
+                      typeToString(w->type()), p.workN));
     c.kernel = generateConv2DImplicitGemm(c.layer, s, p, epi);
     c.kind = "conv (implicit GEMM)";
     c.gemm = gs;
@@ -323,7 +364,7 @@ Support supportsGlobalPool(const Node& n) {
 void emitGlobalPool(GpuLowerContext& c) {
   const Shape& x = shapeOf(c.node.input(0));
   ReduceParams p;
-  p.wgSize = reduceWorkGroup(numElements(x, 2), c.options.maxWorkGroupSize);
+  p.wgSize = reduceWorkGroup(c, numElements(x, 2));
   PoolKind kind = c.node.kind() == OpKind::GlobalMaxPool ? PoolKind::Max : PoolKind::Avg;
   c.kernel = generateGlobalPool(c.layer, kind, x[0], x[1], numElements(x, 2), p);
   c.bind = {{"X", c.node.input(0)}, {"Y", c.output(0)}};
@@ -341,7 +382,7 @@ void lower::emitTrailingSoftmax(GpuLowerContext& c) {
   size_t first = size_t(c.node.attrs<SoftmaxAttrs>().axes.front());
   int64_t rows = numElements(x, 0, first), cols = numElements(x, first);
   ReduceParams p;
-  p.wgSize = reduceWorkGroup(cols, c.options.maxWorkGroupSize);
+  p.wgSize = reduceWorkGroup(c, cols);
   c.kernel = generateSoftmax(c.layer, rows, cols, p);
   c.bind = {{"X", c.node.input(0)}, {"Y", c.output(0)}};
   c.kind = "softmax";
@@ -368,7 +409,7 @@ void emitLayerNorm(GpuLowerContext& c) {
   const auto& a = c.node.attrs<LayerNormAttrs>();
   int64_t rows = numElements(x, 0, size_t(a.axis)), cols = numElements(x, size_t(a.axis));
   ReduceParams p;
-  p.wgSize = reduceWorkGroup(cols, c.options.maxWorkGroupSize);
+  p.wgSize = reduceWorkGroup(c, cols);
   bool beta = c.node.input(2) != nullptr;
   bool stats = c.node.outputs().size() > 1; // Mean and InvStdDev (ONNX's optional outputs)
   c.kernel = generateLayerNorm(c.layer, rows, cols, a.epsilon, beta, p, stats);

@@ -63,26 +63,47 @@ struct GemmShape {
   int64_t batch = 1;
   bool broadcastA = false; // one A for every batch (e.g. MatMul with a 2-D weight)
   bool broadcastB = false;
+  /// Panel kernels only: B is stored in the panel layout of packGemmPanels (a constant packed
+  /// once at compile time); else B is read as stored (it must then not be transposed).
+  bool packedB = false;
   std::string toString() const; // "4x100x70x60 (AT)" = batch x M x N x K
 };
 
+/// Two kernels share these parameters:
+///  - tiled (GPUs): a work-group stages tileM x tileK blocks of A and tileK x tileN blocks of B in
+///    local memory; work-item (tx, ty) accumulates workM x workN outputs strided over the tile;
+///  - panel (CPU devices, `panel`): no local memory and no barriers; each work-item computes a
+///    contiguous workM x workN block in floatN registers, reading B as workN-wide rows of a
+///    K x workN panel (weights packed once at compile time, packGemmPanels) and broadcasting A;
+///    work-items (wgM x wgN per work-group) tile M along dim 0 and N along dim 1. tileK is 1.
 struct GemmParams {
-  int wgM = 8, wgN = 8;     // work-group size: wgN x wgM work-items (dim 0 runs along N)
+  int wgM = 8, wgN = 8;     // work-group size: wgN x wgM work-items (tiled: dim 0 runs along N)
   int workM = 4, workN = 4; // register tile: outputs per work-item (TM x TN)
   int tileK = 8;            // K step of the local-memory tiles
   int vectorWidth = 4; // 1, 2, 4, 8 or 16: B is read from local memory as floatN; divides workN
-  int tileM() const { return wgM * workM; }
-  int tileN() const { return wgN * workN; }
+  bool panel = false;  // the CPU-device panel kernel (above)
+  int tileM() const { return panel ? workM : wgM * workM; }
+  int tileN() const { return panel ? workN : wgN * workN; }
   int workGroupSize() const { return wgM * wgN; }
-  std::string toString() const; // "wg 8x8 work 4x4 k 8 vec 4"
+  std::string toString() const; // "wg 8x8 work 4x4 k 8 vec 4", "panel wg 4x1 work 6x64 vec 16"
   bool operator==(const GemmParams&) const = default;
 };
+
+/// The panel kernel's parameters on a CPU device whose preferred float vector width is
+/// `vectorWidth` (CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT): workM x (4 vectors) per work-item,
+/// narrowed for small N.
+GemmParams cpuPanelParams(int64_t N, int vectorWidth);
 
 /// Throws ErrorKind::Usage naming the parameter at fault.
 void validateGemmParams(const GemmParams& p);
 
 GeneratedKernel generateGemm(std::string_view layer, const GemmShape& shape,
                              const GemmParams& params = {}, const Epilogue& epilogue = {});
+
+/// B of `shape` (as stored: [batches][K,N], or [batches][N,K] with transB; one batch when
+/// broadcastB) in the panel layout the panel kernel reads: per batch, ceil(N / panelWidth)
+/// panels of K rows x panelWidth columns, zero past N.
+std::vector<float> packGemmPanels(const float* b, const GemmShape& shape, int panelWidth);
 
 // ---------------------------------------------------------------------------------------------
 // 2-D convolution, NCHW: Y[N,K,OH,OW] = X[N,C,H,W] * W[K,C/group,R,S] (stride, pads, dilation,
@@ -117,10 +138,21 @@ GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& shape,
 
 /// Implicit-GEMM convolution: per (image, group), Y[Kg, OH*OW] = W[Kg, Cg*R*S] · im2col(X), with
 /// the im2col matrix never stored (the GEMM's B tile is gathered from X). Same parameters and
-/// epilogue variables as generateConv2D.
+/// epilogue variables as generateConv2D. With `params.panel` (CPU devices) the product is
+/// transposed, Y^T[OH*OW, Kg] = im2col(X)^T · W^T: each work-item gathers workM output pixels'
+/// inputs and broadcasts them against workN output channels of W, which the kernel then reads
+/// packed (packConvWeights with params.workN), not as stored.
 GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvShape& shape,
                                            const GemmParams& params = {},
                                            const Epilogue& epilogue = {});
+
+/// The product the panel convolution computes per image and group: M = output pixels, N =
+/// output channels, K = Cg*R*S, B = W^T (W stored [Kg, Cg*R*S], so transB), one B per group.
+GemmShape panelConvShape(const ConvShape& shape);
+
+/// W[K, C/group, R, S] in the panel layout of the panel convolution: per group, the panels of
+/// W^T[Cg*R*S, Kg] (packGemmPanels), `panelWidth` output channels wide.
+std::vector<float> packConvWeights(const float* w, const ConvShape& shape, int panelWidth);
 
 // ---------------------------------------------------------------------------------------------
 // Pooling, NCHW. Kernel parameters: (X, Y).

@@ -66,8 +66,9 @@ struct DeviceInfo {
   uint64_t maxAllocBytes = 0;
   size_t maxWorkGroupSize = 0;
   std::vector<size_t> maxWorkItemSizes;
-  bool localMemIsDedicated = false; // CL_LOCAL vs CL_GLOBAL local-memory type
-  bool fp64 = false;                // cl_khr_fp64: double in kernels
+  bool localMemIsDedicated = false;       // CL_LOCAL vs CL_GLOBAL local-memory type
+  bool fp64 = false;                      // cl_khr_fp64: double in kernels
+  uint32_t preferredVectorWidthFloat = 1; // CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
 
   /// "0:0 pthread-skylake-avx512-AMD EPYC (Portable Computing Language)"
   std::string label() const;

@@ -21,8 +21,10 @@ namespace {
 using Json = nlohmann::json;
 
 Json paramsToJson(const GemmParams& p) {
-  return Json{{"wgM", p.wgM},     {"wgN", p.wgN},     {"workM", p.workM},
-              {"workN", p.workN}, {"tileK", p.tileK}, {"vectorWidth", p.vectorWidth}};
+  Json j{{"wgM", p.wgM},     {"wgN", p.wgN},     {"workM", p.workM},
+         {"workN", p.workN}, {"tileK", p.tileK}, {"vectorWidth", p.vectorWidth}};
+  if (p.panel) j["panel"] = true;
+  return j;
 }
 
 GemmParams paramsFromJson(const Json& j) {
@@ -33,6 +35,7 @@ GemmParams paramsFromJson(const Json& j) {
   p.workN = j.at("workN").get<int>();
   p.tileK = j.at("tileK").get<int>();
   p.vectorWidth = j.at("vectorWidth").get<int>();
+  p.panel = j.value("panel", false); // absent in entries written before the panel kernel
   validateGemmParams(p);
   return p;
 }
@@ -133,7 +136,49 @@ void TuningDb::save() const {
 // ---------------------------------------------------------------------------------------------
 // Candidates
 
-std::vector<GemmParams> gemmCandidates(const GemmShape& s, const DeviceInfo& d, int limit) {
+namespace {
+
+/// The panel kernel's grid on a CPU device (`s`: the product the panel kernel computes): the
+/// defaults (cpuPanelParams) first, then work-groups of 1 to 4 work-items x register blocks of
+/// 1 to 4 vectors of the preferred width (or half of it) across and as many rows as leave a
+/// few of the device's vector registers free, in a fixed-seed shuffle.
+std::vector<GemmParams> panelCandidates(const GemmShape& s, const DeviceInfo& d, int limit) {
+  const int preferred = int(d.preferredVectorWidthFloat);
+  const GemmParams first = cpuPanelParams(s.N, preferred);
+  const int V = first.vectorWidth;
+  const int registers = V >= 16 ? 28 : 14; // accumulators at most
+  const int wgs[][2] = {{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}};
+  std::vector<GemmParams> grid;
+  for (const auto& wg : wgs)
+    for (int v : {V, V / 2})
+      for (int vectors = 1; vectors <= 4; ++vectors)
+        for (int rows : {2, 3, 4, 6, 8, 12, 16}) {
+          if (v < 1 || rows * vectors > registers) continue;
+          GemmParams p = first;
+          p.wgM = wg[0];
+          p.wgN = wg[1];
+          p.vectorWidth = v;
+          p.workN = vectors * v;
+          p.workM = rows;
+          if (p == first || int64_t(vectors - 1) * v >= s.N || rows > 2 * s.M) continue;
+          if (d.maxWorkGroupSize && size_t(p.workGroupSize()) > d.maxWorkGroupSize) continue;
+          grid.push_back(p);
+        }
+  std::mt19937 rng(12345);
+  std::shuffle(grid.begin(), grid.end(), rng);
+  std::vector<GemmParams> out{first};
+  for (const GemmParams& p : grid) {
+    if (int(out.size()) >= limit) break;
+    out.push_back(p);
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<GemmParams> gemmCandidates(const GemmShape& s, const DeviceInfo& d, int limit,
+                                       const GemmShape* panelShape) {
+  if (d.type == "CPU") return panelCandidates(panelShape ? *panelShape : s, d, limit);
   const int wgs[][2] = {{8, 8}, {16, 16}, {4, 16}, {16, 4}, {8, 16}, {16, 8}, {4, 8}, {8, 4}};
   const int works[][2] = {{4, 4}, {2, 4}, {4, 8}, {8, 4}, {8, 8}, {2, 2}, {1, 4}, {4, 1}, {2, 8}};
   const int tileKs[] = {8, 16, 4, 32};
@@ -183,6 +228,7 @@ GemmParams gemmParamsFor(const GemmShape& shape, const DeviceInfo& device, const
   if (db)
     if (std::optional<TunedGemm> t = db->findGemm(TuningDb::gemmKey(shape, device)))
       return t->params;
+  if (device.type == "CPU") return cpuPanelParams(shape.N, int(device.preferredVectorWidthFloat));
   return GemmParams{};
 }
 
@@ -196,7 +242,10 @@ namespace {
 struct TuneTarget {
   std::string key, name, what; // database key, program name, shape for messages
   GemmShape gemm;              // for the candidate grid
+  GemmShape panel;             // the product the panel kernel computes (CPU devices)
   std::function<GeneratedKernel(const std::string&, const GemmParams&)> generate;
+  /// The panel kernel's second operand, packed for `params` from the random one.
+  std::function<std::vector<float>(const std::vector<float>&, const GemmParams&)> pack;
   size_t elems[3] = {0, 0, 0};
 };
 
@@ -214,7 +263,7 @@ TuneResult tune(Context& ctx, const TuneTarget& target, const TuneOptions& opt, 
     }
 
   std::vector<GemmParams> candidates =
-      gemmCandidates(target.gemm, ctx.device(), std::max(1, opt.maxCandidates));
+      gemmCandidates(target.gemm, ctx.device(), std::max(1, opt.maxCandidates), &target.panel);
   if (candidates.empty())
     fail(ErrorKind::Unsupported, "{}: no parameter set fits device '{}'", target.what,
          ctx.device().name);
@@ -236,8 +285,9 @@ TuneResult tune(Context& ctx, const TuneTarget& target, const TuneOptions& opt, 
   size_t profileStart = ctx.profile().events.size();
   Buffer bufA = ctx.upload(A, "tune_A"), bufB = ctx.upload(B, "tune_B");
   Buffer bufC = ctx.buffer(target.elems[2] * sizeof(float), "tune_C");
+  std::map<int, Buffer> packedB; // panel candidates' B, by panel width
   std::vector<float> reference;
-  const size_t defaultIndex = candidates.front() == GemmParams{} ? 0 : size_t(-1);
+  const size_t defaultIndex = 0; // gemmCandidates puts the device's defaults first
   for (size_t i = 0; i < candidates.size(); ++i) {
     TuneCandidate c;
     c.params = candidates[i];
@@ -254,7 +304,16 @@ TuneResult tune(Context& ctx, const TuneTarget& target, const TuneOptions& opt, 
         r.tried.push_back(c);
         continue;
       }
-      k.args(bufA, bufB, bufC);
+      if (c.params.panel) {
+        auto it = packedB.find(c.params.workN);
+        if (it == packedB.end())
+          it =
+              packedB.emplace(c.params.workN, ctx.upload(target.pack(B, c.params), "tune_B_panels"))
+                  .first;
+        k.args(bufA, it->second, bufC);
+      } else {
+        k.args(bufA, bufB, bufC);
+      }
       ctx.launch(k, kernels[i].range); // warm-up (PoCL compiles the work-group function here)
       ctx.finish();
       size_t first = ctx.profile().events.size();
@@ -322,8 +381,13 @@ TuneResult tuneGemm(Context& ctx, const GemmShape& shape, const TuneOptions& opt
   t.name = fmt::format("gemm_{}x{}x{}", shape.M, shape.N, shape.K);
   t.what = "GEMM " + shape.toString();
   t.gemm = shape;
+  t.panel = shape;
+  t.panel.packedB = true;
   t.generate = [&](const std::string& name, const GemmParams& p) {
-    return generateGemm(name, shape, p);
+    return generateGemm(name, p.panel ? t.panel : shape, p);
+  };
+  t.pack = [&](const std::vector<float>& b, const GemmParams& p) {
+    return packGemmPanels(b.data(), shape, p.workN);
   };
   t.elems[0] = size_t((shape.broadcastA ? 1 : shape.batch) * shape.M * shape.K);
   t.elems[1] = size_t((shape.broadcastB ? 1 : shape.batch) * shape.K * shape.N);
@@ -342,6 +406,10 @@ TuneResult tuneConv(Context& ctx, const ConvShape& shape, const TuneOptions& opt
   t.gemm.N = shape.outH() * shape.outW();
   t.gemm.K = shape.C / shape.group * shape.R * shape.S;
   t.gemm.batch = shape.N * shape.group;
+  t.panel = panelConvShape(shape);
+  t.pack = [&](const std::vector<float>& w, const GemmParams& p) {
+    return packConvWeights(w.data(), shape, p.workN);
+  };
   t.generate = [&](const std::string& name, const GemmParams& p) {
     return generateConv2DImplicitGemm(name, shape, p);
   };

@@ -24,7 +24,7 @@ namespace triad::gpu {
 struct TunedGemm {
   GemmParams params;
   double ns = 0;        // best device time of the tuned kernel
-  double defaultNs = 0; // device time with GemmParams{} on the same run
+  double defaultNs = 0; // device time with the device's defaults on the same run
   int candidates = 0;   // how many parameter sets were measured
 };
 
@@ -89,8 +89,11 @@ struct TuneResult {
   double speedup() const { return bestNs > 0 ? defaultNs / bestNs : 0; }
 };
 
-/// The candidate grid for `shape` on `device`, default parameters first, at most `limit`.
-std::vector<GemmParams> gemmCandidates(const GemmShape& shape, const DeviceInfo& device, int limit);
+/// The candidate grid for `shape` on `device`, the device's default parameters first, at most
+/// `limit`: on CPU devices the panel kernel's grid over `panelShape` (the product it computes,
+/// transposed for a convolution; `shape` when null), else the tiled kernel's.
+std::vector<GemmParams> gemmCandidates(const GemmShape& shape, const DeviceInfo& device, int limit,
+                                       const GemmShape* panelShape = nullptr);
 
 /// Searches GEMM parameters for `shape` on the context's device. With a database: returns the
 /// stored entry when there is one (fromDatabase), else tunes and stores (and saves) the result.
@@ -103,7 +106,7 @@ TuneResult tuneConv(Context& ctx, const ConvShape& shape, const TuneOptions& opt
                     TuningDb* db = nullptr);
 
 /// The parameters a compile should use: the database's entry for (shape, device), else the
-/// defaults. Never measures.
+/// defaults (the panel kernel's on CPU devices). Never measures.
 GemmParams gemmParamsFor(const GemmShape& shape, const DeviceInfo& device, const TuningDb* db);
 
 } // namespace triad::gpu

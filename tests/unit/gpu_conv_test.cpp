@@ -1,6 +1,6 @@
 // The convolution generators (direct, and implicit GEMM) on the OpenCL device against a naive
 // NCHW reference: padding, strides, dilation, groups, depthwise and 1x1, two parameter sets
-// each, and the bias + ReLU epilogue.
+// each, and the bias + ReLU epilogue; the panel implicit GEMM (CPU devices) on the same cases.
 #include "gpu_TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -46,6 +46,15 @@ const GemmParams kImplicit[] = {
     GemmParams{.wgM = 2, .wgN = 8, .workM = 2, .workN = 4, .tileK = 4, .vectorWidth = 4},
 };
 
+// The panel kernel: rows (output pixels) and columns (output channels) past multiples of the
+// register block in most cases; weights packed with packConvWeights.
+const GemmParams kPanel[] = {
+    GemmParams{
+        .wgM = 2, .wgN = 1, .workM = 5, .workN = 8, .tileK = 1, .vectorWidth = 4, .panel = true},
+    GemmParams{
+        .wgM = 1, .wgN = 1, .workM = 3, .workN = 16, .tileK = 1, .vectorWidth = 16, .panel = true},
+};
+
 Epilogue biasRelu() {
   return Epilogue{"acc = fmax(acc + bias[k], 0.0f);",
                   {"__global const float* restrict bias"},
@@ -58,6 +67,9 @@ std::string directName(size_t c, size_t p) {
 std::string implicitName(size_t c) {
   return fmt::format("conv_{}_implicit", kCases[c].name);
 }
+std::string panelName(size_t c, size_t p) {
+  return fmt::format("conv_{}_panel{}", kCases[c].name, p);
+}
 
 std::vector<GeneratedKernel> allKernels() {
   std::vector<GeneratedKernel> ks;
@@ -65,10 +77,14 @@ std::vector<GeneratedKernel> allKernels() {
     for (size_t p = 0; p < std::size(kDirect); ++p)
       ks.push_back(generateConv2D(directName(c, p), kCases[c].shape, kDirect[p]));
     ks.push_back(generateConv2DImplicitGemm(implicitName(c), kCases[c].shape, kImplicit[c % 2]));
+    for (size_t p = 0; p < std::size(kPanel); ++p)
+      ks.push_back(generateConv2DImplicitGemm(panelName(c, p), kCases[c].shape, kPanel[p]));
   }
   ks.push_back(generateConv2D("conv_grouped_relu_direct", kCases[2].shape, kDirect[1], biasRelu()));
   ks.push_back(generateConv2DImplicitGemm("conv_grouped_relu_implicit", kCases[2].shape,
                                           kImplicit[0], biasRelu()));
+  ks.push_back(generateConv2DImplicitGemm("conv_grouped_relu_panel", kCases[2].shape, kPanel[0],
+                                          biasRelu()));
   return ks;
 }
 
@@ -165,6 +181,22 @@ TEST(GpuConv, ImplicitGemmMatchesReference) {
   }
 }
 
+TEST(GpuConv, PanelMatchesReference) {
+  TRIAD_GPU_CONTEXT_OR_SKIP(ctx);
+  const Program& prog = convProgram(ctx);
+  for (size_t c = 0; c < std::size(kCases); ++c) {
+    ConvData d = dataFor(c);
+    for (size_t p = 0; p < std::size(kPanel); ++p) {
+      std::vector<float> packedW = packConvWeights(d.W.data(), kCases[c].shape, kPanel[p].workN);
+      GeneratedKernel k = generateConv2DImplicitGemm(panelName(c, p), kCases[c].shape, kPanel[p]);
+      EXPECT_EQ(k.source.find("barrier("), std::string::npos) << k.source;
+      std::vector<float> got = gputest::runKernel(ctx, prog, k, {&d.X, &packedW}, 2, d.want.size());
+      EXPECT_LT(gputest::relError(got, d.want), 1e-5)
+          << panelName(c, p) << ": " << kCases[c].shape.toString() << ", " << kPanel[p].toString();
+    }
+  }
+}
+
 TEST(GpuConv, EpilogueBiasRelu) {
   TRIAD_GPU_CONTEXT_OR_SKIP(ctx);
   const Program& prog = convProgram(ctx);
@@ -181,6 +213,11 @@ TEST(GpuConv, EpilogueBiasRelu) {
   GeneratedKernel implicit =
       generateConv2DImplicitGemm("conv_grouped_relu_implicit", s, kImplicit[0], biasRelu());
   got = gputest::runKernel(ctx, prog, implicit, {&d.X, &d.W, &bias}, 2, d.want.size());
+  EXPECT_LT(gputest::relError(got, d.want), 1e-5);
+  GeneratedKernel panel =
+      generateConv2DImplicitGemm("conv_grouped_relu_panel", s, kPanel[0], biasRelu());
+  std::vector<float> packedW = packConvWeights(d.W.data(), s, kPanel[0].workN);
+  got = gputest::runKernel(ctx, prog, panel, {&d.X, &packedW, &bias}, 2, d.want.size());
   EXPECT_LT(gputest::relError(got, d.want), 1e-5);
 }
 

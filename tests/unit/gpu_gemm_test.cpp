@@ -1,6 +1,7 @@
 // The tiled GEMM generator on the OpenCL device against a naive reference: shapes that are and
 // are not multiples of the tiles, transposes, batches with a broadcast operand, an epilogue, and
-// three parameter sets (scalar and vector loads from local memory), two per shape.
+// three parameter sets (scalar and vector loads from local memory), two per shape. The panel
+// kernel (CPU devices) the same way, with B packed and as stored.
 #include "gpu_TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -49,8 +50,52 @@ Epilogue biasRelu() {
                   "bias[N] + ReLU"};
 }
 
+// The panel kernel: every case has rows past a multiple of workM; most have columns past a
+// multiple of workN (zero-padded panels, or the guarded loads of a B read as stored).
+GemmParams panel(int wgM, int wgN, int workM, int workN, int vec) {
+  return GemmParams{.wgM = wgM,
+                    .wgN = wgN,
+                    .workM = workM,
+                    .workN = workN,
+                    .tileK = 1,
+                    .vectorWidth = vec,
+                    .panel = true};
+}
+
+GemmShape packed(GemmShape s) {
+  s.packedB = true;
+  return s;
+}
+
+struct PanelCase {
+  const char* name;
+  GemmShape shape;
+  GemmParams params;
+};
+
+// clang-format off
+const PanelCase kPanelCases[] = {
+    {"odd_packed",       packed({37, 53, 29}),                       panel(1, 1, 6, 32, 16)},
+    {"odd_stored",       {37, 53, 29},                               panel(2, 1, 4, 16, 8)},
+    {"transA",           packed({19, 40, 33, true}),                 panel(1, 2, 3, 16, 4)},
+    {"transB",           packed({40, 19, 70, false, true}),          panel(1, 1, 5, 8, 8)},
+    {"batched_bcastB",   packed({17, 30, 21, false, false, 3, false, true}), panel(1, 1, 6, 16, 16)},
+    {"batchedAT_scalar", packed({9, 11, 13, true, true, 2}),         panel(2, 2, 2, 3, 1)},
+    {"batched_stored",   {17, 30, 21, false, false, 3, true, false}, panel(1, 1, 4, 8, 4)},
+    {"even_default",     packed({12, 64, 40}),                       cpuPanelParams(64, 16)},
+};
+// clang-format on
+
+std::string panelName(size_t c) {
+  return fmt::format("gemm_panel_{}", kPanelCases[c].name);
+}
+
 std::vector<GeneratedKernel> allKernels() {
   std::vector<GeneratedKernel> ks;
+  for (size_t c = 0; c < std::size(kPanelCases); ++c)
+    ks.push_back(generateGemm(panelName(c), kPanelCases[c].shape, kPanelCases[c].params));
+  ks.push_back(
+      generateGemm("gemm_panel_relu", kPanelCases[0].shape, kPanelCases[0].params, biasRelu()));
   for (size_t c = 0; c < std::size(kCases); ++c)
     for (size_t p : paramsFor(c))
       ks.push_back(generateGemm(variantName(c, p), kCases[c].shape, kParams[p]));
@@ -153,6 +198,73 @@ TEST(GpuGemm, EpilogueAppliesBiasAndRelu) {
   GeneratedKernel k = generateGemm("fc1/Gemm+Relu", s, kParams[1], biasRelu());
   // Parameters: A, B, C (output), bias.
   std::vector<float> got = gputest::runKernel(ctx, prog, k, {&A, &B, &bias}, 2, want.size());
+  EXPECT_LT(gputest::relError(got, want), 1e-5);
+}
+
+TEST(GpuGemm, PanelSourceAndParameters) {
+  const PanelCase& c = kPanelCases[0];
+  GeneratedKernel k = generateGemm("/fc/Gemm", c.shape, c.params, biasRelu());
+  EXPECT_NE(k.source.find("(GEMM, CPU panel kernel)"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("B packed: 2 panels of [29,32]"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("float16 c5_0 = 0.0f, c5_1 = 0.0f; // row m0 + 5"), std::string::npos)
+      << k.source;
+  EXPECT_EQ(k.source.find("__local"), std::string::npos) << k.source;
+  EXPECT_EQ(k.source.find("barrier("), std::string::npos) << k.source;
+  EXPECT_EQ(k.range.global[0], 7u); // ceil(37 / 6) blocks of rows
+  EXPECT_EQ(k.range.global[1], 2u); // ceil(53 / 32) panels
+  EXPECT_EQ(k.localMemBytes, 0u);
+  EXPECT_EQ(c.params.toString(), "panel wg 1x1 work 6x32 vec 16");
+  // B read as stored: the last panel's loads are guarded.
+  GeneratedKernel stored = generateGemm("s", kPanelCases[1].shape, kPanelCases[1].params);
+  EXPECT_NE(stored.source.find("if (n0 + TN <= N)"), std::string::npos) << stored.source;
+  // The defaults: 4 vectors across where N allows, fewer rows of them for narrow N.
+  EXPECT_EQ(cpuPanelParams(3072, 16).toString(), "panel wg 1x1 work 6x64 vec 16");
+  EXPECT_EQ(cpuPanelParams(20, 16).toString(), "panel wg 1x1 work 12x32 vec 16");
+  EXPECT_EQ(cpuPanelParams(8, 8).toString(), "panel wg 1x1 work 12x8 vec 8");
+  // Refused: a transposed B as stored, a packed B for the tiled kernel, K tiles.
+  EXPECT_THROW(generateGemm("g", GemmShape{8, 8, 8, false, true}, panel(1, 1, 2, 8, 8)), Error);
+  EXPECT_THROW(generateGemm("g", packed({8, 8, 8}), GemmParams{}), Error);
+  GemmParams p = panel(1, 1, 2, 8, 8);
+  p.tileK = 4;
+  EXPECT_THROW(generateGemm("g", GemmShape{8, 8, 8}, p), Error);
+}
+
+TEST(GpuGemm, PanelMatchesReference) {
+  TRIAD_GPU_CONTEXT_OR_SKIP(ctx);
+  const Program& prog = gemmProgram(ctx);
+  for (size_t c = 0; c < std::size(kPanelCases); ++c) {
+    const GemmShape& s = kPanelCases[c].shape;
+    const GemmParams& p = kPanelCases[c].params;
+    std::vector<float> A =
+        gputest::randomData(size_t((s.broadcastA ? 1 : s.batch) * s.M * s.K), unsigned(c + 31));
+    std::vector<float> B =
+        gputest::randomData(size_t((s.broadcastB ? 1 : s.batch) * s.K * s.N), unsigned(c + 41));
+    std::vector<double> want = referenceGemm(s, A, B);
+    std::vector<float> Bk = s.packedB ? packGemmPanels(B.data(), s, p.workN) : B;
+    GeneratedKernel k = generateGemm(panelName(c), s, p);
+    std::vector<float> got = gputest::runKernel(ctx, prog, k, {&A, &Bk}, 2, want.size());
+    EXPECT_LT(gputest::relError(got, want), 1e-5)
+        << panelName(c) << " " << s.toString() << " " << p.toString();
+  }
+}
+
+TEST(GpuGemm, PanelEpilogueAppliesBiasAndRelu) {
+  TRIAD_GPU_CONTEXT_OR_SKIP(ctx);
+  const Program& prog = gemmProgram(ctx);
+  const PanelCase& c = kPanelCases[0];
+  const GemmShape& s = c.shape;
+  std::vector<float> A = gputest::randomData(size_t(s.M * s.K), 21);
+  std::vector<float> B = gputest::randomData(size_t(s.K * s.N), 22);
+  std::vector<float> bias = gputest::randomData(size_t(s.N), 23);
+  std::vector<double> want = referenceGemm(s, A, B);
+  for (int64_t m = 0; m < s.M; ++m)
+    for (int64_t n = 0; n < s.N; ++n) {
+      double& v = want[size_t(m * s.N + n)];
+      v = std::max(0.0, v + bias[size_t(n)]);
+    }
+  std::vector<float> Bk = packGemmPanels(B.data(), s, c.params.workN);
+  GeneratedKernel k = generateGemm("gemm_panel_relu", s, c.params, biasRelu());
+  std::vector<float> got = gputest::runKernel(ctx, prog, k, {&A, &Bk, &bias}, 2, want.size());
   EXPECT_LT(gputest::relError(got, want), 1e-5);
 }
 

@@ -506,6 +506,75 @@ TEST(GpuTarget, TuningDatabaseParametersAreUsed) {
   EXPECT_NE(p.source.find(tuned.toString()), std::string::npos) << p.source;
 }
 
+// On a CPU device: GEMMs with a constant B and implicit-GEMM convolutions use the panel kernels
+// with their weights packed into the weights buffer (once per constant, even when two layers
+// share it), a MatMul with a B computed at run time reads it as stored, a Gemm with a transposed
+// run-time B keeps the tiled kernel, and a tuning entry with panel parameters is used.
+TEST(GpuTarget, CpuDevicePanelKernels) {
+  SKIP_WITHOUT_OPENCL();
+  if (gpu::selectDevice().type != "CPU") GTEST_SKIP() << "not a CPU device";
+  std::mt19937 rng(8);
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, {2, 3, 9, 11}, {}});
+  Value* w = g.addConstant("w", randomTensor({20, 3, 3, 3}, rng));
+  Value* b = g.addConstant("b", randomTensor({20}, rng));
+  Node* conv = add(g, OpKind::Conv, "conv", {x, w, b}, conv2d({3, 3}, {2, 1}, {1, 0, 2, 1}));
+  Node* relu = add(g, OpKind::Relu, "relu", {conv->output(0)}); // [2, 20, 5, 10]
+  Value* a = g.addInput("a", {DType::F32, {7, 20}, {}});
+  Value* wm = g.addConstant("wm", randomTensor({20, 37}, rng));
+  Node* mm1 = add(g, OpKind::MatMul, "shared_1", {a, wm});
+  Node* mm2 = add(g, OpKind::MatMul, "shared_2", {a, wm}); // the same packed panels
+  Value* left = g.addConstant("left", randomTensor({7, 5}, rng));
+  Node* mm3 = add(g, OpKind::MatMul, "runtime_b", {left, relu->output(0)}); // [2, 20, 7, 10]
+  Value* bt = g.addInput("bt", {DType::F32, {13, 37}, {}});
+  auto transB = attrs<GemmAttrs>([](GemmAttrs& at) { at.transB = true; });
+  Node* gm = add(g, OpKind::Gemm, "gemm_bt", {mm2->output(0), bt}, transB); // [7, 13]
+  g.addOutput(mm3->output(0));
+  g.addOutput(mm1->output(0));
+  g.addOutput(gm->output(0));
+  std::vector<Tensor> inputs = {randomTensor({2, 3, 9, 11}, rng), randomTensor({7, 20}, rng),
+                                randomTensor({13, 37}, rng)};
+  auto exe = checkAgainstInterpreter(g, inputs);
+  const gpu::GpuProgram& p = programOf(*exe);
+  std::map<std::string, std::string> params;
+  for (const gpu::GpuStep& s : p.steps)
+    params[s.layer] = s.params;
+  EXPECT_EQ(params.at("conv..relu").rfind("panel", 0), 0u) << params.at("conv..relu");
+  EXPECT_EQ(params.at("shared_1").rfind("panel", 0), 0u);
+  EXPECT_EQ(params.at("runtime_b").rfind("panel", 0), 0u);
+  EXPECT_EQ(params.at("gemm_bt").find("panel"), std::string::npos) << params.at("gemm_bt");
+  EXPECT_NE(p.source.find("as W^T in panels of"), std::string::npos) << p.source;
+  EXPECT_NE(p.source.find("if (n0 + TN <= N)"), std::string::npos) << "runtime_b reads B as stored";
+  // Both MatMuls point at the same packed copy of wm.
+  const std::string packed = "wm f32[20,37] in panels";
+  size_t first = p.source.find(packed);
+  ASSERT_NE(first, std::string::npos) << p.source;
+  size_t second = p.source.find(packed, first + 1);
+  ASSERT_NE(second, std::string::npos) << p.source;
+  size_t at1 = p.source.rfind("triad_weights + ", first);
+  size_t at2 = p.source.rfind("triad_weights + ", second);
+  EXPECT_EQ(p.source.substr(at1, p.source.find(')', at1) - at1),
+            p.source.substr(at2, p.source.find(')', at2) - at2));
+
+  // A tuning entry with panel parameters for the convolution.
+  fs::path db = fs::path(TRIAD_BINARY_DIR) / "gpu-test-cache" / "tuning-panel-test.json";
+  fs::remove(db);
+  gpu::GemmParams tuned{
+      .wgM = 2, .wgN = 1, .workM = 4, .workN = 8, .tileK = 1, .vectorWidth = 8, .panel = true};
+  {
+    gpu::TuningDb t(db);
+    gpu::ConvShape s{2, 3, 9, 11, 20, 3, 3, 2, 1, 1, 0, 2, 1, 1, 1, 1};
+    t.putGemm(gpu::TuningDb::convKey(s, gpu::selectDevice()), {tuned, 1.0, 2.0, 2});
+    t.save();
+  }
+  gpu::GpuOptions o = testOptions();
+  o.tuningPath = db;
+  auto tunedExe = checkAgainstInterpreter(g, inputs, 1e-4, 1e-5, o);
+  const gpu::GpuProgram& tp = programOf(*tunedExe);
+  EXPECT_EQ(tp.tunedKernels, 1u);
+  EXPECT_EQ(tp.steps.at(0).params, tuned.toString());
+}
+
 TEST(GpuTarget, RunTimeErrorsNameTheInput) {
   SKIP_WITHOUT_OPENCL();
   Graph g;

@@ -54,6 +54,37 @@ TEST(GpuTuner, CandidatesRespectDeviceLimits) {
   }
 }
 
+// On a CPU device the grid is the panel kernel's: its defaults first, then valid, distinct
+// panel parameters; a convolution's grid is over the transposed product the kernel computes.
+TEST(GpuTuner, CpuDeviceCandidatesArePanelKernels) {
+  DeviceInfo cpu;
+  cpu.name = "cpu device";
+  cpu.type = "CPU";
+  cpu.preferredVectorWidthFloat = 16;
+  cpu.maxWorkGroupSize = 4096;
+  GemmShape s{128, 768, 768};
+  std::vector<GemmParams> c = gemmCandidates(s, cpu, 30);
+  ASSERT_EQ(c.size(), 30u);
+  EXPECT_EQ(c.front(), cpuPanelParams(768, 16));
+  EXPECT_EQ(gemmParamsFor(s, cpu, nullptr), c.front());
+  for (size_t i = 0; i < c.size(); ++i) {
+    EXPECT_TRUE(c[i].panel) << c[i].toString();
+    EXPECT_NO_THROW(validateGemmParams(c[i])) << c[i].toString();
+    EXPECT_LE(c[i].workM * (c[i].workN / c[i].vectorWidth), 28) << c[i].toString();
+    for (size_t j = i + 1; j < c.size(); ++j)
+      EXPECT_FALSE(c[i] == c[j]) << c[i].toString();
+  }
+  // Convolution: 16 output channels wide, so no candidate has a vector of padding only.
+  ConvShape conv{1, 64, 56, 56, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  GemmShape panelShape = panelConvShape(conv);
+  EXPECT_EQ(panelShape.M, 56 * 56);
+  EXPECT_EQ(panelShape.N, 16);
+  std::vector<GemmParams> cc = gemmCandidates(GemmShape{16, 56 * 56, 576}, cpu, 100, &panelShape);
+  EXPECT_EQ(cc.front(), cpuPanelParams(16, 16));
+  for (const GemmParams& p : cc)
+    EXPECT_LT((p.workN / p.vectorWidth - 1) * p.vectorWidth, 16) << p.toString();
+}
+
 TEST(GpuTuner, DatabaseRoundTripAndCorruption) {
   std::filesystem::path dir = freshDir("tuning-db");
   std::filesystem::path file = dir / "tuning.json";
@@ -85,10 +116,18 @@ TEST(GpuTuner, DatabaseRoundTripAndCorruption) {
     other1.save();
     db.save();
     EXPECT_EQ(TuningDb(file).size(), 2u);
+    // Panel parameters keep their kind.
+    GemmParams panel = cpuPanelParams(40, 16);
+    TuningDb p1(file);
+    p1.putGemm("panel key", TunedGemm{panel, 1, 2, 3});
+    p1.save();
+    EXPECT_EQ(TuningDb(file).findGemm("panel key")->params, panel);
   }
   nlohmann::json j = nlohmann::json::parse(*readFileIfExists(file));
   EXPECT_EQ(j["format"], "triad-tuning-db");
   EXPECT_EQ(j["entries"][key]["params"]["wgN"], 16);
+  EXPECT_FALSE(j["entries"][key]["params"].contains("panel"));
+  EXPECT_EQ(j["entries"]["panel key"]["params"]["panel"], true);
   // A corrupt file is an empty database with a warning, and is rewritten on save.
   writeFileAtomic(file, "{ not json");
   TuningDb bad(file);
@@ -115,7 +154,7 @@ TEST(GpuTuner, TinyTuningRunIsStoredAndReused) {
   }
   EXPECT_FALSE(r.fromDatabase);
   ASSERT_EQ(r.tried.size(), 3u);
-  EXPECT_EQ(r.tried[0].params, GemmParams{});
+  EXPECT_EQ(r.tried[0].params, gemmParamsFor(kShape, ctx.device(), nullptr)); // the defaults
   for (const TuneCandidate& c : r.tried) {
     EXPECT_TRUE(c.error.empty()) << c.params.toString() << ": " << c.error;
     EXPECT_GT(c.ns, 0) << c.params.toString();
@@ -148,7 +187,7 @@ TEST(GpuTuner, BudgetStopsAfterTheDefaults) {
   ASSERT_EQ(r.tried.size(), 3u);
   EXPECT_GT(r.tried[0].ns, 0);
   EXPECT_EQ(r.tried[1].error, "not measured: budget exhausted");
-  EXPECT_EQ(r.best, GemmParams{});
+  EXPECT_EQ(r.best, gemmParamsFor(kShape, ctx.device(), nullptr));
   EXPECT_EQ(r.bestNs, r.defaultNs);
 }
 
