@@ -681,6 +681,139 @@ TEST(Conv2dNchwc, MatchesNaiveTwoThreads) {
   convNchwcSuite(2);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Winograd F(2x2, 3x3) and F(4x4, 3x3) inside conv2d_nchwc
+
+/// Forces conv2d_nchwc's Winograd choice for a scope (0: direct, 2, 4; -1: automatic).
+struct WinogradScope {
+  int old;
+  explicit WinogradScope(int m) : old(triad_rt::detail::winograd_setting()) {
+    triad_rt::detail::winograd_setting() = m;
+  }
+  ~WinogradScope() { triad_rt::detail::winograd_setting() = old; }
+};
+
+/// The largest |y - exact| of conv2d_nchwc (blocked in and out, bias, no epilogue) relative to
+/// the largest |exact| output, against the naive convolution in double.
+double nchwcRelativeError(const triad_rt::Conv2dShape& s, std::mt19937& rng) {
+  const size_t HW = static_cast<size_t>(s.H) * s.W, P = static_cast<size_t>(s.OH()) * s.OW();
+  Vec x = randomVec(static_cast<size_t>(s.N) * s.C * HW, rng);
+  Vec w = randomVec(static_cast<size_t>(s.OC) * s.C * s.KH * s.KW, rng);
+  Vec bias = randomVec(s.OC, rng);
+  std::vector<double> ref = naiveConv(s, x, w, bias);
+  Vec wp = sized(triad_rt::conv2d_nchwc_weights_size(s));
+  triad_rt::conv2d_nchwc_pack_weights(s, w.data(), wp.data());
+  std::vector<unsigned char> scratch(triad_rt::conv2d_nchwc_scratch_bytes(s, true));
+  Vec xb = blockedOf(x, s.N, s.C, HW);
+  Vec y(ref.size(), std::nanf(""));
+  triad_rt::conv2d_nchwc(s, xb.data(), true, wp.data(), bias.data(), y.data(), scratch.data());
+  Vec refv(ref.begin(), ref.end());
+  Vec refb = blockedOf(refv, s.N, s.OC, P);
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    err = std::max(err, std::fabs(static_cast<double>(y[i]) - refb[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(refb[i])));
+    if (std::isnan(y[i])) return INFINITY;
+  }
+  return err / scale;
+}
+
+void winogradSuite(int threads) {
+  ThreadScope ts(threads);
+  std::mt19937 rng(17 + threads);
+  std::vector<triad_rt::Conv2dShape> named = {
+      shape(1, 32, 14, 14, 48, 3, 1, 1, 1), // a one-block last weight panel (AVX-512)
+      shape(2, 16, 9, 11, 32, 3, 1, 1, 1),  // batched, odd planes: tiles overhang both edges
+      shape(1, 48, 7, 7, 64, 3, 1, 1, 1),   // ResNet's last stage, smaller
+      shape(3, 16, 5, 5, 16, 3, 1, 1, 0),   // unpadded: 3x3 outputs, one tile per image
+      shape(1, 16, 3, 3, 16, 3, 1, 1, 0),   // a single output pixel
+      shape(2, 32, 1, 8, 16, 3, 1, 1, 1),   // one input row
+      shape(1, 64, 30, 30, 32, 3, 1, 1, 1), // 15x15 / 8x8 tiles: several GEMM tile chunks
+  };
+  {
+    triad_rt::Conv2dShape d = shape(1, 48, 13, 17, 32, 3, 1, 1, 1);
+    d.pad_l = 2, d.pad_b = 0; // asymmetric pads
+    named.push_back(d);
+  }
+  std::uniform_int_distribution<int> u(0, 1 << 30);
+  for (int t = 0; t < 16; ++t) {
+    triad_rt::Conv2dShape s = shape(1 + u(rng) % 3, 16 * (1 + u(rng) % 4), 1 + u(rng) % 19,
+                                    1 + u(rng) % 23, 16 * (1 + u(rng) % 4), 3, 1, 1, 0);
+    s.pad_t = u(rng) % 3, s.pad_l = u(rng) % 3, s.pad_b = u(rng) % 3, s.pad_r = u(rng) % 3;
+    if (s.H + s.pad_t + s.pad_b < 3 || s.W + s.pad_l + s.pad_r < 3) continue;
+    named.push_back(s);
+  }
+  for (int m : {0, 2, 4}) { // 0: the direct kernel on the same shapes
+    WinogradScope scope(m);
+    for (const auto& s : named) {
+      ASSERT_EQ(triad_rt::conv2d_nchwc_winograd(s), m) << convName(s);
+      checkConvNchwc(
+          s, rng, convName(s) + " F" + std::to_string(m) + " threads " + std::to_string(threads));
+    }
+  }
+}
+
+TEST(Conv2dNchwcWinograd, MatchesNaiveOneThread) {
+  winogradSuite(1);
+}
+TEST(Conv2dNchwcWinograd, MatchesNaiveTwoThreads) {
+  winogradSuite(2);
+}
+
+TEST(Conv2dNchwcWinograd, Choice) {
+  WinogradScope scope(-1);
+  using triad_rt::conv2d_nchwc_winograd;
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 64, 56, 56, 64, 3, 1, 1, 1)), 4);
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 128, 28, 28, 128, 3, 1, 1, 1)), 4);
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 256, 14, 14, 256, 3, 1, 1, 1)), 4);
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 512, 7, 7, 512, 3, 1, 1, 1)), 2);
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(2, 512, 7, 7, 512, 3, 1, 1, 1)), 4);
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 128, 56, 56, 128, 3, 1, 2, 1)), 0); // stride 2
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 16, 56, 56, 64, 3, 1, 1, 1)), 0);   // few channels
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 64, 56, 56, 16, 3, 1, 1, 1)), 0);
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 64, 56, 56, 64, 3, 64, 1, 1)), 0); // depthwise
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 64, 56, 56, 64, 5, 1, 1, 2)), 0);  // 5x5
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 64, 56, 56, 64, 1, 1, 1, 0)), 0);  // 1x1
+  triad_rt::Conv2dShape d = shape(1, 64, 56, 56, 64, 3, 1, 1, 2);
+  d.dil_h = d.dil_w = 2;
+  EXPECT_EQ(conv2d_nchwc_winograd(d), 0);
+  WinogradScope off(0);
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 64, 56, 56, 64, 3, 1, 1, 1)), 0);
+  WinogradScope forced(2);
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 64, 56, 56, 64, 3, 1, 1, 1)), 2);
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 16, 5, 5, 16, 3, 1, 1, 1)), 2);
+  EXPECT_EQ(conv2d_nchwc_winograd(shape(1, 64, 56, 56, 64, 3, 1, 2, 1)), 0);
+}
+
+/// Rounding, relative to the largest output, over 9 * C-term sums of values in [-1, 1]: F(2x2)'s
+/// is no larger than the direct kernel's (measured 4e-7 to 7e-7 against 9e-7 to 1.8e-6: its
+/// sums are shorter), F(4x4)'s (transforms holding 4, 5 and 8) about 10x the direct one's
+/// (5e-6 to 1.5e-5); both far inside the interpreter's rtol 1e-3.
+TEST(Conv2dNchwcWinograd, RoundingError) {
+  std::mt19937 rng(5);
+  for (const triad_rt::Conv2dShape& s :
+       {shape(1, 64, 28, 28, 64, 3, 1, 1, 1), shape(1, 256, 14, 14, 64, 3, 1, 1, 1)}) {
+    double direct, f2, f4;
+    {
+      WinogradScope w(0);
+      direct = nchwcRelativeError(s, rng);
+    }
+    {
+      WinogradScope w(2);
+      f2 = nchwcRelativeError(s, rng);
+    }
+    {
+      WinogradScope w(4);
+      f4 = nchwcRelativeError(s, rng);
+    }
+    std::printf("%s: max error / max |y|: direct %.2e, F(2x2) %.2e, F(4x4) %.2e\n",
+                convName(s).c_str(), direct, f2, f4);
+    EXPECT_LT(direct, 5e-6) << convName(s);
+    EXPECT_LT(f2, 5e-6) << convName(s);
+    EXPECT_LT(f4, 5e-5) << convName(s);
+  }
+}
+
 TEST(Conv2dNchwc, Supported) {
   EXPECT_TRUE(triad_rt::conv2d_nchwc_supported(shape(1, 64, 56, 56, 256, 1, 1, 1, 0)));
   EXPECT_TRUE(triad_rt::conv2d_nchwc_supported(shape(1, 96, 14, 14, 96, 3, 96, 1, 1)));
