@@ -384,12 +384,12 @@ void Generator::emitHostCall(const Node& n, Code& body) {
 }
 
 // Channel-blocked layout (NCHW16c). A group's output is stored blocked when its anchor's kernel
-// can write it blocked, every node reading it is a blockable anchor (as its input 0) or sits in
-// the epilogue of a group whose output is blocked too, and it is not a graph output. An
-// epilogue of a blocked group reads its full-size operands blocked, so those must be blocked
-// too; channel-broadcast operands and scalars are read as they are. Values failing a rule are
-// dropped until none does. Conversions happen inside the anchors' kernels: a blockable anchor
-// reads an NCHW input (and, writing NCHW, a blocked one) through a copy in scratch.
+// can write it blocked, its channels are a multiple of 16, every node reading it is a blockable
+// anchor (as its input 0) or sits in the epilogue of a group whose output is blocked too, and it is
+// not a graph output. An epilogue of a blocked group reads its full-size operands blocked, so those
+// must be blocked too; channel-broadcast operands and scalars are read as they are. Values failing
+// a rule are dropped until none does. Conversions happen inside the anchors' kernels: a blockable
+// anchor reads an NCHW input (and, writing NCHW, a blocked one) through a copy in scratch.
 void Generator::assignLayouts(const std::vector<FusionGroup>& groups) {
   auto blockable = [](const Node* n) {
     const Lowering* low = n ? findLowering(n->kind()) : nullptr;
@@ -408,6 +408,7 @@ void Generator::assignLayouts(const std::vector<FusionGroup>& groups) {
     const Value* out = grp.last()->output(0);
     if (graphOutputs.count(out)) continue;
     const Shape& shape = out->type().shape;
+    if (shape.size() != 4 || shape[1] % 16 != 0) continue; // whole blocks of 16 channels only
     bool ok = true;
     std::vector<const Value*> full;
     std::unordered_set<const Value*> inside = {a->output(0)};

@@ -326,15 +326,19 @@ Support supportsConv(const Node& n) {
   return {};
 }
 
+// The shapes triad_rt::conv2d_nchwc_supported accepts (the generator cannot call the run-time
+// header). Channel counts that are no multiple of 16 are read planar (dense) or written NCHW
+// (assignLayouts keeps such values unblocked).
 bool blockableConv(const Node& n) {
   if (shapeOf(n.input(0)).size() != 4 || !n.input(1)->isConstant()) return false;
   const auto& a = n.attrs<ConvAttrs>();
   const Shape& x = shapeOf(n.input(0));
   const Shape& y = shapeOf(n.output(0));
-  int64_t C = x[1], OC = y[1];
-  if (C % 16 != 0 || OC % 16 != 0) return false;
-  if (a.group == 1) return a.strides[1] <= 2 && a.kernel[0] * a.kernel[1] <= 64;
-  return a.group == C && OC == C && a.kernel[0] <= 64; // depthwise
+  int64_t C = x[1], OC = y[1], taps = a.kernel[0] * a.kernel[1];
+  constexpr int64_t kPlanarTaps = 256; // triad_rt::kNchwcPlanarTaps
+  if (a.group == 1)
+    return a.strides[1] <= 2 && taps <= 64 && (C % 16 == 0 || C * taps <= kPlanarTaps);
+  return a.group == C && OC == C && C % 16 == 0 && a.kernel[0] <= 64; // depthwise
 }
 
 void emitConv(LowerContext& c) {

@@ -716,9 +716,10 @@ struct AlignedBuffer {
   }
 };
 /// Per-thread growing buffers: slot 0 packs A blocks, slot 1 packs B blocks, slot 2 edge tiles,
-/// slots 3-4 the depthwise convolution's grid and output, slot 5 a padded input row.
+/// slots 3-4 the depthwise convolution's grid and output, slot 5 a padded input row, slot 6 the
+/// padded tap rows of a planar-input blocked convolution.
 inline float* tls_buffer(int slot, size_t floats) {
-  thread_local AlignedBuffer bufs[6];
+  thread_local AlignedBuffer bufs[7];
   return bufs[slot].get(floats);
 }
 } // namespace detail
@@ -1820,9 +1821,16 @@ inline void conv2d(const Conv2dShape& s, const float* x, const float* packed_w, 
 //     blocked buffer; 1x1 stride-1 convolutions treat the whole plane as one row.
 //   - depthwise: one vector of 16 channels per pixel, several pixels per register block, taps
 //     that fall into the padding skipped (no padded copy).
-// The bias initialises the accumulators; the epilogue then runs on each finished tile of one
-// 16-channel block, as epi(c, row = n*OC/16 + block, col0 = pixel*16, len = pixels*16): the
-// blocked output is a matrix [N*OC/16, OH*OW*16] and `c - y` its linear offset.
+//   - planar input: a dense convolution whose input channels are not a multiple of 16 (an RGB
+//     stem, a 24-channel bottleneck) reads its NCHW input directly: the same output tiles, with
+//     one broadcast per (tap, input channel). Padded inputs go through a zero-haloed copy of the
+//     tap rows of one output row (per thread, in L1).
+// Output channels that are not a multiple of 16 are computed in a blocked scratch padded with
+// zero weights and written NCHW (conv2d_nchwc_nchw only).
+// The bias initialises the accumulators; the epilogue then runs on each finished output row (or
+// run of a plane) of one 16-channel block, as epi(c, row = n*OC/16 + block, col0 = pixel*16,
+// len = pixels*16): the blocked output is a matrix [N*OC/16, OH*OW*16] and `c - y` its linear
+// offset.
 // ============================================================================================
 
 constexpr int kCB = 16; // channels per block
@@ -1838,17 +1846,31 @@ constexpr int kCPB = kCP / kCB; // blocks per panel
 constexpr int kCDV = kCB / kW;  // vectors per block (depthwise)
 static_assert(kCP % kCB == 0, "a weight panel holds whole blocks");
 
-/// Whether conv2d_nchwc computes `s`: 2-D dense (group 1, stride_w <= 2, at most 64 taps) or
-/// depthwise (group == C == OC, KH <= 64), with channel counts that are multiples of 16.
+/// Taps (input channels x kernel taps) of the most a planar-input convolution takes.
+constexpr int kNchwcPlanarTaps = 256;
+
+/// Whether conv2d_nchwc_nchw computes `s`, and conv2d_nchwc too when OC is a multiple of 16:
+/// 2-D dense (group 1, stride_w <= 2, at most 64 kernel taps) with C a multiple of 16, or with
+/// any other C read planar (at most kNchwcPlanarTaps taps in all); or depthwise (group == C ==
+/// OC, a multiple of 16, KH <= 64).
 inline bool conv2d_nchwc_supported(const Conv2dShape& s) {
-  if (s.C % kCB != 0 || s.OC % kCB != 0) return false;
-  if (s.group == 1) return s.stride_w <= 2 && s.KH * s.KW <= 64;
-  return s.group == s.C && s.OC == s.C && s.KH <= 64;
+  if (s.group == 1)
+    return s.stride_w <= 2 && s.KH * s.KW <= 64 &&
+           (s.C % kCB == 0 || s.C * s.KH * s.KW <= kNchwcPlanarTaps);
+  return s.group == s.C && s.OC == s.C && s.C % kCB == 0 && s.KH <= 64;
 }
 
 namespace detail {
 inline bool nchwc_depthwise(const Conv2dShape& s) {
   return s.group > 1;
+}
+/// A dense convolution whose input channels are no multiple of 16: its input is read NCHW.
+inline bool nchwc_planar(const Conv2dShape& s) {
+  return s.group == 1 && s.C % kCB != 0;
+}
+/// Output channels rounded up to whole blocks.
+inline int nchwc_oc(const Conv2dShape& s) {
+  return (s.OC + kCB - 1) / kCB * kCB;
 }
 inline bool nchwc_padded(const Conv2dShape& s) {
   return s.pad_t != 0 || s.pad_l != 0 || s.pad_b != 0 || s.pad_r != 0;
@@ -1856,6 +1878,7 @@ inline bool nchwc_padded(const Conv2dShape& s) {
 /// Floats of the (padded, for dense) blocked input conv2d_nchwc builds in scratch; 0 when it
 /// reads x in place.
 inline size_t nchwc_input_floats(const Conv2dShape& s, bool x_blocked) {
+  if (nchwc_planar(s)) return 0;
   if (nchwc_depthwise(s)) return x_blocked ? 0 : static_cast<size_t>(s.N) * s.C * s.H * s.W;
   if (x_blocked && !nchwc_padded(s)) return 0;
   return static_cast<size_t>(s.N) * s.C * (s.H + s.pad_t + s.pad_b) * (s.W + s.pad_l + s.pad_r);
@@ -1985,33 +2008,35 @@ inline void to_nchwc(const float* x, bool blocked, int N, int C, int H, int W, i
   });
 }
 
-/// Blocked [N, C/16, H*W, 16] -> NCHW.
+/// Blocked [N, ceil(C/16), H*W, 16] -> NCHW (the lanes past C in the last block are dropped).
 inline void from_nchwc(const float* x, int N, int C, ptrdiff_t HW, float* dst) {
-  const int Cb = C / kCB;
+  const int Cb = (C + kCB - 1) / kCB;
   parallel_for(static_cast<ptrdiff_t>(N) * Cb, static_cast<double>(HW * kCB), [&](ptrdiff_t it) {
     const ptrdiff_t n = it / Cb, cb = it % Cb;
     const float* src = x + it * HW * kCB;
     float* d = dst + (n * C + cb * kCB) * HW;
+    const int lanes = std::min<int>(kCB, C - static_cast<int>(cb) * kCB);
     // 64 pixels at a time: their 4 KB of source stay in L1 for the 16 output rows.
     for (ptrdiff_t p0 = 0; p0 < HW; p0 += 64) {
       const ptrdiff_t p1 = std::min<ptrdiff_t>(HW, p0 + 64);
-      for (int l = 0; l < kCB; ++l)
+      for (int l = 0; l < lanes; ++l)
         for (ptrdiff_t p = p0; p < p1; ++p)
           d[l * HW + p] = src[p * kCB + l];
     }
   });
 }
 
-/// Floats of conv2d_nchwc's packed weights.
+/// Floats of conv2d_nchwc's packed weights (output channels rounded up to whole blocks).
 inline size_t conv2d_nchwc_weights_size(const Conv2dShape& s) {
   if (const int m = conv2d_nchwc_winograd(s))
     return static_cast<size_t>(m + 2) * (m + 2) * s.OC * s.C;
-  return static_cast<size_t>(s.OC) * s.Cg() * s.KH * s.KW;
+  return static_cast<size_t>(detail::nchwc_oc(s)) * s.Cg() * s.KH * s.KW;
 }
 /// Packs w[OC, C/group, KH, KW]. Dense: panels of kCP output channels (the last may hold fewer
-/// whole blocks), each as [C/16][KH][KW][16 lanes][panel channels]. Depthwise:
-/// [C/16][KH][KW][16]. Winograd: U[xi] = (G g G^T)[xi] for each of the alpha^2 positions, each
-/// packed as the weights of a 1x1 convolution (OC * C floats).
+/// whole blocks; channels past OC get zero weights), each as [C/16][KH][KW][16 lanes][panel
+/// channels], planar as [KH][KW][C][panel channels]. Depthwise: [C/16][KH][KW][16]. Winograd:
+/// U[xi] = (G g G^T)[xi] for each of the alpha^2 positions, each packed as the weights of a 1x1
+/// convolution (OC * C floats).
 inline void conv2d_nchwc_pack_weights(const Conv2dShape& s, const float* w, float* dst) {
   const int KHW = s.KH * s.KW;
   if (const int m = conv2d_nchwc_winograd(s)) {
@@ -2043,15 +2068,18 @@ inline void conv2d_nchwc_pack_weights(const Conv2dShape& s, const float* w, floa
             w[static_cast<size_t>(c) * KHW + t];
     return;
   }
+  // Planar: the whole input is one block of C lanes.
+  const int lanes = detail::nchwc_planar(s) ? s.C : kCB, OCp = detail::nchwc_oc(s);
   const size_t K = static_cast<size_t>(s.C) * KHW;
-  for (int q0 = 0; q0 < s.OC; q0 += kCP) {
-    const int wq = std::min(kCP, s.OC - q0);
+  for (int q0 = 0; q0 < OCp; q0 += kCP) {
+    const int wq = std::min(kCP, OCp - q0);
     float* d = dst + static_cast<size_t>(q0) * K;
-    for (int cb = 0; cb < s.C / kCB; ++cb)
+    for (int cb = 0; cb < s.C / lanes; ++cb)
       for (int t = 0; t < KHW; ++t)
-        for (int l = 0; l < kCB; ++l)
+        for (int l = 0; l < lanes; ++l)
           for (int j = 0; j < wq; ++j)
-            *d++ = w[(static_cast<size_t>(q0 + j) * s.C + cb * kCB + l) * KHW + t];
+            *d++ = q0 + j < s.OC ? w[(static_cast<size_t>(q0 + j) * s.C + cb * lanes + l) * KHW + t]
+                                 : 0.0f;
   }
 }
 /// Bytes of scratch conv2d_nchwc needs (0: none) for an input that is blocked or NCHW.
@@ -2063,11 +2091,12 @@ inline size_t conv2d_nchwc_scratch_bytes(const Conv2dShape& s, bool x_blocked) {
 }
 
 namespace detail {
-/// One dense output tile: MRt pixels (input pixels SW*16 floats apart) x NVt vectors of output
-/// channels. a: the tile's first input pixel at tap offset 0 of input block 0; taps[t]: offset
+/// One dense output tile: MRt pixels (input pixels SW*L floats apart) x NVt vectors of output
+/// channels, for inputs of L lanes per pixel (16: blocked; 1: planar, one tap per input
+/// channel). a: the tile's first input pixel at tap offset 0 of input block 0; taps[t]: offset
 /// of tap t; cstride: floats between input blocks; w: the panel's packed weights; y: the tile's
 /// first output pixel in the panel's first block, ys floats between output blocks.
-template <int MRt, int NVt, int SW>
+template <int MRt, int NVt, int SW, int L>
 void nchwc_tile(int cb, int ntaps, const ptrdiff_t* taps, ptrdiff_t cstride,
                 const float* __restrict a, const float* __restrict w, const float* __restrict bias,
                 float* __restrict y, ptrdiff_t ys) {
@@ -2078,8 +2107,8 @@ void nchwc_tile(int cb, int ntaps, const ptrdiff_t* taps, ptrdiff_t cstride,
     for (int t = 0; t < ntaps; ++t) {
       const float* ap = ac + taps[t];
 #pragma GCC unroll 4
-      for (int l = 0; l < kCB; ++l) {
-        outer_step(r, w, [ap, l](int i) { return ap[i * SW * kCB + l]; });
+      for (int l = 0; l < L; ++l) {
+        outer_step(r, w, [ap, l](int i) { return ap[i * SW * L + l]; });
         w += NVt * kW;
       }
     }
@@ -2093,18 +2122,21 @@ void nchwc_tile(int cb, int ntaps, const ptrdiff_t* taps, ptrdiff_t cstride,
 
 using NchwcTileFn = void (*)(int, int, const ptrdiff_t*, ptrdiff_t, const float*, const float*,
                              const float*, float*, ptrdiff_t);
-template <int NVt, int SW, int... Is>
+template <int NVt, int SW, int L, int... Is>
 constexpr std::array<NchwcTileFn, sizeof...(Is)> nchwc_tiles(std::integer_sequence<int, Is...>) {
-  return {{&nchwc_tile<Is + 1, NVt, SW>...}};
+  return {{&nchwc_tile<Is + 1, NVt, SW, L>...}};
 }
-/// nchwc_tile for mr pixels (1..kCMR), a panel of `blocks` blocks (1..kCPB), stride sw (1, 2).
-inline NchwcTileFn nchwc_tile_for(int mr, int blocks, int sw) {
+/// nchwc_tile for mr pixels (1..kCMR), a panel of `blocks` blocks (1..kCPB), stride sw (1, 2),
+/// a blocked or a planar input.
+inline NchwcTileFn nchwc_tile_for(int mr, int blocks, int sw, bool planar) {
   using Seq = std::make_integer_sequence<int, kCMR>;
   constexpr int kHalf = kCPB > 1 ? kCNV / kCPB : kCNV; // vectors of a one-block panel
-  static constexpr auto f1 = nchwc_tiles<kCNV, 1>(Seq()), f2 = nchwc_tiles<kCNV, 2>(Seq());
-  static constexpr auto h1 = nchwc_tiles<kHalf, 1>(Seq()), h2 = nchwc_tiles<kHalf, 2>(Seq());
-  if (blocks == kCPB) return (sw == 1 ? f1 : f2)[mr - 1];
-  return (sw == 1 ? h1 : h2)[mr - 1];
+  static constexpr std::array<NchwcTileFn, kCMR> fns[2][2][2] = {
+      {{nchwc_tiles<kCNV, 1, kCB>(Seq()), nchwc_tiles<kCNV, 2, kCB>(Seq())},
+       {nchwc_tiles<kHalf, 1, kCB>(Seq()), nchwc_tiles<kHalf, 2, kCB>(Seq())}},
+      {{nchwc_tiles<kCNV, 1, 1>(Seq()), nchwc_tiles<kCNV, 2, 1>(Seq())},
+       {nchwc_tiles<kHalf, 1, 1>(Seq()), nchwc_tiles<kHalf, 2, 1>(Seq())}}};
+  return fns[planar][blocks != kCPB][sw - 1][mr - 1];
 }
 
 /// Depthwise: PB output pixels of one row and one 16-channel block. `in` points at input column
@@ -2140,6 +2172,92 @@ inline void nchwc_dw_pixels(const Conv2dShape& s, const float* const* rows, int 
       vstore(y + (ow0 + p) * kCB + v * kW, r[p][v]);
 }
 
+/// Depthwise, square K x K kernel, stride S, no dilation: PB output pixels of one row and one
+/// 16-channel block, with the input vectors of each tap row loaded once and reused by every tap
+/// that reads them ((PB - 1) * S + K loads per tap row instead of K * PB). rows[kh]: input row
+/// oh*S - pad_t + kh of the block, null inside the padding; iw0: input column of the first
+/// pixel's first tap. Checked: columns outside [0, W) read as zeros (edge blocks).
+template <int K, int S, int PB, bool Checked>
+inline void nchwc_dw_block(const float* const* rows, const float* wb, const float* bias, int iw0,
+                           int W, float* y) {
+  constexpr int NI = (PB - 1) * S + K;
+#pragma GCC unroll 16
+  for (int v = 0; v < kCDV; ++v) {
+    vf r[PB];
+#pragma GCC unroll 16
+    for (int p = 0; p < PB; ++p)
+      r[p] = bias ? vload(bias + v * kW) : vzero();
+#pragma GCC unroll 8
+    for (int kh = 0; kh < K; ++kh) {
+      const float* row = rows[kh];
+      if (!row) continue;
+      vf in[NI];
+#pragma GCC unroll 32
+      for (int i = 0; i < NI; ++i) {
+        const int iw = iw0 + i;
+        in[i] = Checked && (iw < 0 || iw >= W)
+                    ? vzero()
+                    : vload(row + static_cast<ptrdiff_t>(iw) * kCB + v * kW);
+      }
+#pragma GCC unroll 8
+      for (int kw = 0; kw < K; ++kw) {
+        const vf wv = vload(wb + (kh * K + kw) * kCB + v * kW);
+#pragma GCC unroll 16
+        for (int p = 0; p < PB; ++p)
+          r[p] = vfma(in[p * S + kw], wv, r[p]);
+      }
+    }
+#pragma GCC unroll 16
+    for (int p = 0; p < PB; ++p)
+      vstore(y + p * kCB + v * kW, r[p]);
+  }
+}
+
+/// Output columns [ow, end) of one row with nchwc_dw_block: blocks of PB pixels, then halves
+/// for the tail; blocks reaching outside the unchecked columns [lo, hi) check their columns.
+template <int K, int S, int PB>
+inline void nchwc_dw_span(const float* const* rows, const float* wb, const float* bias, int pad_l,
+                          int W, int lo, int hi, int ow, int end, float* yr) {
+  for (; ow + PB <= end; ow += PB) {
+    const int iw0 = ow * S - pad_l;
+    float* y = yr + static_cast<ptrdiff_t>(ow) * kCB;
+    if (ow < lo || ow + PB > hi)
+      nchwc_dw_block<K, S, PB, true>(rows, wb, bias, iw0, W, y);
+    else
+      nchwc_dw_block<K, S, PB, false>(rows, wb, bias, iw0, W, y);
+  }
+  if constexpr (PB > 1) nchwc_dw_span<K, S, PB / 2>(rows, wb, bias, pad_l, W, lo, hi, ow, end, yr);
+}
+
+/// One output row of a K x K stride-S depthwise convolution (nchwc_dw_square).
+using NchwcDwRowFn = void (*)(const float* const*, const float*, const float*, int, int, int, int,
+                              int, float*);
+template <int K, int S>
+void nchwc_dw_row(const float* const* rows, const float* wb, const float* bias, int pad_l, int W,
+                  int lo, int hi, int OW, float* yr) {
+  // Pixels per block: 14 at stride 1 (14 accumulators and 16 input vectors in AVX-512's 32
+  // registers), 7 at stride 2; MobileNet's widths (112, 56, 28, 14, 7) are multiples of 7.
+#if defined(__AVX512F__)
+  constexpr int PB = S == 1 ? 14 : 7;
+#elif defined(__AVX2__) && defined(__FMA__)
+  constexpr int PB = 4;
+#else
+  constexpr int PB = 2;
+#endif
+  nchwc_dw_span<K, S, PB>(rows, wb, bias, pad_l, W, lo, hi, 0, OW, yr);
+}
+/// The row kernel for square 3x3 and 5x5 kernels at stride 1 or 2 without dilation (MobileNet's
+/// and EfficientNet's depthwise layers); null for other shapes (nchwc_dw_pixels).
+inline NchwcDwRowFn nchwc_dw_square(const Conv2dShape& s) {
+  if (s.KH != s.KW || s.stride_h != s.stride_w || s.dil_h != 1 || s.dil_w != 1) return nullptr;
+  const int k = s.KH, st = s.stride_w;
+  if (k == 3 && st == 1) return &nchwc_dw_row<3, 1>;
+  if (k == 3 && st == 2) return &nchwc_dw_row<3, 2>;
+  if (k == 5 && st == 1) return &nchwc_dw_row<5, 1>;
+  if (k == 5 && st == 2) return &nchwc_dw_row<5, 2>;
+  return nullptr;
+}
+
 template <class Epi>
 void nchwc_depthwise_conv(const Conv2dShape& s, const float* x, const float* packed_w,
                           const float* bias, float* y, Epi& epi) {
@@ -2160,6 +2278,7 @@ void nchwc_depthwise_conv(const Conv2dShape& s, const float* x, const float* pac
   while (hi > lo && (hi - 1) * s.stride_w - s.pad_l + (s.KW - 1) * s.dil_w >= s.W)
     --hi;
   if (hi < lo) hi = lo;
+  const NchwcDwRowFn square = nchwc_dw_square(s);
   // Items of R output rows (at least 64 pixels where the plane has them): small planes (7x7,
   // 14x14) call the epilogue once per item, not once per short row.
   const int R = std::min(OH, std::max(1, (64 + OW - 1) / OW));
@@ -2174,7 +2293,17 @@ void nchwc_depthwise_conv(const Conv2dShape& s, const float* x, const float* pac
                  const float* wb = packed_w + static_cast<ptrdiff_t>(cb) * KHW * kCB;
                  const float* bb = bias ? bias + cb * kCB : nullptr;
                  for (int oh = oh0; oh < oh1; ++oh) {
+                   float* yr = y + nc * oplane + static_cast<ptrdiff_t>(oh) * OW * kCB;
                    const float* rows[64];
+                   if (square) { // every tap row, null in the padding
+                     for (int kh = 0; kh < s.KH; ++kh) {
+                       const int ih = oh * s.stride_h - s.pad_t + kh;
+                       rows[kh] = ih < 0 || ih >= s.H ? nullptr
+                                                      : xp + static_cast<ptrdiff_t>(ih) * s.W * kCB;
+                     }
+                     square(rows, wb, bb, s.pad_l, s.W, lo, hi, OW, yr);
+                     continue;
+                   }
                    int khs[64];
                    int nrows = 0;
                    for (int kh = 0; kh < s.KH && nrows < 64; ++kh) {
@@ -2183,7 +2312,6 @@ void nchwc_depthwise_conv(const Conv2dShape& s, const float* x, const float* pac
                      rows[nrows] = xp + static_cast<ptrdiff_t>(ih) * s.W * kCB;
                      khs[nrows++] = kh;
                    }
-                   float* yr = y + nc * oplane + static_cast<ptrdiff_t>(oh) * OW * kCB;
                    for (int ow = 0; ow < lo; ++ow)
                      nchwc_dw_pixels<1, true>(s, rows, nrows, khs, wb, bb, ow, yr);
                    int ow = lo;
@@ -2197,6 +2325,67 @@ void nchwc_depthwise_conv(const Conv2dShape& s, const float* x, const float* pac
                  epi(y + nc * oplane + static_cast<ptrdiff_t>(oh0) * OW * kCB, static_cast<int>(nc),
                      oh0 * OW * kCB, (oh1 - oh0) * OW * kCB);
                });
+}
+
+/// The planar-input convolution (nchwc_planar(s)): x NCHW, y blocked. One item per output row:
+/// without padding its tiles read x in place (tap (kh, kw) of channel c at
+/// (c*H + kh*dh)*W + kw*dw from the row's first input pixel); with padding the row's C*KH input
+/// rows are first copied into a zero-haloed per-thread buffer of width W + pad_l + pad_r.
+/// Taps are ordered [KH][KW][C], as the weights are packed.
+template <class Epi>
+void nchwc_planar_conv(const Conv2dShape& s, const float* x, const float* packed_w,
+                       const float* bias, float* y, Epi& epi) {
+  const int OH = s.OH(), OW = s.OW(), KHW = s.KH * s.KW, T = s.C * KHW, sw = s.stride_w;
+  const int OCb = nchwc_oc(s) / kCB, Wp = s.W + s.pad_l + s.pad_r;
+  const bool padded = nchwc_padded(s);
+  const ptrdiff_t HW = static_cast<ptrdiff_t>(s.H) * s.W;
+  const ptrdiff_t ys = static_cast<ptrdiff_t>(OH) * OW * kCB; // between output blocks
+  const ptrdiff_t panels = (OCb + kCPB - 1) / kCPB;
+  ptrdiff_t taps[kNchwcPlanarTaps];
+  for (int kh = 0; kh < s.KH; ++kh)
+    for (int kw = 0; kw < s.KW; ++kw)
+      for (int c = 0; c < s.C; ++c)
+        taps[(kh * s.KW + kw) * s.C + c] =
+            padded ? static_cast<ptrdiff_t>(c * s.KH + kh) * Wp + kw * s.dil_w
+                   : (static_cast<ptrdiff_t>(c) * s.H + kh * s.dil_h) * s.W + kw * s.dil_w;
+  parallel_for(
+      static_cast<ptrdiff_t>(s.N) * OH, static_cast<double>(OW) * nchwc_oc(s) * T,
+      [&](ptrdiff_t it) {
+        const ptrdiff_t n = it / OH;
+        const int oh = static_cast<int>(it % OH);
+        const float* xn = x + n * s.C * HW;
+        const float* arow = xn + static_cast<ptrdiff_t>(oh) * s.stride_h * s.W;
+        if (padded) {
+          float* buf = tls_buffer(6, static_cast<size_t>(s.C) * s.KH * Wp);
+          for (int c = 0; c < s.C; ++c)
+            for (int kh = 0; kh < s.KH; ++kh) {
+              float* d = buf + static_cast<ptrdiff_t>(c * s.KH + kh) * Wp;
+              const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+              if (ih < 0 || ih >= s.H) {
+                std::memset(d, 0, sizeof(float) * Wp);
+                continue;
+              }
+              std::memset(d, 0, sizeof(float) * s.pad_l);
+              std::memcpy(d + s.pad_l, xn + c * HW + static_cast<ptrdiff_t>(ih) * s.W,
+                          sizeof(float) * s.W);
+              std::memset(d + s.pad_l + s.W, 0, sizeof(float) * s.pad_r);
+            }
+          arow = buf;
+        }
+        for (ptrdiff_t q = 0; q < panels; ++q) {
+          const int blocks = static_cast<int>(std::min<ptrdiff_t>(kCPB, OCb - q * kCPB));
+          const float* wq = packed_w + q * kCP * T;
+          const float* bq = bias ? bias + q * kCP : nullptr;
+          float* yq = y + (n * OCb + q * kCPB) * ys + static_cast<ptrdiff_t>(oh) * OW * kCB;
+          for (int t0 = 0; t0 < OW; t0 += kCMR) {
+            const int mr = std::min(kCMR, OW - t0);
+            nchwc_tile_for(mr, blocks, sw, true)(1, T, taps, 0, arow + t0 * sw, wq, bq,
+                                                 yq + t0 * kCB, ys);
+          }
+          for (int b = 0; b < blocks; ++b)
+            epi(yq + b * ys, static_cast<int>(n * OCb + q * kCPB + b), oh * OW * kCB, OW * kCB);
+        }
+      });
 }
 } // namespace detail
 
@@ -2371,9 +2560,10 @@ void nchwc_winograd(const Conv2dShape& s, const float* x, bool x_blocked, const 
 }
 } // namespace detail
 
-/// The blocked convolution (conv2d_nchwc_supported(s)). x: NCHW, or blocked when x_blocked; y:
-/// blocked. packed_w from conv2d_nchwc_pack_weights; bias: OC floats or null; scratch:
-/// conv2d_nchwc_scratch_bytes(s, x_blocked) bytes. Epilogue: see above.
+/// The blocked convolution (conv2d_nchwc_supported(s), OC a multiple of 16). x: NCHW, or
+/// blocked when x_blocked (never planar); y: blocked. packed_w from conv2d_nchwc_pack_weights;
+/// bias: OC floats or null; scratch: conv2d_nchwc_scratch_bytes(s, x_blocked) bytes. Epilogue: see
+/// above.
 namespace detail {
 template <class Epi>
 void conv2d_nchwc_k(const Conv2dShape& s, const float* x, bool x_blocked, const float* packed_w,
@@ -2396,12 +2586,16 @@ void conv2d_nchwc_k(const Conv2dShape& s, const float* x, bool x_blocked, const 
     detail::nchwc_depthwise_conv(s, xin, packed_w, bias, y, epi);
     return;
   }
+  if (detail::nchwc_planar(s)) {
+    detail::nchwc_planar_conv(s, x, packed_w, bias, y, epi);
+    return;
+  }
   const int Hp = s.H + s.pad_t + s.pad_b, Wp = s.W + s.pad_l + s.pad_r;
   if (copy) {
     to_nchwc(x, x_blocked, s.N, s.C, s.H, s.W, s.pad_t, s.pad_l, s.pad_b, s.pad_r, buf);
     xin = buf;
   }
-  const int Cb = s.C / kCB, OCb = s.OC / kCB, OH = s.OH(), OW = s.OW();
+  const int Cb = s.C / kCB, OCb = detail::nchwc_oc(s) / kCB, OH = s.OH(), OW = s.OW();
   const int KHW = s.KH * s.KW;
   const ptrdiff_t cstride = static_cast<ptrdiff_t>(Hp) * Wp * kCB;
   const ptrdiff_t ys = static_cast<ptrdiff_t>(OH) * OW * kCB; // between output blocks
@@ -2436,12 +2630,14 @@ void conv2d_nchwc_k(const Conv2dShape& s, const float* x, bool x_blocked, const 
     float* yq = y + (n * OCb + q * kCPB) * ys + p0 * kCB;
     for (int t0 = 0; t0 < len; t0 += kCMR) {
       const int mr = std::min(kCMR, len - t0);
-      detail::nchwc_tile_for(mr, blocks, sw)(Cb, KHW, taps, cstride, arow + t0 * sw * kCB, wq, bq,
-                                             yq + t0 * kCB, ys);
-      for (int b = 0; b < blocks; ++b)
-        epi(yq + b * ys + t0 * kCB, static_cast<int>(n * OCb + q * kCPB + b),
-            static_cast<int>((p0 + t0) * kCB), mr * kCB);
+      detail::nchwc_tile_for(mr, blocks, sw, false)(Cb, KHW, taps, cstride, arow + t0 * sw * kCB,
+                                                    wq, bq, yq + t0 * kCB, ys);
     }
+    // The epilogue once per row and block (still in L1): per tile, its call cost a fifth of
+    // a small-K layer's time (MobileNetV2's 1x1 from 16 channels).
+    for (int b = 0; b < blocks; ++b)
+      epi(yq + b * ys, static_cast<int>(n * OCb + q * kCPB + b), static_cast<int>(p0 * kCB),
+          len * kCB);
   });
 }
 } // namespace detail
@@ -2454,12 +2650,14 @@ inline void conv2d_nchwc(const Conv2dShape& s, const float* x, bool x_blocked,
 
 /// Bytes of scratch conv2d_nchwc_nchw needs.
 inline size_t conv2d_nchwc_nchw_scratch_bytes(const Conv2dShape& s, bool x_blocked) {
-  const size_t yb = static_cast<size_t>(s.N) * s.OC * s.OH() * s.OW() * sizeof(float);
+  const size_t yb =
+      static_cast<size_t>(s.N) * detail::nchwc_oc(s) * s.OH() * s.OW() * sizeof(float);
   return (yb + 63) / 64 * 64 + 63 + conv2d_nchwc_scratch_bytes(s, x_blocked);
 }
 /// conv2d_nchwc with an NCHW output (the last blocked layer before an NCHW reader): computed
 /// blocked into scratch, then reordered into y, with the epilogue once per output plane as
-/// conv2d calls it: epi(plane, oc, 0, OH*OW).
+/// conv2d calls it: epi(plane, oc, 0, OH*OW). Output channels that are no multiple of 16 are
+/// computed padded to whole blocks (zero weights); the bias is then added per plane.
 namespace detail {
 template <class Epi>
 void conv2d_nchwc_nchw_k(const Conv2dShape& s, const float* x, bool x_blocked,
@@ -2467,12 +2665,18 @@ void conv2d_nchwc_nchw_k(const Conv2dShape& s, const float* x, bool x_blocked,
                          Epi epi) {
   float* yb = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) / 64 * 64);
   const ptrdiff_t P = static_cast<ptrdiff_t>(s.OH()) * s.OW();
-  const size_t ybytes = static_cast<size_t>(s.N) * s.OC * P * sizeof(float);
-  conv2d_nchwc(s, x, x_blocked, packed_w, bias, yb,
+  const size_t ybytes = static_cast<size_t>(s.N) * nchwc_oc(s) * P * sizeof(float);
+  const bool whole = s.OC % kCB == 0; // else the bias has too few channels for the tiles
+  conv2d_nchwc(s, x, x_blocked, packed_w, whole ? bias : nullptr, yb,
                reinterpret_cast<char*>(yb) + (ybytes + 63) / 64 * 64, EpiNone{});
   from_nchwc(yb, s.N, s.OC, P, y);
   parallel_for(static_cast<ptrdiff_t>(s.N) * s.OC, static_cast<double>(P), [&](ptrdiff_t it) {
-    epi(y + it * P, static_cast<int>(it % s.OC), 0, static_cast<int>(P));
+    const int oc = static_cast<int>(it % s.OC);
+    float* plane = y + it * P;
+    if (!whole && bias)
+      for (ptrdiff_t p = 0; p < P; ++p)
+        plane[p] += bias[oc];
+    epi(plane, oc, 0, static_cast<int>(P));
   });
 }
 } // namespace detail

@@ -574,8 +574,11 @@ void expectResidualRelu(const Vec& y, const Vec& want, const Vec& res,
 
 /// conv2d_nchwc with bias + residual add + relu (epilogue on blocked tiles), from an NCHW and
 /// from a blocked input, against the naive conv; every output element is finished exactly once.
+/// Input channels that are no multiple of 16 are only read NCHW (planar), output channels that
+/// are none only written NCHW (conv2d_nchwc_nchw).
 void checkConvNchwc(const triad_rt::Conv2dShape& s, std::mt19937& rng, const std::string& what) {
   ASSERT_TRUE(triad_rt::conv2d_nchwc_supported(s)) << what;
+  const bool planarIn = s.C % 16 != 0, wholeOut = s.OC % 16 == 0;
   const size_t HW = static_cast<size_t>(s.H) * s.W, P = static_cast<size_t>(s.OH()) * s.OW();
   Vec x = randomVec(static_cast<size_t>(s.N) * s.C * HW, rng);
   Vec w = randomVec(static_cast<size_t>(s.OC) * (s.C / s.group) * s.KH * s.KW, rng);
@@ -584,12 +587,14 @@ void checkConvNchwc(const triad_rt::Conv2dShape& s, std::mt19937& rng, const std
   Vec res = randomVec(ysize, rng);
   std::vector<double> ref = naiveConv(s, x, w, bias);
   Vec refv(ref.begin(), ref.end());
-  Vec refb = blockedOf(refv, s.N, s.OC, P), resb = blockedOf(res, s.N, s.OC, P);
-  Vec xb = blockedOf(x, s.N, s.C, HW);
+  Vec refb = wholeOut ? blockedOf(refv, s.N, s.OC, P) : Vec();
+  Vec resb = wholeOut ? blockedOf(res, s.N, s.OC, P) : Vec();
+  Vec xb = planarIn ? x : blockedOf(x, s.N, s.C, HW);
   Vec wp = sized(triad_rt::conv2d_nchwc_weights_size(s));
   triad_rt::conv2d_nchwc_pack_weights(s, w.data(), wp.data());
   const int Kg = (s.C / s.group) * s.KH * s.KW;
   for (bool blocked : {false, true}) {
+    if (!wholeOut || (blocked && planarIn)) continue;
     std::vector<unsigned char> scratch(triad_rt::conv2d_nchwc_scratch_bytes(s, blocked));
     Vec y(ysize, std::nanf(""));
     float* ybase = y.data();
@@ -608,13 +613,13 @@ void checkConvNchwc(const triad_rt::Conv2dShape& s, std::mt19937& rng, const std
         });
     expectResidualRelu(y, refb, resb, visits, Kg, what + (blocked ? " blocked in" : " nchw in"));
   }
-  // NCHW output from a blocked input: the epilogue runs once per output plane.
-  std::vector<unsigned char> scratch(triad_rt::conv2d_nchwc_nchw_scratch_bytes(s, true));
+  // NCHW output from a blocked input (planar: NCHW): the epilogue runs once per output plane.
+  std::vector<unsigned char> scratch(triad_rt::conv2d_nchwc_nchw_scratch_bytes(s, !planarIn));
   Vec y(ysize, std::nanf(""));
   float* ybase = y.data();
   std::vector<int> visits(ysize, 0);
   triad_rt::conv2d_nchwc_nchw(
-      s, xb.data(), true, wp.data(), bias.data(), y.data(), scratch.data(),
+      s, xb.data(), !planarIn, wp.data(), bias.data(), y.data(), scratch.data(),
       [&](float* c, int oc, int col0, int n) {
         ptrdiff_t off = c - ybase;
         EXPECT_EQ(col0, 0) << what;
@@ -644,6 +649,19 @@ void convNchwcSuite(int threads) {
       shape(1, 48, 7, 7, 48, 3, 48, 1, 1),   // depthwise 7x7 plane
       shape(1, 16, 21, 19, 16, 5, 16, 2, 2), // depthwise 5x5 stride 2
       shape(1, 16, 3, 3, 16, 3, 16, 1, 1),   // depthwise: every pixel an edge
+      // Depthwise 3x3/5x5 rows (nchwc_dw_square): widths of whole and partial register blocks.
+      shape(1, 32, 23, 23, 32, 3, 32, 1, 1), // 14 + 7 + 2 pixels
+      shape(1, 16, 30, 29, 16, 3, 16, 2, 1), // stride 2, 15 = 7 + 7 + 1
+      shape(1, 16, 14, 14, 16, 5, 16, 1, 2), // 5x5 stride 1
+      shape(1, 16, 7, 7, 16, 3, 16, 2, 1),   // 4 pixels, both edges in one block
+      shape(1, 16, 2, 2, 16, 5, 16, 1, 2),   // every tap row but the middle ones in padding
+      // Planar input (C no multiple of 16) and NCHW-only output (OC no multiple of 16).
+      shape(1, 3, 32, 30, 32, 3, 1, 2, 1),   // MobileNet's stem: padded tap rows
+      shape(2, 3, 17, 19, 48, 7, 1, 2, 3),   // ResNet's stem, a one-block last panel
+      shape(1, 24, 14, 14, 144, 1, 1, 1, 0), // 1x1 from 24 channels: read in place
+      shape(1, 5, 9, 8, 16, 3, 1, 1, 0),     // unpadded 3x3 read in place
+      shape(1, 96, 14, 14, 24, 1, 1, 1, 0),  // 96 -> 24: a half-empty block, NCHW out
+      shape(1, 24, 9, 9, 40, 3, 1, 2, 1),    // planar in, NCHW out
   };
   {
     triad_rt::Conv2dShape d = shape(1, 16, 13, 12, 32, 3, 1, 1, 2);
@@ -651,16 +669,21 @@ void convNchwcSuite(int threads) {
     named.push_back(d);
     d.group = d.C, d.OC = d.C;
     named.push_back(d);
+    d.group = 1, d.C = 3, d.OC = 16; // planar: dilation, asymmetric pads, stride_h 3
+    named.push_back(d);
+    triad_rt::Conv2dShape q = shape(1, 16, 9, 9, 16, 3, 16, 1, 1);
+    q.pad_t = 0, q.pad_l = 2, q.pad_r = 0; // square depthwise, asymmetric pads
+    named.push_back(q);
   }
   for (const auto& s : named)
     checkConvNchwc(s, rng, convName(s) + " threads " + std::to_string(threads));
   std::uniform_int_distribution<int> u(0, 1 << 30);
-  for (int t = 0; t < 30; ++t) {
+  for (int t = 0; t < 45; ++t) {
     triad_rt::Conv2dShape s;
-    const bool dw = t % 2 == 1;
+    const bool dw = t % 3 == 1, planar = t % 3 == 2;
     s.N = 1 + u(rng) % 2;
-    s.C = 16 * (1 + u(rng) % 3);
-    s.OC = dw ? s.C : 16 * (1 + u(rng) % 4);
+    s.C = planar ? 1 + u(rng) % 40 : 16 * (1 + u(rng) % 3);
+    s.OC = dw ? s.C : planar ? 1 + u(rng) % 70 : 16 * (1 + u(rng) % 4);
     s.group = dw ? s.C : 1;
     s.KH = 1 + u(rng) % 4, s.KW = 1 + u(rng) % 4;
     s.stride_h = 1 + u(rng) % 3, s.stride_w = 1 + u(rng) % (dw ? 3 : 2);
@@ -668,7 +691,7 @@ void convNchwcSuite(int threads) {
     s.pad_t = u(rng) % 3, s.pad_l = u(rng) % 3, s.pad_b = u(rng) % 3, s.pad_r = u(rng) % 3;
     s.H = 1 + u(rng) % 19, s.W = 1 + u(rng) % 23;
     if (s.H + s.pad_t + s.pad_b < s.dil_h * (s.KH - 1) + 1 ||
-        s.W + s.pad_l + s.pad_r < s.dil_w * (s.KW - 1) + 1)
+        s.W + s.pad_l + s.pad_r < s.dil_w * (s.KW - 1) + 1 || !triad_rt::conv2d_nchwc_supported(s))
       continue;
     checkConvNchwc(s, rng, convName(s) + " threads " + std::to_string(threads));
   }
@@ -817,8 +840,10 @@ TEST(Conv2dNchwcWinograd, RoundingError) {
 TEST(Conv2dNchwc, Supported) {
   EXPECT_TRUE(triad_rt::conv2d_nchwc_supported(shape(1, 64, 56, 56, 256, 1, 1, 1, 0)));
   EXPECT_TRUE(triad_rt::conv2d_nchwc_supported(shape(1, 96, 14, 14, 96, 3, 96, 1, 1)));
-  EXPECT_FALSE(triad_rt::conv2d_nchwc_supported(shape(1, 3, 224, 224, 64, 7, 1, 2, 3)));
-  EXPECT_FALSE(triad_rt::conv2d_nchwc_supported(shape(1, 64, 8, 8, 24, 1, 1, 1, 0)));
+  EXPECT_TRUE(triad_rt::conv2d_nchwc_supported(shape(1, 3, 224, 224, 64, 7, 1, 2, 3))); // planar
+  EXPECT_FALSE(triad_rt::conv2d_nchwc_supported(shape(1, 8, 16, 16, 16, 7, 1, 1, 3)));  // 392 taps
+  EXPECT_TRUE(triad_rt::conv2d_nchwc_supported(shape(1, 64, 8, 8, 24, 1, 1, 1, 0)));    // NCHW out
+  EXPECT_FALSE(triad_rt::conv2d_nchwc_supported(shape(1, 24, 8, 8, 24, 3, 24, 1, 1)));  // dw 24
   EXPECT_FALSE(triad_rt::conv2d_nchwc_supported(shape(1, 32, 8, 8, 32, 3, 2, 1, 1)));
   EXPECT_FALSE(triad_rt::conv2d_nchwc_supported(shape(1, 16, 8, 8, 16, 1, 1, 3, 0)));
   // Blocked 1x1 stride-1 input is read in place; a padded one is copied with its halo.

@@ -226,6 +226,57 @@ TEST(CpuTarget, WinogradConvolutionsInBlockedChains) {
                           1e-3, 1e-4);
 }
 
+// Channel counts that are no multiple of 16 at the edges of a blocked chain (MobileNetV2's stem
+// and its 24-channel bottleneck): a 3-channel stem reads its NCHW input planar and writes
+// blocked; a 24-channel output is written NCHW from padded blocks, and a convolution from 24
+// channels reads it planar (1x1 in place, 3x3 through padded tap rows); a 24-channel depthwise
+// stays NCHW.
+TEST(CpuTarget, ChannelBlockedPlanarInputsAndPartialBlocks) {
+  std::mt19937 rng(12);
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, {1, 3, 18, 17}, {}});
+  auto conv = [&](const std::string& name, Value* in, int64_t oc, int64_t k, int64_t stride,
+                  int64_t group) {
+    int64_t c = in->type().shape[1];
+    Value* w = g.addConstant(name + ".w", randomTensor({oc, c / group, k, k}, rng));
+    Value* b = g.addConstant(name + ".b", randomTensor({oc}, rng));
+    auto a = attrs<ConvAttrs>([&](ConvAttrs& at) {
+      at.kernel = {k, k};
+      at.strides = {stride, stride};
+      int64_t p = k / 2;
+      at.pads = {p, p, p, p};
+      at.dilations = {1, 1};
+      at.group = group;
+    });
+    return add(g, OpKind::Conv, name, {in, w, b}, a)->output(0);
+  };
+  Value* stem = conv("stem", x, 32, 3, 2, 1);              // [1, 32, 9, 9]: planar in, blocked out
+  Value* dw = conv("dw", stem, 32, 3, 1, 32);              // blocked in and out
+  Value* proj = conv("proj", dw, 24, 1, 1, 1);             // blocked in, 24 channels NCHW out
+  Value* expand = conv("expand", proj, 48, 1, 1, 1);       // planar 1x1 in, blocked out
+  Value* dw24 = conv("dw24", proj, 24, 3, 1, 24);          // a 24-channel depthwise: NCHW
+  Value* back = conv("back", dw24, 32, 3, 1, 1);           // planar 3x3 in, blocked out
+  Value* head = conv("head", expand, 32, 1, 1, 1);         // blocked in and out
+  Node* sum = add(g, OpKind::Add, "sum", {head, back});    // in back's epilogue, head read blocked
+  Value* last = conv("last", sum->output(0), 16, 1, 1, 1); // blocked in, NCHW out
+  Node* gap = add(g, OpKind::GlobalAveragePool, "gap", {last});
+  g.addOutput(gap->output(0));
+  cpu::GeneratedCode code = cpu::generateCpp(g);
+  const std::string& src = code.source;
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t p = src.find(what); p != std::string::npos; p = src.find(what, p + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("// layout: NCHW in, NCHW16c out"), 3u) << src;    // stem expand back
+  EXPECT_EQ(count("// layout: NCHW16c in, NCHW16c out"), 2u) << src; // dw head
+  EXPECT_EQ(count("// layout: NCHW16c in, NCHW out"), 2u) << src;    // proj last
+  EXPECT_EQ(count("triad_rt::conv2d("), 1u) << src;                  // dw24
+  std::vector<Tensor> in = {randomTensor({1, 3, 18, 17}, rng)};
+  checkAgainstInterpreter(g, in, 1e-4, 1e-4);
+}
+
 // Reductions compiled natively (double accumulators, as the interpreter): non-contiguous axes,
 // keepdims off, LogSumExp's shift, NaN in Max, ArgMax/ArgMin with ties.
 TEST(CpuTarget, ReductionsAndArgReductions) {
