@@ -2533,8 +2533,8 @@ void nchwc_winograd(const Conv2dShape& s, const float* x, bool x_blocked, const 
         float* mx = mem.mx + xi * ms + q * kCPB * T16;
         for (ptrdiff_t b = chunk * 16; b < std::min(tblocks, chunk * 16 + 16); ++b) {
           const ptrdiff_t t0 = g.T * b / tblocks, t1 = g.T * (b + 1) / tblocks;
-          nchwc_tile_for(static_cast<int>(t1 - t0), blocks, 1)(Cb, 1, &tap0, T16, v + t0 * kCB, w,
-                                                               nullptr, mx + t0 * kCB, T16);
+          nchwc_tile_for(static_cast<int>(t1 - t0), blocks, 1,
+                         false)(Cb, 1, &tap0, T16, v + t0 * kCB, w, nullptr, mx + t0 * kCB, T16);
         }
       });
   // Output transform, bias, then the epilogue on each tile row: items (image, output block,
