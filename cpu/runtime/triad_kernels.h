@@ -740,6 +740,9 @@ constexpr int kMR = 4, kNV = 8, kKC = 256, kMC = 4 * 64, kNC = 1024;
 constexpr int kNR = kNV * kW;
 /// GEMMs with at most this many rows read unpacked B in place (see gemm_run).
 constexpr int kDirectMaxM = 48;
+/// Longest K one micro-kernel call runs over a pre-packed B (gemm_run_packed_b): a K x kNR
+/// panel (up to 256 KiB with AVX-512) then stays in L2 while every row panel of a block reads it.
+constexpr int kKCPackedB = 2048;
 
 // ---- Epilogues: called as epi(float* c, int row, int col0, int n) once per finished row
 // segment c[0..n) of C = C[row, col0 .. col0+n), while the block is in cache. Must be
@@ -925,9 +928,6 @@ inline void pack_b_panel(View b, int k0, int kc, int j0, int nr, float* dst) {
   }
 }
 
-/// The micro-kernel: C[0..MRt, 0..kNR) (+)= Apanel[kc x kMR] * Bpanel[kc x kNR], accumulators
-/// in registers (MRt * kNV vectors). `acc` adds to C (later K blocks), else overwrites. B's rows
-/// are ldb floats apart: kNR for a packed panel, the matrix's row stride when read in place.
 /// The step every register-blocked kernel repeats: r[i][v] += a(i) * b[v*kW ...] for MR rows
 /// and NV vectors (the NV vectors of b loaded once, one broadcast per row).
 template <int MR, int NV, class A>
@@ -955,9 +955,28 @@ __attribute__((always_inline)) inline void init_rows(vf (&r)[R][NV], const float
       r[i][v] = bias ? vload(bias + v * kW) : vzero();
 }
 
-template <int MRt>
-inline void ukernel(int kc, const float* __restrict a, const float* __restrict b, ptrdiff_t ldb,
-                    float* __restrict c, ptrdiff_t ldc, bool acc) {
+/// A micro-panel read in place: element (i, k) at p[i * ld + k] (row-major A, no packing).
+struct RowsA {
+  const float* p;
+  ptrdiff_t ld;
+  float operator()(int i) const { return p[i * ld]; }
+  void next() { ++p; }
+};
+/// A packed micro-panel (kMR floats per k, see pack_a_panel).
+struct PackedA {
+  const float* p;
+  float operator()(int i) const { return p[i]; }
+  void next() { p += kMR; }
+};
+
+/// The micro-kernel: C[0..MRt, 0..kNR) (+)= A[MRt x kc] * Bpanel[kc x kNR], accumulators
+/// in registers (MRt * kNV vectors). `acc` adds to C (later K blocks), else overwrites. B's rows
+/// are ldb floats apart: kNR for a packed panel, the matrix's row stride when read in place.
+/// A is an APanel (PackedA or RowsA): a(i) is element (i, k), next() steps k.
+template <int MRt, class APanel>
+__attribute__((always_inline)) inline void ukernel_t(int kc, APanel a, const float* __restrict b,
+                                                     ptrdiff_t ldb, float* __restrict c,
+                                                     ptrdiff_t ldc, bool acc) {
   vf r[MRt][kNV];
 #ifndef TRIAD_RT_SCALAR
   // The C tile is stored after the k loop: fetch its lines now (strided rows, which the
@@ -982,8 +1001,8 @@ inline void ukernel(int kc, const float* __restrict a, const float* __restrict b
         r[i][v] = vzero();
   }
   for (int k = 0; k < kc; ++k) {
-    outer_step(r, b, [a](int i) { return a[i]; });
-    a += kMR;
+    outer_step(r, b, a);
+    a.next();
     b += ldb;
   }
 #pragma GCC unroll 16
@@ -993,10 +1012,36 @@ inline void ukernel(int kc, const float* __restrict a, const float* __restrict b
       vstore(c + i * ldc + v * kW, r[i][v]);
 }
 
+/// The micro-kernel on a packed A micro-panel `a`.
+template <int MRt>
+inline void ukernel(int kc, const float* __restrict a, const float* __restrict b, ptrdiff_t ldb,
+                    float* __restrict c, ptrdiff_t ldc, bool acc) {
+  ukernel_t<MRt>(kc, PackedA{a}, b, ldb, c, ldc, acc);
+}
+/// The micro-kernel on MRt rows of a row-major A read in place (rows lda floats apart): for
+/// GEMMs with few rows, packing A would cost several percent of the product.
+template <int MRt>
+inline void ukernel_rows(int kc, const float* a, ptrdiff_t lda, const float* __restrict b,
+                         ptrdiff_t ldb, float* __restrict c, ptrdiff_t ldc, bool acc) {
+  ukernel_t<MRt>(kc, RowsA{a, lda}, b, ldb, c, ldc, acc);
+}
+
 using UkernelFn = void (*)(int, const float*, const float*, ptrdiff_t, float*, ptrdiff_t, bool);
+using UkernelRowsFn = void (*)(int, const float*, ptrdiff_t, const float*, ptrdiff_t, float*,
+                               ptrdiff_t, bool);
 template <int... Is>
 constexpr std::array<UkernelFn, sizeof...(Is)> ukernel_table(std::integer_sequence<int, Is...>) {
   return {{&ukernel<Is + 1>...}};
+}
+template <int... Is>
+constexpr std::array<UkernelRowsFn, sizeof...(Is)>
+ukernel_rows_table(std::integer_sequence<int, Is...>) {
+  return {{&ukernel_rows<Is + 1>...}};
+}
+/// ukernel_rows<mr> for mr in [1, kMR].
+inline UkernelRowsFn ukernel_rows_for(int mr) {
+  static constexpr auto table = ukernel_rows_table(std::make_integer_sequence<int, kMR>());
+  return table[mr - 1];
 }
 /// ukernel<mr> for mr in [1, kMR].
 inline UkernelFn ukernel_for(int mr) {
@@ -1021,6 +1066,73 @@ struct APackState {
   int ic = -1, pc = -1;
 };
 
+/// gemm_run with B pre-packed (constant weights): work items share nothing, so there is no
+/// shared B buffer and no barrier per K block. A row-major A is read in place by the
+/// micro-kernel (ukernel_rows); any other A is packed once per block of kMC rows, before the
+/// items that read it (was: by every item, once per K block, i.e. 8 times over for a 128-row
+/// GEMM on two threads; packing alone cost about 4 % of a 128 x 768 x 768 product on one). An
+/// item is a chunk of B's column panels; it finishes each C tile over all of K (one call per
+/// up to kKCPackedB) while the tile is in registers or L1, and runs the epilogue right after.
+template <class Epi> void gemm_run_packed_b(const GemmProblem& g, int nt, Epi& epi) {
+  const int M = g.M, N = g.N, K = g.K;
+  const int npanels = (N + kNR - 1) / kNR;
+  const bool rows_a = !g.a_packed && !g.a.rows && g.a.cs == 1;
+  const bool pack_a = !g.a_packed && !rows_a;
+  const int mcb = std::min(M, kMC);
+  float* abuf = pack_a ? tls_buffer(0, packed_a_size(mcb, K)) : nullptr;
+  const int kblocks = (K + kKCPackedB - 1) / kKCPackedB;
+  const int kcb = (K + kblocks - 1) / kblocks;
+  // At least 4 items per thread, taken dynamically: a thread that loses its core does fewer.
+  const int nitems = nt > 1 ? std::min(npanels, 4 * nt) : 1;
+  for (int ic = 0; ic < M; ic += mcb) {
+    const int mc = std::min(mcb, M - ic);
+    const int mpanels = (mc + kMR - 1) / kMR;
+    const float* ablk = g.a_packed ? g.a_packed + static_cast<ptrdiff_t>(ic) * K : abuf;
+    if (pack_a) {
+      auto pack = [&](ptrdiff_t p) {
+        const int i = static_cast<int>(p) * kMR;
+        pack_a_panel(g.a, ic + i, std::min(kMR, mc - i), 0, K,
+                     abuf + p * static_cast<ptrdiff_t>(kMR) * K);
+      };
+      pool_for(static_cast<double>(mc) * K < kParallelMinWork ? 1 : nt, mpanels, pack);
+    }
+    auto item = [&](ptrdiff_t it) {
+      float* tile = tls_buffer(2, static_cast<size_t>(kMR) * kNR);
+      const int q0 = static_cast<int>(npanels * it / nitems);
+      const int q1 = static_cast<int>(npanels * (it + 1) / nitems);
+      for (int q = q0; q < q1; ++q) {
+        const int j = q * kNR;
+        const int nr = std::min(kNR, N - j);
+        const float* bq = g.b_packed + static_cast<ptrdiff_t>(q) * kNR * K;
+        for (int p = 0; p < mpanels; ++p) {
+          const int i = ic + p * kMR;
+          const int mr = std::min(kMR, M - i);
+          float* cp = g.c + static_cast<ptrdiff_t>(i) * g.ldc + j;
+          // Right edge: the full-width kernel accumulates in a private tile, then the valid
+          // part is copied out.
+          float* out = nr == kNR ? cp : tile;
+          const ptrdiff_t ldo = nr == kNR ? g.ldc : kNR;
+          const float* ap = ablk + static_cast<ptrdiff_t>(p) * kMR * K;
+          for (int pc = 0; pc < K; pc += kcb) {
+            const int kc = std::min(kcb, K - pc);
+            const float* bp = bq + static_cast<ptrdiff_t>(pc) * kNR;
+            if (rows_a)
+              ukernel_rows_for(mr)(kc, g.a.at(i, pc), g.a.rs, bp, kNR, out, ldo, pc > 0);
+            else
+              ukernel_for(mr)(kc, ap + static_cast<ptrdiff_t>(pc) * kMR, bp, kNR, out, ldo, pc > 0);
+          }
+          if (nr < kNR)
+            for (int r = 0; r < mr; ++r)
+              std::memcpy(cp + r * g.ldc, tile + r * kNR, sizeof(float) * nr);
+          for (int r = 0; r < mr; ++r)
+            epi(cp + r * g.ldc, i + r, j, nr);
+        }
+      }
+    };
+    pool_for(nt, nitems, item);
+  }
+}
+
 template <class Epi> void gemm_run(const GemmProblem& g, Epi& epi) {
   if (g.M <= 0 || g.N <= 0) return;
   if (g.K <= 0) {
@@ -1034,18 +1146,21 @@ template <class Epi> void gemm_run(const GemmProblem& g, Epi& epi) {
   double work = static_cast<double>(M) * N * K;
   int nt = num_threads();
   if (nt > 1 && (work < kParallelMinWork * 2 || inside_job())) nt = 1;
+  if (g.b_packed) {
+    gemm_run_packed_b(g, nt, epi);
+    return;
+  }
   static std::atomic<uint64_t> serial{0};
   const uint64_t problem = ++serial;
   const int mblocks = (M + kMC - 1) / kMC;
   // Few rows of A: each B element is used in only M multiply-adds, so packing B would cost about
   // as much as the product; full-width panels are then read in place (row stride g.b.rs), and
   // only the right-edge panel is packed.
-  const bool direct = !g.b_packed && !g.b.rows && g.b.cs == 1 && M <= kDirectMaxM;
-  // B blocks (when B is not pre-packed) are packed into the calling thread's buffer and read by
-  // every thread during the block's compute job.
-  float* bbuf = nullptr;
-  if (!g.b_packed)
-    bbuf = tls_buffer(1, static_cast<size_t>(kKC) * ((std::min(kNC, N) + kNR - 1) / kNR) * kNR);
+  const bool direct = !g.b.rows && g.b.cs == 1 && M <= kDirectMaxM;
+  // B blocks are packed into the calling thread's buffer and read by every thread during the
+  // block's compute job.
+  float* bbuf =
+      tls_buffer(1, static_cast<size_t>(kKC) * ((std::min(kNC, N) + kNR - 1) / kNR) * kNR);
   for (int jc = 0; jc < N; jc += kNC) {
     const int nc = std::min(kNC, N - jc);
     const int npanels = (nc + kNR - 1) / kNR;
@@ -1112,34 +1227,21 @@ template <class Epi> void gemm_run(const GemmProblem& g, Epi& epi) {
       }
     };
 
-    if (g.b_packed) {
-      // No shared buffer: each item runs all K blocks itself (a C tile never changes threads
-      // between K blocks), so one job per column block.
-      const float* bj = g.b_packed + static_cast<ptrdiff_t>(jc / kNR) * kNR * K;
-      auto item = [&](ptrdiff_t it) {
-        for (int pc = 0; pc < K; pc += kKC)
-          compute(static_cast<int>(it), pc, std::min(kKC, K - pc),
-                  bj + static_cast<ptrdiff_t>(pc) * kNR, static_cast<ptrdiff_t>(kNR) * K);
+    for (int pc = 0; pc < K; pc += kKC) {
+      const int kc = std::min(kKC, K - pc);
+      const ptrdiff_t bstride = static_cast<ptrdiff_t>(kNR) * kc;
+      auto pack = [&](ptrdiff_t q) {
+        const int qi = static_cast<int>(q);
+        pack_b_panel(g.b, pc, kc, jc + qi * kNR, std::min(kNR, nc - qi * kNR), bbuf + q * bstride);
       };
-      pool_for(nt, nitems, item);
-    } else {
-      for (int pc = 0; pc < K; pc += kKC) {
-        const int kc = std::min(kKC, K - pc);
-        const ptrdiff_t bstride = static_cast<ptrdiff_t>(kNR) * kc;
-        auto pack = [&](ptrdiff_t q) {
-          const int qi = static_cast<int>(q);
-          pack_b_panel(g.b, pc, kc, jc + qi * kNR, std::min(kNR, nc - qi * kNR),
-                       bbuf + q * bstride);
-        };
-        if (direct) {
-          if (nc % kNR) pack(npanels - 1);
-        } else {
-          pool_for(static_cast<double>(npanels) * kNR * kc < kParallelMinWork ? 1 : nt, npanels,
-                   pack);
-        }
-        auto item = [&](ptrdiff_t it) { compute(static_cast<int>(it), pc, kc, bbuf, bstride); };
-        pool_for(nt, nitems, item);
+      if (direct) {
+        if (nc % kNR) pack(npanels - 1);
+      } else {
+        pool_for(static_cast<double>(npanels) * kNR * kc < kParallelMinWork ? 1 : nt, npanels,
+                 pack);
       }
+      auto item = [&](ptrdiff_t it) { compute(static_cast<int>(it), pc, kc, bbuf, bstride); };
+      pool_for(nt, nitems, item);
     }
   }
 }

@@ -215,6 +215,10 @@ std::vector<GemmCase> gemmCases() {
       {5, kNC + kNR + 3, 7, false, false, 0}, // crosses an N block
       {67, 97, 2 * kKC + 11, true, true, 0},  // three K blocks, both transposed
       {127, 131, 139, false, false, 4},       // big enough to run threaded
+      // Pre-packed B runs each C tile over all of K in calls of at most kKCPackedB: two and
+      // three such K blocks, with an edge tile and a short last row panel (BERT's 128 rows).
+      {9 * kMR + 2, 3 * kNR + 5, triad_rt::kKCPackedB + 300, false, false, 0},
+      {37, 41, 2 * triad_rt::kKCPackedB + 7, true, false, 1},
   };
   return v;
 }
@@ -267,6 +271,20 @@ TEST(Gemm, ThreadCountDoesNotChangeResults) {
     triad_rt::gemm(M, N, K, A.data(), K, false, B.data(), N, false, C2.data(), N);
   }
   EXPECT_EQ(C1, C2);
+  // Likewise with B pre-packed (A read in place, or packed when transposed).
+  Vec bp = sized(triad_rt::packed_b_size(K, N));
+  triad_rt::pack_b(K, N, B.data(), N, false, bp.data());
+  for (bool ta : {false, true}) {
+    {
+      ThreadScope ts(1);
+      triad_rt::gemm_packed_b(M, N, K, A.data(), ta ? M : K, ta, bp.data(), C1.data(), N);
+    }
+    {
+      ThreadScope ts(2);
+      triad_rt::gemm_packed_b(M, N, K, A.data(), ta ? M : K, ta, bp.data(), C2.data(), N);
+    }
+    EXPECT_EQ(C1, C2) << (ta ? "transposed A" : "row-major A");
+  }
 }
 
 // The thread pool's judge of whether parallel jobs pay (the caller's own speed per item against
