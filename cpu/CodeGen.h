@@ -56,7 +56,7 @@ struct GeneratedCode {
   std::vector<std::string> units; // the files to compile: <stem>.cpp, then <stem>_1.cpp, ...
   std::vector<uint8_t> weights;   // constants, each at a 64-byte aligned offset
   std::vector<const ir::Node*> hostNodes; // nodes run by the host callback, by call index
-  std::vector<std::string> layerOps;       // by layer (profiling index): its ops, "Conv+Relu"
+  std::vector<std::string> layerOps;      // by layer (profiling index): its ops, "Conv+Relu"
   int64_t arenaBytes = 0;                 // intermediates, after buffer reuse
   int64_t unsharedBytes = 0;              // what one buffer per intermediate would take
   int inPlace = 0, views = 0;
