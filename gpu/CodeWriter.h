@@ -74,6 +74,11 @@ std::string joinParams(const std::vector<std::string>& params, int indent);
 /// The name part of a parameter declaration ("__global const float* restrict bias" -> "bias").
 std::string paramName(std::string_view decl);
 
+/// Appends declarations `extra` (an epilogue's parameters) to a kernel's `decls` and their names
+/// to its `names` (GeneratedKernel::params).
+void appendParams(const std::vector<std::string>& extra, std::vector<std::string>& decls,
+                  std::vector<std::string>& names);
+
 /// The include-guarded work-group reduction helpers (sum and max) used by reduction kernels.
 std::string workGroupReduceHelpers();
 

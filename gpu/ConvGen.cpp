@@ -67,10 +67,7 @@ GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& s, const
   std::vector<std::string> decls = {"__global const float* restrict X",
                                     "__global const float* restrict W",
                                     "__global float* restrict Y"};
-  for (const std::string& e : epi.params) {
-    decls.push_back(e);
-    k.params.push_back(paramName(e));
-  }
+  appendParams(epi.params, decls, k.params);
   const bool padded = s.padTop || s.padLeft || s.padBottom || s.padRight;
   // Without padding, every tap of an in-range output lies inside the input.
   const bool checkIH = padded, checkIW = padded;

@@ -89,10 +89,7 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
   k.localMemBytes = size_t(p.tileK) * size_t(p.tileM() + p.tileN()) * sizeof(float);
   k.params = plan.bufferNames;
   std::vector<std::string> decls = plan.bufferParams;
-  for (const std::string& e : epi.params) {
-    decls.push_back(e);
-    k.params.push_back(paramName(e));
-  }
+  appendParams(epi.params, decls, k.params);
 
   CodeWriter w;
   for (const std::string& c : plan.comment)

@@ -240,6 +240,14 @@ std::string paramName(std::string_view decl) {
   return std::string(decl.substr(begin, end - begin));
 }
 
+void appendParams(const std::vector<std::string>& extra, std::vector<std::string>& decls,
+                  std::vector<std::string>& names) {
+  for (const std::string& e : extra) {
+    decls.push_back(e);
+    names.push_back(paramName(e));
+  }
+}
+
 std::string workGroupReduceHelpers() {
   return R"(#ifndef TRIAD_WORK_GROUP_REDUCE
 #define TRIAD_WORK_GROUP_REDUCE

@@ -117,10 +117,7 @@ GeneratedKernel emitPanel(const PanelPlan& plan, const GemmParams& p, const Epil
   k.range.local = {size_t(p.wgM), size_t(p.wgN), 1};
   k.params = plan.bufferNames;
   std::vector<std::string> decls = plan.bufferParams;
-  for (const std::string& e : epi.params) {
-    decls.push_back(e);
-    k.params.push_back(paramName(e));
-  }
+  appendParams(epi.params, decls, k.params);
 
   CodeWriter w;
   for (const std::string& c : plan.comment)

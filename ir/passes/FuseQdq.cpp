@@ -191,17 +191,24 @@ private:
       if (!db) return false;
     }
     std::string base = conv.name();
-    std::vector<Value*> ins = {x.q,
-                               x.scale,
-                               xZeroPoint(g, x),
-                               constant(g, w->name() + "_quantized", dw->q),
-                               constant(g, w->name() + "_scale", dw->scale),
-                               wZeroPoint(g, w->name(), *dw),
-                               q.input(1),
-                               yZeroPoint(g, q)};
+    std::vector<Value*> ins = qlinearInputs(g, x, *w, *dw, q);
     if (db) ins.push_back(constant(g, conv.input(2)->name() + "_quantized", db->q));
     replaceWith(g, q.output(0), OpKind::QLinearConv, base + "/QLinearConv", ins, conv.attrsPtr());
     return true;
+  }
+
+  /// QLinearConv's and QLinearMatMul's first eight inputs: x, its scale and zero point; the
+  /// weights' integers, scale and zero point; y's scale and zero point.
+  static std::vector<Value*> qlinearInputs(Graph& g, const DqInput& x, const Value& w,
+                                           const DequantizedFrom& dw, const Node& q) {
+    return {x.q,
+            x.scale,
+            xZeroPoint(g, x),
+            constant(g, w.name() + "_quantized", dw.q),
+            constant(g, w.name() + "_scale", dw.scale),
+            wZeroPoint(g, w.name(), dw),
+            q.input(1),
+            yZeroPoint(g, q)};
   }
 
   bool fuseMatMul(Graph& g, const Node& mm, const DqInput& x, Node& q) {
@@ -210,14 +217,7 @@ private:
     int64_t n = w->type().shape[1];
     const DequantizedFrom* dw = dqWeights(w, 1, n);
     if (!dw) return false;
-    std::vector<Value*> ins = {x.q,
-                               x.scale,
-                               xZeroPoint(g, x),
-                               constant(g, w->name() + "_quantized", dw->q),
-                               constant(g, w->name() + "_scale", dw->scale),
-                               wZeroPoint(g, w->name(), *dw),
-                               q.input(1),
-                               yZeroPoint(g, q)};
+    std::vector<Value*> ins = qlinearInputs(g, x, *w, *dw, q);
     replaceWith(g, q.output(0), OpKind::QLinearMatMul, mm.name() + "/QLinearMatMul", ins,
                 std::make_shared<NoAttrs>());
     return true;
