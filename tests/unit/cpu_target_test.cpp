@@ -62,6 +62,24 @@ void expectClose(const std::vector<Tensor>& got, const std::vector<Tensor>& want
   }
 }
 
+/// A k x k Conv of `in` to `oc` channels with random weights and bias (NAME.w, NAME.b, drawn in
+/// that order), pads k / 2 on every side.
+Value* addConv(Graph& g, std::mt19937& rng, const std::string& name, Value* in, int64_t oc,
+               int64_t k, int64_t stride, int64_t group) {
+  int64_t c = in->type().shape[1];
+  Value* w = g.addConstant(name + ".w", randomTensor({oc, c / group, k, k}, rng));
+  Value* b = g.addConstant(name + ".b", randomTensor({oc}, rng));
+  auto a = attrs<ConvAttrs>([&](ConvAttrs& at) {
+    at.kernel = {k, k};
+    at.strides = {stride, stride};
+    int64_t p = k / 2;
+    at.pads = {p, p, p, p};
+    at.dilations = {1, 1};
+    at.group = group;
+  });
+  return add(g, OpKind::Conv, name, {in, w, b}, a)->output(0);
+}
+
 /// Compiles `g` for the CPU and compares with the interpreter on `inputs`.
 std::unique_ptr<Executable> checkAgainstInterpreter(const Graph& g, const std::vector<Tensor>& in,
                                                     double rtol = 1e-5, double atol = 1e-6) {
@@ -135,20 +153,7 @@ TEST(CpuTarget, ChannelBlockedConvolutionChains) {
   Graph g;
   Value* x = g.addInput("x", {DType::F32, {2, 16, 10, 10}, {}});
   auto conv = [&](const std::string& name, Value* in, int64_t oc, int64_t k, int64_t stride,
-                  int64_t group) {
-    int64_t c = in->type().shape[1];
-    Value* w = g.addConstant(name + ".w", randomTensor({oc, c / group, k, k}, rng));
-    Value* b = g.addConstant(name + ".b", randomTensor({oc}, rng));
-    auto a = attrs<ConvAttrs>([&](ConvAttrs& at) {
-      at.kernel = {k, k};
-      at.strides = {stride, stride};
-      int64_t p = k / 2;
-      at.pads = {p, p, p, p};
-      at.dilations = {1, 1};
-      at.group = group;
-    });
-    return add(g, OpKind::Conv, name, {in, w, b}, a)->output(0);
-  };
+                  int64_t group) { return addConv(g, rng, name, in, oc, k, stride, group); };
   Value* dw0 = conv("dw0", x, 16, 3, 2, 16); // [2, 16, 5, 5], NCHW in
   auto clipAttrs = std::make_shared<ClipAttrs>();
   Value* lo = g.addConstant("clip.min", Tensor::fromVector<float>({}, {0.0f}));
@@ -196,18 +201,7 @@ TEST(CpuTarget, WinogradConvolutionsInBlockedChains) {
   Value* x = g.addInput("x", {DType::F32, {1, 32, 7, 7}, {}});
   Value* x2 = g.addInput("x2", {DType::F32, {2, 32, 13, 10}, {}});
   auto conv = [&](const std::string& name, Value* in, int64_t oc, int64_t k) {
-    int64_t c = in->type().shape[1];
-    Value* w = g.addConstant(name + ".w", randomTensor({oc, c, k, k}, rng));
-    Value* b = g.addConstant(name + ".b", randomTensor({oc}, rng));
-    auto a = attrs<ConvAttrs>([&](ConvAttrs& at) {
-      at.kernel = {k, k};
-      at.strides = {1, 1};
-      int64_t p = k / 2;
-      at.pads = {p, p, p, p};
-      at.dilations = {1, 1};
-      at.group = 1;
-    });
-    return add(g, OpKind::Conv, name, {in, w, b}, a)->output(0);
+    return addConv(g, rng, name, in, oc, k, 1, 1);
   };
   Node* r1 = add(g, OpKind::Relu, "relu1", {conv("conv1", x, 32, 3)});
   Value* body = conv("conv2", r1->output(0), 48, 3);
@@ -236,20 +230,7 @@ TEST(CpuTarget, ChannelBlockedPlanarInputsAndPartialBlocks) {
   Graph g;
   Value* x = g.addInput("x", {DType::F32, {1, 3, 18, 17}, {}});
   auto conv = [&](const std::string& name, Value* in, int64_t oc, int64_t k, int64_t stride,
-                  int64_t group) {
-    int64_t c = in->type().shape[1];
-    Value* w = g.addConstant(name + ".w", randomTensor({oc, c / group, k, k}, rng));
-    Value* b = g.addConstant(name + ".b", randomTensor({oc}, rng));
-    auto a = attrs<ConvAttrs>([&](ConvAttrs& at) {
-      at.kernel = {k, k};
-      at.strides = {stride, stride};
-      int64_t p = k / 2;
-      at.pads = {p, p, p, p};
-      at.dilations = {1, 1};
-      at.group = group;
-    });
-    return add(g, OpKind::Conv, name, {in, w, b}, a)->output(0);
-  };
+                  int64_t group) { return addConv(g, rng, name, in, oc, k, stride, group); };
   Value* stem = conv("stem", x, 32, 3, 2, 1);              // [1, 32, 9, 9]: planar in, blocked out
   Value* dw = conv("dw", stem, 32, 3, 1, 32);              // blocked in and out
   Value* proj = conv("proj", dw, 24, 1, 1, 1);             // blocked in, 24 channels NCHW out
