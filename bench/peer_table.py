@@ -43,6 +43,8 @@ def load():
 def resolve(model):
     p = Path(model)
     if p.suffix == ".onnx":
+        if not p.is_file():
+            sys.exit(f"peer_table.py: model file {p} not found")
         return p
     for cand in (ROOT / "models" / f"{model}.onnx", ZOO / model / f"{model}.onnx"):
         if cand.exists():
@@ -52,9 +54,14 @@ def resolve(model):
 
 def batch_model(model, batch, out):
     """The model itself, or for batch > 1 of a fixed-batch-1 export a symbolic-batch copy."""
+    if batch == 1:
+        return model
     import onnx
 
-    m = onnx.load(str(model), load_external_data=False)
+    try:
+        m = onnx.load(str(model), load_external_data=False)
+    except Exception as e:  # protobuf's DecodeError and friends: say which file
+        sys.exit(f"peer_table.py: {model} is not a readable ONNX model: {e}")
     inits = {i.name for i in m.graph.initializer}
     fixed = [i.type.tensor_type.shape.dim[0].dim_value for i in m.graph.input
              if i.name not in inits and i.type.tensor_type.shape.dim]
