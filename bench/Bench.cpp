@@ -25,6 +25,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <thread>
 #include <unistd.h>
 
 #ifndef TRIAD_SOURCE_DIR
@@ -405,9 +406,11 @@ void Bench::timedRounds(std::vector<Participant*>& parts, int64_t batch) {
     // The starting participant rotates, so that no one always runs right after another.
     std::rotate(live.begin(), live.begin() + long(size_t(r) % live.size()), live.end());
     for (Participant* p : live) {
+      if (o_.settleMs > 0 && live.size() > 1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(o_.settleMs));
       std::optional<RaplSample> before = rapl_.read();
       std::optional<json> rep =
-          p->proc->request({{"cmd", "run"}, {"n", n}}, [&] { progress_.tick(); });
+          p->proc->request({{"cmd", "run"}, {"n", n}, {"warmup", 1}}, [&] { progress_.tick(); });
       std::optional<RaplSample> after = rapl_.read();
       if (!rep) {
         p->setFailed(p->proc->failure());
@@ -655,6 +658,7 @@ json Bench::settingsJson() const {
   s["batches"] = o_.batches;
   s["repeat"] = o_.repeat;
   s["warmup"] = o_.warmup;
+  s["settle_ms"] = o_.settleMs;
   s["rounds"] = std::max(1, std::min(o_.rounds, o_.repeat));
   s["threads"] = threads_;
   s["gpu_in_flight"] = o_.gpuInFlight;

@@ -35,7 +35,11 @@ struct BenchOptions {
   std::vector<std::string> peers; // onnxruntime, openvino, tvm (bench/peers/NAME_peer.py)
   int repeat = 50;                // timed runs per (target, batch)
   int warmup = 3;
-  int rounds = 5;  // the timed runs are split into this many interleaved rounds
+  int rounds = 5; // the timed runs are split into this many interleaved rounds
+  /// Before each turn in the rounds: a pause so that the side before it goes idle (ONNX
+  /// Runtime's workers keep spinning after a run and would share the cores with the next
+  /// side), then one untimed call so that the side's own threads are awake.
+  int settleMs = 50;
   int threads = 0; // 0: the physical cores
   /// The GPU's asynchronous mode: this many runs in flight, measured after the timed rounds
   /// (result gpu_async, throughput); 0: not measured.

@@ -160,8 +160,10 @@ public:
     return r;
   }
 
-  json run(int n) {
+  json run(int n, int warmup) {
     testHook(s_.target, "run");
+    for (int i = 0; i < warmup; ++i)
+      exe_->run(inputs_);
     json samples = json::array(), host = json::array();
     std::optional<uint64_t> mj0 = nvml_ ? nvml_->millijoules() : std::nullopt;
     for (int i = 0; i < n; ++i) {
@@ -515,7 +517,7 @@ void workerMain(const WorkerSpec& spec, const ir::TargetRegistry& targets, int i
     std::string c = cmd->value("cmd", "");
     try {
       if (c == "run")
-        reply(out, w.run(cmd->value("n", 1)));
+        reply(out, w.run(cmd->value("n", 1), cmd->value("warmup", 0)));
       else if (c == "profile")
         reply(out, w.profile(cmd->value("n", 1)));
       else if (c == "async")

@@ -100,6 +100,12 @@ Action addBench(CLI::App& app, const ir::TargetRegistry& targets) {
                   "take turns in each)")
       ->capture_default_str()
       ->check(positiveInt());
+  cmd->add_option("--settle-ms", o->b.settleMs,
+                  "Pause before each turn in the rounds, so that the side before goes idle (its "
+                  "spinning worker threads would share the cores); each turn then starts with "
+                  "one untimed call")
+      ->capture_default_str()
+      ->check(nonNegativeInt());
   cmd->add_option("--threads", o->b.threads,
                   "Threads of the CPU target and the peers (default: the physical cores)")
       ->check(positiveInt());

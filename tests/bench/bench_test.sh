@@ -219,7 +219,9 @@ for b in (1, 2):
 log = [l.split()[1:] for l in open(os.path.join(os.path.dirname(sys.argv[1]), "peer.log"))]
 check([l[1] for l in log if l[0] == "start"] == ["batch=1", "batch=2"], "one peer per batch, with --batch")
 check(all(l[2] == "threads=1" for l in log if l[0] == "start"), "peer got --threads")
-check([l for l in log if l[0] == "run"] == [["run", "n=2"]] * 10, "peer: 10 run commands of 2")
+check([l for l in log if l[0] == "run"] == [["run", "n=2", "warmup=1"]] * 10,
+      "peer: 10 run commands of 2, each turn after one untimed call")
+check(rep["settings"]["settle_ms"] == 50, "settings: the settle pause before each turn")
 PY
   check "$TMP/out/report.json" "$TMP/checks.py"
   ;;

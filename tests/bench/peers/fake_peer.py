@@ -40,7 +40,8 @@ send({"ready": True, "device": "fake device", "version": "fake 0.0", "compile_s"
 runs = 0
 for line in sys.stdin:
     cmd = json.loads(line)
-    log(cmd["cmd"] + (f" n={cmd['n']}" if "n" in cmd else ""))
+    log(cmd["cmd"] + (f" n={cmd['n']}" if "n" in cmd else "")
+        + (f" warmup={cmd['warmup']}" if "warmup" in cmd else ""))
     if cmd["cmd"] == "run":
         runs += 1
         if mode == "die" and runs == 2:
