@@ -1066,20 +1066,50 @@ struct APackState {
   int ic = -1, pc = -1;
 };
 
+/// Whether kMR rows of a row-major A, `lda` floats apart, would compete for one L1 set when the
+/// micro-kernel reads them in place. An L1 set holds the lines 4 KiB apart (64 sets of 64-byte
+/// lines) and has 8 ways on the cores we target; kMR rows whose stride is a multiple of 4 KiB (K
+/// = 1024, 2048, 3072, ...: BERT's 128x768x3072 product) all fall in one set, and every k step then
+/// reloads them from L2: 84 GFLOP/s against 112 for a stride of 3088 floats (AVX-512, one thread).
+/// Seven rows per set (a stride of 1536 floats) measured at full speed.
+inline bool rows_share_l1_set(ptrdiff_t lda) {
+  constexpr int kSets = 64, kLine = 64, kWays = 8;
+  int rows_in_set[kSets] = {0};
+  for (int i = 0; i < kMR; ++i) {
+    const auto byte = static_cast<uint64_t>(i) * static_cast<uint64_t>(lda) * sizeof(float);
+    if (++rows_in_set[(byte / kLine) % kSets] >= kWays) return true;
+  }
+  return false;
+}
+/// A row stride of at least K floats whose rows do not share L1 sets: K rounded up to a
+/// 64-byte line, plus one line when that still conflicts (then consecutive rows are one set apart).
+inline int padded_row_stride(int K) {
+  const int line = 64 / static_cast<int>(sizeof(float));
+  const int ld = (K + line - 1) / line * line;
+  return rows_share_l1_set(ld) ? ld + line : ld;
+}
+
 /// gemm_run with B pre-packed (constant weights): work items share nothing, so there is no
 /// shared B buffer and no barrier per K block. A row-major A is read in place by the
-/// micro-kernel (ukernel_rows); any other A is packed once per block of kMC rows, before the
-/// items that read it (was: by every item, once per K block, i.e. 8 times over for a 128-row
-/// GEMM on two threads; packing alone cost about 4 % of a 128 x 768 x 768 product on one). An
-/// item is a chunk of B's column panels; it finishes each C tile over all of K (one call per
+/// micro-kernel (ukernel_rows). When its row stride would make the kMR rows share an L1 set
+/// (rows_share_l1_set), the rows are first copied to a buffer with a padded stride (a memcpy per
+/// row: 1.9 % of a 128x768x3072 product on one thread, against 25 % lost to the conflicts; packing
+/// into kMR panels instead measured 4 % slower than the copy). Any other A (transposed,
+/// gathered) is packed once per block of kMC rows. Each happens before the items that read it
+/// (was: by every item, once per K block, i.e. 8 times over for a 128-row GEMM on two threads).
+/// An item is a chunk of B's column panels; it finishes each C tile over all of K (one call per
 /// up to kKCPackedB) while the tile is in registers or L1, and runs the epilogue right after.
 template <class Epi> void gemm_run_packed_b(const GemmProblem& g, int nt, Epi& epi) {
   const int M = g.M, N = g.N, K = g.K;
   const int npanels = (N + kNR - 1) / kNR;
-  const bool rows_a = !g.a_packed && !g.a.rows && g.a.cs == 1;
-  const bool pack_a = !g.a_packed && !rows_a;
+  const bool row_major = !g.a_packed && !g.a.rows && g.a.cs == 1;
+  const bool copy_rows = row_major && rows_share_l1_set(g.a.rs);
+  const bool pack_a = !g.a_packed && !row_major;
   const int mcb = std::min(M, kMC);
-  float* abuf = pack_a ? tls_buffer(0, packed_a_size(mcb, K)) : nullptr;
+  const int ldcopy = copy_rows ? padded_row_stride(K) : 0;
+  float* abuf = pack_a      ? tls_buffer(0, packed_a_size(mcb, K))
+                : copy_rows ? tls_buffer(0, static_cast<size_t>(mcb) * ldcopy)
+                            : nullptr;
   const int kblocks = (K + kKCPackedB - 1) / kKCPackedB;
   const int kcb = (K + kblocks - 1) / kblocks;
   // At least 4 items per thread, taken dynamically: a thread that loses its core does fewer.
@@ -1087,6 +1117,21 @@ template <class Epi> void gemm_run_packed_b(const GemmProblem& g, int nt, Epi& e
   for (int ic = 0; ic < M; ic += mcb) {
     const int mc = std::min(mcb, M - ic);
     const int mpanels = (mc + kMR - 1) / kMR;
+    const int prep_threads = static_cast<double>(mc) * K < kParallelMinWork ? 1 : nt;
+    // Row-major A of this block: row r (from ic) at arows + r * lda.
+    const float* arows = row_major ? g.a.at(ic, 0) : nullptr;
+    ptrdiff_t lda = g.a.rs;
+    if (copy_rows) {
+      auto copy = [&](ptrdiff_t p) {
+        const int i0 = static_cast<int>(p) * kMR, i1 = std::min(mc, i0 + kMR);
+        for (int r = i0; r < i1; ++r)
+          std::memcpy(abuf + static_cast<ptrdiff_t>(r) * ldcopy, g.a.at(ic + r, 0),
+                      sizeof(float) * K);
+      };
+      pool_for(prep_threads, mpanels, copy);
+      arows = abuf;
+      lda = ldcopy;
+    }
     const float* ablk = g.a_packed ? g.a_packed + static_cast<ptrdiff_t>(ic) * K : abuf;
     if (pack_a) {
       auto pack = [&](ptrdiff_t p) {
@@ -1094,7 +1139,7 @@ template <class Epi> void gemm_run_packed_b(const GemmProblem& g, int nt, Epi& e
         pack_a_panel(g.a, ic + i, std::min(kMR, mc - i), 0, K,
                      abuf + p * static_cast<ptrdiff_t>(kMR) * K);
       };
-      pool_for(static_cast<double>(mc) * K < kParallelMinWork ? 1 : nt, mpanels, pack);
+      pool_for(prep_threads, mpanels, pack);
     }
     auto item = [&](ptrdiff_t it) {
       float* tile = tls_buffer(2, static_cast<size_t>(kMR) * kNR);
@@ -1116,8 +1161,9 @@ template <class Epi> void gemm_run_packed_b(const GemmProblem& g, int nt, Epi& e
           for (int pc = 0; pc < K; pc += kcb) {
             const int kc = std::min(kcb, K - pc);
             const float* bp = bq + static_cast<ptrdiff_t>(pc) * kNR;
-            if (rows_a)
-              ukernel_rows_for(mr)(kc, g.a.at(i, pc), g.a.rs, bp, kNR, out, ldo, pc > 0);
+            if (row_major)
+              ukernel_rows_for(mr)(kc, arows + static_cast<ptrdiff_t>(p) * kMR * lda + pc, lda, bp,
+                                   kNR, out, ldo, pc > 0);
             else
               ukernel_for(mr)(kc, ap + static_cast<ptrdiff_t>(pc) * kMR, bp, kNR, out, ldo, pc > 0);
           }

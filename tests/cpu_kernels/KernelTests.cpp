@@ -219,6 +219,11 @@ std::vector<GemmCase> gemmCases() {
       // three such K blocks, with an edge tile and a short last row panel (BERT's 128 rows).
       {9 * kMR + 2, 3 * kNR + 5, triad_rt::kKCPackedB + 300, false, false, 0},
       {37, 41, 2 * triad_rt::kKCPackedB + 7, true, false, 1},
+      // Row strides of 1024 and 2048 floats put every row of a kMR panel in one L1 set: with
+      // pre-packed B, A's rows are then copied to a padded stride first (two kMC blocks here;
+      // K not a whole number of cache lines in the second).
+      {kMC + 9, 2 * kNR + 3, 1024, false, false, 0},
+      {33, 45, 2000, false, false, 48},
   };
   return v;
 }
@@ -253,6 +258,24 @@ TEST(Gemm, MatchesReferenceOneThread) {
 }
 TEST(Gemm, MatchesReferenceTwoThreads) {
   gemmSuite(2);
+}
+
+TEST(Gemm, RowStridesSharingAnL1SetAreDetected) {
+  using triad_rt::kMR;
+  using triad_rt::detail::padded_row_stride;
+  using triad_rt::detail::rows_share_l1_set;
+  // 4 KiB apart: every row in one set (8 ways); fewer rows than ways never conflict.
+  for (int ld : {1024, 2048, 3072, 4096})
+    EXPECT_EQ(rows_share_l1_set(ld), kMR >= 8) << ld;
+  // BERT's 768 (four sets), 1536 (two sets, at most 7 rows each) and padded strides read in place.
+  for (int ld : {768, 1536, 3088, 1040, 100})
+    EXPECT_FALSE(rows_share_l1_set(ld)) << ld;
+  for (int K : {1, 15, 16, 1000, 1024, 2000, 3072}) {
+    const int ld = padded_row_stride(K);
+    EXPECT_GE(ld, K);
+    EXPECT_EQ(ld % 16, 0);
+    EXPECT_FALSE(rows_share_l1_set(ld)) << K;
+  }
 }
 
 TEST(Gemm, ThreadCountDoesNotChangeResults) {
