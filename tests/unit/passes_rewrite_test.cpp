@@ -445,7 +445,57 @@ Graph geluPattern(bool useMul, bool swapOperands) {
   return g;
 }
 
+// GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 Pow(x, 3)))), the halving done
+// first ((x * 0.5) * (1 + t), as GPT-2's export has it) or last.
+Graph geluTanhPattern(bool halfFirst, bool swapOperands) {
+  Graph g;
+  Value* x = g.addInput("x", TensorType{DType::F32, {2, 5}, {}});
+  auto c = [&](const char* name, float v) {
+    return g.addConstant(name, Tensor::fromVector<float>({}, {v}));
+  };
+  auto bin = [&](OpKind k, const char* name, Value* a, Value* b) {
+    return swapOperands ? add(g, k, name, {b, a})->output(0) : add(g, k, name, {a, b})->output(0);
+  };
+  Value* cube = add(g, OpKind::Pow, "pow", {x, c("three", 3.0f)})->output(0);
+  Value* inner = bin(OpKind::Add, "sum", x, bin(OpKind::Mul, "coef", cube, c("k", 0.044715f)));
+  Value* t = add(g, OpKind::Tanh, "tanh", {bin(OpKind::Mul, "scale", inner, c("s", 0.7978846f))})
+                 ->output(0);
+  Value* p = bin(OpKind::Add, "plus1", t, c("one", 1.0f));
+  Value* y = halfFirst ? bin(OpKind::Mul, "out", bin(OpKind::Mul, "half", x, c("h", 0.5f)), p)
+                       : bin(OpKind::Mul, "out", bin(OpKind::Mul, "mulx", x, p), c("h", 0.5f));
+  g.addOutput(add(g, OpKind::Relu, "after", {y})->output(0));
+  return g;
+}
+
 } // namespace
+
+TEST(FuseGelu, TanhPatternBecomesOneGeluNode) {
+  for (bool halfFirst : {false, true})
+    for (bool swap : {false, true}) {
+      Graph before = geluTanhPattern(halfFirst, swap);
+      Graph g = geluTanhPattern(halfFirst, swap);
+      EXPECT_TRUE(runPass(createFuseGeluPass(), g));
+      ASSERT_EQ(countKind(g, OpKind::Gelu), 1) << printGraph(g);
+      EXPECT_EQ(g.nodes().size(), 2u) << printGraph(g);
+      EXPECT_EQ(g.nodes()[0]->attrs<GeluAttrs>().approximate, GeluApproximation::Tanh);
+      EXPECT_EQ(g.nodes()[0]->output(0)->name(), "out");
+      EXPECT_TRUE(verify(g).empty());
+      std::mt19937 r(5);
+      expectSameResults(before, g, {randomTensor({2, 5}, r)}, 1e-6);
+    }
+  // Near misses: x^2 instead of x^3, and the cube read twice (it must vanish with the pattern).
+  {
+    Graph g = geluTanhPattern(true, false);
+    g.findValue("pow")->producer()->setInput(
+        1, g.addConstant("two", Tensor::fromVector<float>({}, {2.0f})));
+    EXPECT_FALSE(runPass(createFuseGeluPass(), g));
+  }
+  {
+    Graph g = geluTanhPattern(true, false);
+    g.addOutput(g.findValue("pow"));
+    EXPECT_FALSE(runPass(createFuseGeluPass(), g));
+  }
+}
 
 TEST(FuseGelu, ErfPatternBecomesOneGeluNode) {
   for (bool useMul : {false, true})
