@@ -74,7 +74,8 @@ void emitIndexCheck(Code& body, const ir::Node& n, const std::string& var, int64
 std::vector<uint8_t> int32Table(const std::vector<int64_t>& v);
 
 /// Emits a copy of a strided sub-block: for every index of `extent` (row-major), copy one
-/// element (or a contiguous run along the last dim when both strides there are 1).
+/// element (or a contiguous run along the last dim when both strides there are 1; or, for a
+/// transpose, a plane of the last dim and the one the source is contiguous in, in tiles).
 void emitStridedCopy(Code& body, const std::string& dst, const std::string& src,
                      const ir::Shape& extent, const std::vector<int64_t>& dstStride,
                      const std::vector<int64_t>& srcStride, int64_t srcBase, int64_t elem);

@@ -162,24 +162,40 @@ Support anyType(const Node&) {
 }
 
 /// Emits a copy of a strided sub-block: for every index of `extent` (row-major), copy one
-/// element (or a contiguous run along the last dim when both strides there are 1).
+/// element (or a contiguous run along the last dim when both strides there are 1; or, for a
+/// transpose, a plane of the last dim and the one the source is contiguous in, in tiles).
 void emitStridedCopy(Code& body, const std::string& dst, const std::string& src,
                      const Shape& extent, const std::vector<int64_t>& dstStride,
                      const std::vector<int64_t>& srcStride, int64_t srcBase, int64_t elem) {
   size_t r = extent.size();
   bool runs = r > 0 && dstStride.back() == 1 && srcStride.back() == 1;
-  size_t loops = runs ? r - 1 : r;
+  // A transpose: the destination runs along the last dim, the source along another one (`plane`).
+  // Those two dims go to triad_rt::transpose_plane (tiles), the others to loops.
+  size_t plane = r;
+  if (!runs && r >= 2 && dstStride.back() == 1 &&
+      (elem == 1 || elem == 2 || elem == 4 || elem == 8))
+    for (size_t d = 0; d + 1 < r; ++d)
+      if (srcStride[d] == 1 && extent[d] > 1 && extent.back() > 1) plane = d;
   body.line("const unsigned char* __restrict sb = (const unsigned char*){};", src);
   body.line("unsigned char* __restrict db = (unsigned char*){};", dst);
   std::string di = "0", si = std::to_string(srcBase);
+  size_t loops = runs || plane < r ? r - 1 : r, opened = 0;
   for (size_t d = 0; d < loops; ++d) {
+    if (d == plane) continue;
     body.open(fmt::format("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})", d, extent[d]));
     di += fmt::format(" + i{} * {}", d, dstStride[d]);
     si += fmt::format(" + i{} * {}", d, srcStride[d]);
+    ++opened;
   }
-  int64_t run = runs ? extent.back() : 1;
-  body.line("std::memcpy(db + ({}) * {}, sb + ({}) * {}, {});", di, elem, si, elem, run * elem);
-  for (size_t d = 0; d < loops; ++d)
+  if (plane < r) {
+    body.line("triad_rt::transpose_plane<{}>({}, {}, sb + ({}) * {}, {}, db + ({}) * {}, {});",
+              elem, extent[plane], extent.back(), si, elem, srcStride.back(), di, elem,
+              dstStride[plane]);
+  } else {
+    int64_t run = runs ? extent.back() : 1;
+    body.line("std::memcpy(db + ({}) * {}, sb + ({}) * {}, {});", di, elem, si, elem, run * elem);
+  }
+  for (size_t d = 0; d < opened; ++d)
     body.close();
 }
 

@@ -3008,6 +3008,30 @@ inline void global_max_pool(ptrdiff_t planes, ptrdiff_t hw, const float* x, floa
 }
 
 // ============================================================================================
+// Data movement
+// ============================================================================================
+
+/// One plane of a transpose, elements of E bytes: dst[r * ldd + c] = src[r + c * lds] for
+/// r < rows, c < cols (offsets in elements). Copied in 16 x 16 tiles, so that the lines of both
+/// sides are used whole while in L1: element by element along c, the strided side misses on every
+/// element once its stride puts the tile's lines in few L1 sets (BERT's K transpose, [128, 12,
+/// 64] -> [12, 64, 128] with a stride of 768 floats: 0.10 ms per layer).
+template <int E>
+inline void transpose_plane(ptrdiff_t rows, ptrdiff_t cols, const void* src, ptrdiff_t lds,
+                            void* dst, ptrdiff_t ldd) {
+  constexpr ptrdiff_t kTile = 16;
+  const auto* s = static_cast<const unsigned char*>(src);
+  auto* d = static_cast<unsigned char*>(dst);
+  for (ptrdiff_t r0 = 0; r0 < rows; r0 += kTile)
+    for (ptrdiff_t c0 = 0; c0 < cols; c0 += kTile) {
+      const ptrdiff_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      for (ptrdiff_t r = r0; r < r1; ++r)
+        for (ptrdiff_t c = c0; c < c1; ++c)
+          std::memcpy(d + (r * ldd + c) * E, s + (r + c * lds) * E, E);
+    }
+}
+
+// ============================================================================================
 // Row-wise ops over the last axis: `rows` rows of n contiguous floats (x == y allowed).
 // ============================================================================================
 

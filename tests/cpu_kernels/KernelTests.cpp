@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -1002,6 +1004,35 @@ TEST(Pool, GlobalAverageAndMax) {
 // ---------------------------------------------------------------------------------------------
 // Row-wise ops and transcendental functions
 // ---------------------------------------------------------------------------------------------
+
+// transpose_plane: tiles of 16 x 16, so sizes on both sides of a tile edge; 1-, 4- and 8-byte
+// elements, source and destination strides wider than the plane (the attention's K^T: a plane of
+// [64 x 128] out of [128, 12 x 64]).
+template <int E>
+void checkTransposePlane(ptrdiff_t rows, ptrdiff_t cols, ptrdiff_t lds, ptrdiff_t ldd) {
+  std::vector<unsigned char> src(static_cast<size_t>((rows + cols * lds) * E)),
+      dst(static_cast<size_t>(rows * ldd * E), 0xAB);
+  for (size_t i = 0; i < src.size(); ++i)
+    src[i] = static_cast<unsigned char>(i * 131 + 7);
+  std::vector<unsigned char> want = dst;
+  for (ptrdiff_t r = 0; r < rows; ++r)
+    for (ptrdiff_t c = 0; c < cols; ++c)
+      std::memcpy(&want[static_cast<size_t>((r * ldd + c) * E)],
+                  &src[static_cast<size_t>((r + c * lds) * E)], E);
+  triad_rt::transpose_plane<E>(rows, cols, src.data(), lds, dst.data(), ldd);
+  EXPECT_EQ(dst, want) << "E " << E << " rows " << rows << " cols " << cols << " lds " << lds
+                       << " ldd " << ldd;
+}
+
+TEST(DataMovement, TransposePlaneMatchesNaive) {
+  for (auto [rows, cols] :
+       {std::pair<ptrdiff_t, ptrdiff_t>{1, 1}, {3, 5}, {16, 16}, {17, 33}, {64, 128}, {40, 15}}) {
+    checkTransposePlane<4>(rows, cols, rows + 3, cols + 5);
+    checkTransposePlane<1>(rows, cols, rows, cols);
+    checkTransposePlane<8>(rows, cols, rows + 1, cols);
+  }
+  checkTransposePlane<4>(64, 128, 768, 128);
+}
 
 TEST(RowOps, SoftmaxIsStableAndAccurate) {
   std::mt19937 rng(8);
