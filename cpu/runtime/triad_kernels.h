@@ -429,11 +429,15 @@ inline int num_threads() {
 }
 
 namespace detail {
-/// One parallel job: items [0, n) taken from `next` by whoever comes first.
+/// One parallel job: items [0, n) taken from `next` by whoever comes first, in runs [b, e) that
+/// fn(ctx, b, e) computes. Each claim takes (items left) / div items (at least 1; div 0: one
+/// at a time): large contiguous runs first, single items at the end (guided scheduling), so a
+/// thread that starts late or runs slow leaves at most one item for the others to wait on.
 struct Job {
-  void (*fn)(void*, ptrdiff_t) = nullptr;
+  void (*fn)(void*, ptrdiff_t, ptrdiff_t) = nullptr;
   void* ctx = nullptr;
   ptrdiff_t n = 0;
+  ptrdiff_t div = 0;
   std::atomic<ptrdiff_t> next{0};
   std::atomic<int> refs{0}; // workers inside the job (changed under the pool's mutex)
 };
@@ -573,12 +577,14 @@ public:
     for (std::thread& t : workers_)
       t.join();
   }
-  void run(int threads, ptrdiff_t n, void (*fn)(void*, ptrdiff_t), void* ctx) {
+  void run(int threads, ptrdiff_t n, ptrdiff_t div, void (*fn)(void*, ptrdiff_t, ptrdiff_t),
+           void* ctx) {
     const auto t0 = std::chrono::steady_clock::now();
     Job job;
     job.fn = fn;
     job.ctx = ctx;
     job.n = n;
+    job.div = div;
     {
       std::lock_guard<std::mutex> l(m_);
       while (static_cast<int>(workers_.size()) < threads - 1)
@@ -611,8 +617,22 @@ private:
     bool was = inside;
     inside = true;
     ptrdiff_t ran = 0;
-    for (ptrdiff_t i; (i = job.next.fetch_add(1, std::memory_order_relaxed)) < job.n; ++ran)
-      job.fn(job.ctx, i);
+    for (;;) {
+      ptrdiff_t b, take = 1;
+      if (job.div <= 0) {
+        b = job.next.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        b = job.next.load(std::memory_order_relaxed);
+        do
+          take = std::max<ptrdiff_t>(1, (job.n - b) / job.div);
+        while (b < job.n &&
+               !job.next.compare_exchange_weak(b, b + take, std::memory_order_relaxed));
+      }
+      if (b >= job.n) break;
+      take = std::min(take, job.n - b);
+      job.fn(job.ctx, b, b + take);
+      ran += take;
+    }
     inside = was;
     return ran;
   }
@@ -657,15 +677,21 @@ inline Pool& pool() {
   return p;
 }
 
-/// f(i) for i in [0, n) on up to `threads` threads (the caller included).
-template <class F> void pool_for(int threads, ptrdiff_t n, F& f) {
+/// f(i) for i in [0, n) on up to `threads` threads (the caller included), items claimed one at
+/// a time, or guided (see Job) when div > 0.
+template <class F> void pool_for(int threads, ptrdiff_t n, F& f, ptrdiff_t div = 0) {
   if (threads <= 1 || n <= 1 || inside_job() || (pool_adapts() && !governor().allow())) {
     for (ptrdiff_t i = 0; i < n; ++i)
       f(i);
     return;
   }
   pool().run(
-      threads, n, [](void* c, ptrdiff_t i) { (*static_cast<F*>(c))(i); }, &f);
+      threads, n, div,
+      [](void* c, ptrdiff_t b, ptrdiff_t e) {
+        for (ptrdiff_t i = b; i < e; ++i)
+          (*static_cast<F*>(c))(i);
+      },
+      &f);
 }
 
 /// Threads worth using for `items` independent items of `work_per_item` each (1 = inline).
@@ -677,16 +703,15 @@ inline int threads_for(ptrdiff_t items, double work_per_item) {
 }
 } // namespace detail
 
-/// f(i) for i in [0, n), statically split over threads when n * work_per_item is large enough.
+/// f(i) for i in [0, n) over threads when n * work_per_item is large enough: guided runs of
+/// contiguous items (each claim a 1/(2*threads) share of what is left), so the threads finish
+/// within one item of each other. (Fixed chunks of n/(4*threads) items left up to a whole chunk
+/// to one thread when the other started a few microseconds late: ResNet-50's 7x7 stem ran
+/// 1.68x faster on two threads than on one.)
 template <class F> inline void parallel_for(ptrdiff_t n, double work_per_item, F&& f) {
-  int nt = detail::threads_for(n, work_per_item);
-  // Contiguous chunks, a few per thread so that a late or slow thread takes fewer.
-  const ptrdiff_t chunks = std::min<ptrdiff_t>(n, 4 * static_cast<ptrdiff_t>(nt));
-  auto chunk = [&](ptrdiff_t c) {
-    for (ptrdiff_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i)
-      f(i);
-  };
-  detail::pool_for(nt, chunks, chunk);
+  const int nt = detail::threads_for(n, work_per_item);
+  auto item = [&f](ptrdiff_t i) { f(i); };
+  detail::pool_for(nt, n, item, 2 * static_cast<ptrdiff_t>(nt));
 }
 
 // ============================================================================================

@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <string>
 #include <utility>
@@ -380,6 +382,42 @@ TEST(Threading, GovernorInlineStretchKeepsResults) {
     ASSERT_EQ(h, 1);
   while (g.inline_left() > 0)
     g.allow();
+}
+
+// Guided claims (parallel_for's jobs): contiguous runs that partition [0, n), each a 1/div share
+// of the items left when it was taken (at least one), so the last claims are single items and
+// no thread is left holding a large run at the end; div 0 claims one item at a time.
+TEST(Threading, PoolGuidedClaimsShrinkToSingleItems) {
+  struct Claims {
+    std::mutex m;
+    std::vector<std::pair<ptrdiff_t, ptrdiff_t>> runs;
+  };
+  auto record = [](void* c, ptrdiff_t b, ptrdiff_t e) {
+    auto* cl = static_cast<Claims*>(c);
+    std::lock_guard<std::mutex> l(cl->m);
+    cl->runs.emplace_back(b, e);
+  };
+  for (ptrdiff_t div : {ptrdiff_t{0}, ptrdiff_t{4}}) {
+    for (ptrdiff_t n : {ptrdiff_t{2}, ptrdiff_t{7}, ptrdiff_t{1000}}) {
+      Claims cl;
+      triad_rt::detail::pool().run(2, n, div, record, &cl);
+      std::sort(cl.runs.begin(), cl.runs.end());
+      ptrdiff_t next = 0;
+      for (auto [b, e] : cl.runs) {
+        ASSERT_EQ(b, next) << "div " << div << " n " << n;
+        ASSERT_GT(e, b);
+        // Taken when n - b items were left (claims are in order of b).
+        EXPECT_EQ(e - b, div == 0 ? 1 : std::max<ptrdiff_t>(1, (n - b) / div))
+            << "div " << div << " n " << n << " b " << b;
+        next = e;
+      }
+      EXPECT_EQ(next, n);
+      EXPECT_EQ(cl.runs.back().second - cl.runs.back().first, 1);
+      if (div > 0 && n == 1000) {
+        EXPECT_LT(cl.runs.size(), 40u); // not one claim per item
+      }
+    }
+  }
 }
 
 TEST(Threading, ParallelForCoversEveryIndexOnce) {
