@@ -424,8 +424,9 @@ inline void set_num_threads(int n) {
 inline int num_threads() {
   int n = detail::thread_setting();
   if (n > 0) return n;
-  unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
+  // hardware_concurrency() reads /sys/devices/system/cpu/online: once, not per layer.
+  static const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return hw;
 }
 
 namespace detail {
