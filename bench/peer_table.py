@@ -10,7 +10,8 @@ For every model and thread count it runs
 timed around its own call, outputs checked against the reference interpreter), reads the
 report.json it writes and prints one Markdown row per (model, threads, batch): p50 of each side
 and the ratios peer p50 / Triad p50 (above 1: Triad faster). The reports stay in --out, the
-table (with the machine's load average before and after every case) in --json.
+table (with the machine's load average before and after every case, and the CPU time other
+processes took during it, as a percentage of one core: column "others") in --json.
 
 Models are paths, or names of the shipped models (models/NAME.onnx) and of the zoo's large
 models (~/.cache/triad/zoo/NAME/NAME.onnx, built by scripts/zoo/large_models.py). A model exported
@@ -38,6 +39,18 @@ SIDES = ("cpu", "onnxruntime", "openvino")
 
 def load():
     return float(open("/proc/loadavg").read().split()[0])
+
+
+def busy_s():
+    """CPU seconds the whole machine has spent busy (all cores; /proc/stat minus idle, iowait)."""
+    f = [int(v) for v in open("/proc/stat").readline().split()[1:]]
+    return (sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def own_s():
+    """CPU seconds of this process's finished children (the bench and its workers and peers)."""
+    t = os.times()
+    return t.children_user + t.children_system
 
 
 def resolve(model):
@@ -82,13 +95,18 @@ def run_case(args, model, threads, batch, out):
            "--threads", str(threads), "--batch", str(batch), "--repeat", str(args.repeat),
            "--rounds", str(args.rounds), "-o", str(out), "--no-db"]
     before = load()
-    t0 = time.time()
+    t0, busy0, own0 = time.time(), busy_s(), own_s()
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.time() - t0
+    # Other processes' CPU time during the run, in cores: on a small machine a fraction of a
+    # core elsewhere decides the 2-thread rows (docs/performance.md).
+    foreign = max(0.0, (busy_s() - busy0) - (own_s() - own0)) / max(wall, 1e-9)
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-4000:]}")
     report = json.loads((Path(out) / "report.json").read_text())
     row = {"model": Path(model).stem, "threads": threads, "batch": batch, "load_before": before,
-           "load_after": load(), "seconds": round(time.time() - t0, 1), "command": " ".join(cmd)}
+           "load_after": load(), "foreign_cores": round(foreign, 3), "seconds": round(wall, 1),
+           "command": " ".join(cmd)}
     for res in report["results"]:
         if res["batch"] != batch:
             continue
@@ -108,7 +126,7 @@ def fmt_ms(v):
 
 def markdown(rows, peers):
     head = ["model", "threads", "batch", "Triad"] + list(peers) + [f"{p}/Triad" for p in peers]
-    head += ["load"]
+    head += ["load", "others"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         tri = r.get("cpu", {}).get("p50")
@@ -120,6 +138,8 @@ def markdown(rows, peers):
             v = r.get(p, {}).get("p50")
             cells.append(f"{v / tri:.2f}" if v and tri else "—")
         cells.append(f"{r['load_before']:.1f}-{r['load_after']:.1f}")
+        f = r.get("foreign_cores")
+        cells.append(f"{100 * f:.0f} %" if f is not None else "—")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

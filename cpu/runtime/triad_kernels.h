@@ -2060,6 +2060,17 @@ inline bool nchwc_planar(const Conv2dShape& s) {
 inline int nchwc_oc(const Conv2dShape& s) {
   return (s.OC + kCB - 1) / kCB * kCB;
 }
+/// Pixels per run of a flat (1x1, stride 1) blocked convolution: up to 8 tiles, fewer (whole
+/// tiles) while the layer has under 4 items (runs x weight panels) per thread, so that two
+/// threads split a small plane evenly (MobileNetV2's 7x7 projections: 5 items of 49 pixels,
+/// at most 5/3 = 1.67x on two threads, became 20 of 14).
+inline int nchwc_flat_run(int images, ptrdiff_t P, ptrdiff_t panels, int threads) {
+  ptrdiff_t run = std::min<ptrdiff_t>(P, kCMR * 8);
+  auto items = [&](ptrdiff_t r) { return images * ((P + r - 1) / r) * panels; };
+  while (threads > 1 && run > kCMR && items(run) < 4 * threads)
+    run = std::max<ptrdiff_t>(kCMR, ((run + 1) / 2 + kCMR - 1) / kCMR * kCMR);
+  return static_cast<int>(run);
+}
 inline bool nchwc_padded(const Conv2dShape& s) {
   return s.pad_t != 0 || s.pad_l != 0 || s.pad_b != 0 || s.pad_r != 0;
 }
@@ -2797,10 +2808,10 @@ void conv2d_nchwc_k(const Conv2dShape& s, const float* x, bool x_blocked, const 
   const bool flat =
       s.KH == 1 && s.KW == 1 && s.stride_h == 1 && s.stride_w == 1 && !detail::nchwc_padded(s);
   const ptrdiff_t P = static_cast<ptrdiff_t>(OH) * OW;
-  const int run = flat ? static_cast<int>(std::min<ptrdiff_t>(P, kCMR * 8)) : OW;
+  const ptrdiff_t panels = (OCb + kCPB - 1) / kCPB;
+  const int run = flat ? detail::nchwc_flat_run(s.N, P, panels, num_threads()) : OW;
   const ptrdiff_t runsPerImage = flat ? (P + run - 1) / run : OH;
   const ptrdiff_t rows = static_cast<ptrdiff_t>(s.N) * runsPerImage;
-  const ptrdiff_t panels = (OCb + kCPB - 1) / kCPB;
   // Weights larger than the input: each panel's weights stay cached while the rows stream by.
   const bool panelOuter = static_cast<double>(s.OC) * K > static_cast<double>(s.N) * s.C * Hp * Wp;
   const int sw = s.stride_w;

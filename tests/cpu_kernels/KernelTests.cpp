@@ -725,6 +725,7 @@ void convNchwcSuite(int threads) {
       shape(1, 16, 8, 8, 16, 1, 1, 2, 0),    // 1x1 stride 2 (downsample)
       shape(1, 32, 7, 7, 64, 3, 1, 1, 1),    // 7x7 plane: a 7-pixel tile
       shape(3, 16, 5, 5, 16, 1, 1, 1, 0),    // flat, several images
+      shape(1, 96, 7, 7, 160, 1, 1, 1, 0),   // flat 7x7 projection: runs split for threads
       shape(1, 32, 17, 17, 32, 3, 32, 1, 1), // depthwise
       shape(2, 16, 16, 16, 16, 3, 16, 2, 1), // depthwise stride 2
       shape(1, 48, 7, 7, 48, 3, 48, 1, 1),   // depthwise 7x7 plane
@@ -776,6 +777,26 @@ void convNchwcSuite(int threads) {
       continue;
     checkConvNchwc(s, rng, convName(s) + " threads " + std::to_string(threads));
   }
+}
+
+TEST(Conv2dNchwc, FlatRunsSplitForThreads) {
+  using triad_rt::kCMR;
+  const int whole = static_cast<int>(std::min<ptrdiff_t>(3136, kCMR * 8));
+  // One thread, or enough items already: runs of up to 8 tiles.
+  EXPECT_EQ(triad_rt::detail::nchwc_flat_run(1, 3136, 4, 1), whole);
+  EXPECT_EQ(triad_rt::detail::nchwc_flat_run(1, 49, 5, 1), std::min<ptrdiff_t>(49, kCMR * 8));
+  EXPECT_EQ(triad_rt::detail::nchwc_flat_run(1, 3136, 4, 2), whole);
+  // MobileNetV2's 7x7 projection (5 weight panels) on two threads: whole tiles, >= 8 items.
+  for (int threads : {2, 3}) {
+    const int run = triad_rt::detail::nchwc_flat_run(1, 49, 5, threads);
+    EXPECT_EQ(run % kCMR == 0 || run == 49, true) << run;
+    EXPECT_GE((49 + run - 1) / run * 5,
+              std::min<ptrdiff_t>(4 * threads, (49 + kCMR - 1) / kCMR * 5))
+        << run;
+  }
+  // Never below one tile.
+  EXPECT_EQ(triad_rt::detail::nchwc_flat_run(1, 5, 1, 2), std::min(5, kCMR));
+  EXPECT_GE(triad_rt::detail::nchwc_flat_run(1, 100, 1, 64), kCMR);
 }
 
 TEST(Conv2dNchwc, MatchesNaiveOneThread) {
