@@ -424,38 +424,50 @@ TEST(Passes, PrintAfterWorksForTheNewPasses) {
 
 namespace {
 
+// A graph with input x [2, 5] and the builders of an elementwise pattern: scalar constants and
+// binary nodes whose operands are swapped when asked (patterns match either order).
+struct PatternGraph {
+  Graph g;
+  bool swapOperands;
+  Value* x = g.addInput("x", TensorType{DType::F32, {2, 5}, {}});
+  explicit PatternGraph(bool swap) : swapOperands(swap) {}
+  Value* c(const char* name, float v) {
+    return g.addConstant(name, Tensor::fromVector<float>({}, {v}));
+  }
+  Value* bin(OpKind k, const char* name, Value* a, Value* b) {
+    return swapOperands ? add(g, k, name, {b, a})->output(0) : add(g, k, name, {a, b})->output(0);
+  }
+  /// Relu(y) as the output (the pattern's result has a reader), and the graph.
+  Graph finish(Value* y) {
+    g.addOutput(add(g, OpKind::Relu, "after", {y})->output(0));
+    return std::move(g);
+  }
+};
+
 // x -> Div(sqrt 2) | Mul(1/sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5), operands in either
 // order: the spelled-out exact GELU of PyTorch exports.
 Graph geluPattern(bool useMul, bool swapOperands) {
-  Graph g;
-  Value* x = g.addInput("x", TensorType{DType::F32, {2, 5}, {}});
-  auto c = [&](const char* name, float v) {
-    return g.addConstant(name, Tensor::fromVector<float>({}, {v}));
-  };
-  auto bin = [&](OpKind k, const char* name, Value* a, Value* b) {
-    return swapOperands ? add(g, k, name, {b, a})->output(0) : add(g, k, name, {a, b})->output(0);
-  };
+  PatternGraph pg(swapOperands);
+  Graph& g = pg.g;
+  Value* x = pg.x;
+  auto c = [&](const char* name, float v) { return pg.c(name, v); };
+  auto bin = [&](OpKind k, const char* name, Value* a, Value* b) { return pg.bin(k, name, a, b); };
   Value* s = useMul ? bin(OpKind::Mul, "scale", x, c("r", 0.70710678f))
                     : add(g, OpKind::Div, "scale", {x, c("r", 1.41421356f)})->output(0);
   Value* e = add(g, OpKind::Erf, "erf", {s})->output(0);
   Value* p = bin(OpKind::Add, "plus1", e, c("one", 1.0f));
   Value* m = bin(OpKind::Mul, "mulx", x, p);
-  Value* y = bin(OpKind::Mul, "half", m, c("h", 0.5f));
-  g.addOutput(add(g, OpKind::Relu, "after", {y})->output(0));
-  return g;
+  return pg.finish(bin(OpKind::Mul, "half", m, c("h", 0.5f)));
 }
 
 // GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 Pow(x, 3)))), the halving done
 // first ((x * 0.5) * (1 + t), as GPT-2's export has it) or last.
 Graph geluTanhPattern(bool halfFirst, bool swapOperands) {
-  Graph g;
-  Value* x = g.addInput("x", TensorType{DType::F32, {2, 5}, {}});
-  auto c = [&](const char* name, float v) {
-    return g.addConstant(name, Tensor::fromVector<float>({}, {v}));
-  };
-  auto bin = [&](OpKind k, const char* name, Value* a, Value* b) {
-    return swapOperands ? add(g, k, name, {b, a})->output(0) : add(g, k, name, {a, b})->output(0);
-  };
+  PatternGraph pg(swapOperands);
+  Graph& g = pg.g;
+  Value* x = pg.x;
+  auto c = [&](const char* name, float v) { return pg.c(name, v); };
+  auto bin = [&](OpKind k, const char* name, Value* a, Value* b) { return pg.bin(k, name, a, b); };
   Value* cube = add(g, OpKind::Pow, "pow", {x, c("three", 3.0f)})->output(0);
   Value* inner = bin(OpKind::Add, "sum", x, bin(OpKind::Mul, "coef", cube, c("k", 0.044715f)));
   Value* t = add(g, OpKind::Tanh, "tanh", {bin(OpKind::Mul, "scale", inner, c("s", 0.7978846f))})
@@ -463,8 +475,7 @@ Graph geluTanhPattern(bool halfFirst, bool swapOperands) {
   Value* p = bin(OpKind::Add, "plus1", t, c("one", 1.0f));
   Value* y = halfFirst ? bin(OpKind::Mul, "out", bin(OpKind::Mul, "half", x, c("h", 0.5f)), p)
                        : bin(OpKind::Mul, "out", bin(OpKind::Mul, "mulx", x, p), c("h", 0.5f));
-  g.addOutput(add(g, OpKind::Relu, "after", {y})->output(0));
-  return g;
+  return pg.finish(y);
 }
 
 } // namespace
