@@ -1084,6 +1084,9 @@ struct GemmProblem {
   const float* b_packed; // non-null: packed B
   float* c;
   ptrdiff_t ldc;
+  /// A is a plain row-major matrix (unpacked, no gathered rows, unit column stride): the
+  /// micro-kernel can read its rows in place (ukernel_rows).
+  bool a_row_major() const { return !a_packed && !a.rows && a.cs == 1; }
 };
 
 /// Which A block this thread's packing buffer holds (per thread; `problem` tells calls apart).
@@ -1128,7 +1131,7 @@ inline int padded_row_stride(int K) {
 template <class Epi> void gemm_run_packed_b(const GemmProblem& g, int nt, Epi& epi) {
   const int M = g.M, N = g.N, K = g.K;
   const int npanels = (N + kNR - 1) / kNR;
-  const bool row_major = !g.a_packed && !g.a.rows && g.a.cs == 1;
+  const bool row_major = g.a_row_major();
   const bool copy_rows = row_major && rows_share_l1_set(g.a.rs);
   const bool pack_a = !g.a_packed && !row_major;
   const int mcb = std::min(M, kMC);
@@ -1233,8 +1236,7 @@ template <class Epi> void gemm_run(const GemmProblem& g, Epi& epi) {
   // place, as gemm_run_packed_b does; each A panel then serves only N / kNR column panels, so
   // packing it cost more than it saved (BERT's 12 heads, one thread: Q.K^T with its scale and
   // mask epilogue 84 -> 93 GFLOP/s, P.V 84 -> 105).
-  const bool rows_a =
-      !g.a_packed && !g.a.rows && g.a.cs == 1 && K <= kKC && !rows_share_l1_set(g.a.rs);
+  const bool rows_a = g.a_row_major() && K <= kKC && !rows_share_l1_set(g.a.rs);
   // B blocks are packed into the calling thread's buffer and read by every thread during the
   // block's compute job.
   float* bbuf =
@@ -1662,16 +1664,29 @@ inline void dw_plane(const ConvGrid& gd, const float* grid, const float* w, int 
     break;
   }
 }
+/// The depthwise shapes with register-blocked kernels: square 3x3 and 5x5 kernels at stride 1
+/// or 2 without dilation (MobileNet's and EfficientNet's). Returns pick(K, S) (K and S as
+/// std::integral_constant<int, .>) for those, null for other shapes.
+template <class Fn, class Pick> Fn square_dw_kernel(const Conv2dShape& s, Pick pick) {
+  if (s.KH != s.KW || s.stride_h != s.stride_w || s.dil_h != 1 || s.dil_w != 1) return nullptr;
+  using I3 = std::integral_constant<int, 3>;
+  using I5 = std::integral_constant<int, 5>;
+  using S1 = std::integral_constant<int, 1>;
+  using S2 = std::integral_constant<int, 2>;
+  const int k = s.KH, st = s.stride_w;
+  if (k == 3 && st == 1) return pick(I3{}, S1{});
+  if (k == 3 && st == 2) return pick(I3{}, S2{});
+  if (k == 5 && st == 1) return pick(I5{}, S1{});
+  if (k == 5 && st == 2) return pick(I5{}, S2{});
+  return nullptr;
+}
+
 using DwPlaneFn = void (*)(const ConvGrid&, const float*, const float*, int, float*);
 /// The register-blocked plane kernel for this shape, or null (generic tap loop).
 inline DwPlaneFn dw_plane_for(const Conv2dShape& s) {
-  if (s.KH != s.KW || s.stride_h != s.stride_w || s.dil_h != 1 || s.dil_w != 1) return nullptr;
-  const int k = s.KH, st = s.stride_h;
-  if (k == 3 && st == 1) return &dw_plane<3, 1>;
-  if (k == 3 && st == 2) return &dw_plane<3, 2>;
-  if (k == 5 && st == 1) return &dw_plane<5, 1>;
-  if (k == 5 && st == 2) return &dw_plane<5, 2>;
-  return nullptr;
+  return square_dw_kernel<DwPlaneFn>(s, [](auto k, auto st) -> DwPlaneFn {
+    return &dw_plane<decltype(k)::value, decltype(st)::value>;
+  });
 }
 
 /// Depthwise convolution: output channel oc reads input channel oc / (OC / C). Per (image,
@@ -2448,13 +2463,9 @@ void nchwc_dw_row(const float* const* rows, const float* wb, const float* bias, 
 /// The row kernel for square 3x3 and 5x5 kernels at stride 1 or 2 without dilation (MobileNet's
 /// and EfficientNet's depthwise layers); null for other shapes (nchwc_dw_pixels).
 inline NchwcDwRowFn nchwc_dw_square(const Conv2dShape& s) {
-  if (s.KH != s.KW || s.stride_h != s.stride_w || s.dil_h != 1 || s.dil_w != 1) return nullptr;
-  const int k = s.KH, st = s.stride_w;
-  if (k == 3 && st == 1) return &nchwc_dw_row<3, 1>;
-  if (k == 3 && st == 2) return &nchwc_dw_row<3, 2>;
-  if (k == 5 && st == 1) return &nchwc_dw_row<5, 1>;
-  if (k == 5 && st == 2) return &nchwc_dw_row<5, 2>;
-  return nullptr;
+  return square_dw_kernel<NchwcDwRowFn>(s, [](auto k, auto st) -> NchwcDwRowFn {
+    return &nchwc_dw_row<decltype(k)::value, decltype(st)::value>;
+  });
 }
 
 template <class Epi>

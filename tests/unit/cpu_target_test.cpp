@@ -39,6 +39,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// How many times `what` occurs in `src` (overlapping occurrences count).
+size_t occurrences(const std::string& src, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = src.find(what); p != std::string::npos; p = src.find(what, p + 1))
+    ++n;
+  return n;
+}
+
 cpu::CpuOptions testOptions() {
   cpu::CpuOptions o;
   o.flags = "-O1 -march=native";
@@ -175,12 +183,7 @@ TEST(CpuTarget, ChannelBlockedConvolutionChains) {
   g.addOutput(side);
   cpu::GeneratedCode code = cpu::generateCpp(g);
   const std::string& src = code.source;
-  auto count = [&](const std::string& what) {
-    size_t n = 0;
-    for (size_t p = src.find(what); p != std::string::npos; p = src.find(what, p + 1))
-      ++n;
-    return n;
-  };
+  auto count = [&](const std::string& what) { return occurrences(src, what); };
   EXPECT_EQ(count("// layout: NCHW in, NCHW16c out"), 1u) << src;    // dw0
   EXPECT_EQ(count("// layout: NCHW16c in, NCHW16c out"), 4u) << src; // expand dw1 skip body
   EXPECT_EQ(count("// layout: NCHW16c in, NCHW out"), 2u) << src;    // head, side
@@ -244,12 +247,7 @@ TEST(CpuTarget, ChannelBlockedPlanarInputsAndPartialBlocks) {
   g.addOutput(gap->output(0));
   cpu::GeneratedCode code = cpu::generateCpp(g);
   const std::string& src = code.source;
-  auto count = [&](const std::string& what) {
-    size_t n = 0;
-    for (size_t p = src.find(what); p != std::string::npos; p = src.find(what, p + 1))
-      ++n;
-    return n;
-  };
+  auto count = [&](const std::string& what) { return occurrences(src, what); };
   EXPECT_EQ(count("// layout: NCHW in, NCHW16c out"), 3u) << src;    // stem expand back
   EXPECT_EQ(count("// layout: NCHW16c in, NCHW16c out"), 2u) << src; // dw head
   EXPECT_EQ(count("// layout: NCHW16c in, NCHW out"), 2u) << src;    // proj last

@@ -424,8 +424,9 @@ TEST(Passes, PrintAfterWorksForTheNewPasses) {
 
 namespace {
 
-// A graph with input x [2, 5] and the builders of an elementwise pattern: scalar constants and
-// binary nodes whose operands are swapped when asked (patterns match either order).
+// A graph with input x [2, 5] and the builders of an elementwise pattern: scalar constants,
+// unary nodes, and binary nodes whose operands are swapped when asked (patterns match either
+// order).
 struct PatternGraph {
   Graph g;
   bool swapOperands;
@@ -434,12 +435,17 @@ struct PatternGraph {
   Value* c(const char* name, float v) {
     return g.addConstant(name, Tensor::fromVector<float>({}, {v}));
   }
+  Value* un(OpKind k, const char* name, Value* a) { return add(g, k, name, {a})->output(0); }
   Value* bin(OpKind k, const char* name, Value* a, Value* b) {
     return swapOperands ? add(g, k, name, {b, a})->output(0) : add(g, k, name, {a, b})->output(0);
   }
+  /// A binary node in the given operand order (an op whose operands do not commute).
+  Value* ordered(OpKind k, const char* name, Value* a, Value* b) {
+    return add(g, k, name, {a, b})->output(0);
+  }
   /// Relu(y) as the output (the pattern's result has a reader), and the graph.
   Graph finish(Value* y) {
-    g.addOutput(add(g, OpKind::Relu, "after", {y})->output(0));
+    g.addOutput(un(OpKind::Relu, "after", y));
     return std::move(g);
   }
 };
@@ -448,33 +454,28 @@ struct PatternGraph {
 // order: the spelled-out exact GELU of PyTorch exports.
 Graph geluPattern(bool useMul, bool swapOperands) {
   PatternGraph pg(swapOperands);
-  Graph& g = pg.g;
   Value* x = pg.x;
-  auto c = [&](const char* name, float v) { return pg.c(name, v); };
-  auto bin = [&](OpKind k, const char* name, Value* a, Value* b) { return pg.bin(k, name, a, b); };
-  Value* s = useMul ? bin(OpKind::Mul, "scale", x, c("r", 0.70710678f))
-                    : add(g, OpKind::Div, "scale", {x, c("r", 1.41421356f)})->output(0);
-  Value* e = add(g, OpKind::Erf, "erf", {s})->output(0);
-  Value* p = bin(OpKind::Add, "plus1", e, c("one", 1.0f));
-  Value* m = bin(OpKind::Mul, "mulx", x, p);
-  return pg.finish(bin(OpKind::Mul, "half", m, c("h", 0.5f)));
+  Value* s = useMul ? pg.bin(OpKind::Mul, "scale", x, pg.c("r", 0.70710678f))
+                    : pg.ordered(OpKind::Div, "scale", x, pg.c("r", 1.41421356f));
+  Value* p = pg.bin(OpKind::Add, "plus1", pg.un(OpKind::Erf, "erf", s), pg.c("one", 1.0f));
+  Value* m = pg.bin(OpKind::Mul, "mulx", x, p);
+  return pg.finish(pg.bin(OpKind::Mul, "half", m, pg.c("h", 0.5f)));
 }
 
 // GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 Pow(x, 3)))), the halving done
 // first ((x * 0.5) * (1 + t), as GPT-2's export has it) or last.
 Graph geluTanhPattern(bool halfFirst, bool swapOperands) {
   PatternGraph pg(swapOperands);
-  Graph& g = pg.g;
   Value* x = pg.x;
-  auto c = [&](const char* name, float v) { return pg.c(name, v); };
-  auto bin = [&](OpKind k, const char* name, Value* a, Value* b) { return pg.bin(k, name, a, b); };
-  Value* cube = add(g, OpKind::Pow, "pow", {x, c("three", 3.0f)})->output(0);
-  Value* inner = bin(OpKind::Add, "sum", x, bin(OpKind::Mul, "coef", cube, c("k", 0.044715f)));
-  Value* t = add(g, OpKind::Tanh, "tanh", {bin(OpKind::Mul, "scale", inner, c("s", 0.7978846f))})
-                 ->output(0);
-  Value* p = bin(OpKind::Add, "plus1", t, c("one", 1.0f));
-  Value* y = halfFirst ? bin(OpKind::Mul, "out", bin(OpKind::Mul, "half", x, c("h", 0.5f)), p)
-                       : bin(OpKind::Mul, "out", bin(OpKind::Mul, "mulx", x, p), c("h", 0.5f));
+  Value* cube = pg.ordered(OpKind::Pow, "pow", x, pg.c("three", 3.0f));
+  Value* inner =
+      pg.bin(OpKind::Add, "sum", x, pg.bin(OpKind::Mul, "coef", cube, pg.c("k", 0.044715f)));
+  Value* t =
+      pg.un(OpKind::Tanh, "tanh", pg.bin(OpKind::Mul, "scale", inner, pg.c("s", 0.7978846f)));
+  Value* p = pg.bin(OpKind::Add, "plus1", t, pg.c("one", 1.0f));
+  Value* y = halfFirst
+                 ? pg.bin(OpKind::Mul, "out", pg.bin(OpKind::Mul, "half", x, pg.c("h", 0.5f)), p)
+                 : pg.bin(OpKind::Mul, "out", pg.bin(OpKind::Mul, "mulx", x, p), pg.c("h", 0.5f));
   return pg.finish(y);
 }
 
