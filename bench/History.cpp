@@ -2,6 +2,7 @@
 #include "bench/Report.h"
 #include "bench/ReportUtil.h"
 #include "ir/Diagnostics.h"
+#include "ir/Escape.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -21,7 +22,7 @@ namespace {
 
 constexpr int kDbVersion = 1; // PRAGMA user_version of the schema below
 
-constexpr const char* kSchemaSql = R"(
+constexpr const char kSchemaSql[] = R"(
 CREATE TABLE IF NOT EXISTS runs (
   id TEXT PRIMARY KEY,
   started TEXT,
@@ -61,7 +62,8 @@ public:
     int flags = SQLITE_OPEN_READWRITE | (write ? SQLITE_OPEN_CREATE : 0);
     sqlite3* db = nullptr;
     int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
-    // Owned from here on: if this constructor throws below, ~Db does not run but db_'s deleter does.
+    // Owned from here on: if this constructor throws below, ~Db does not run but db_'s deleter
+    // does.
     db_.reset(db);
     if (rc != SQLITE_OK) {
       std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
@@ -78,7 +80,8 @@ public:
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
 
-  void exec(const char* sql) {
+  /// Runs fixed SQL (a literal: every value goes through Stmt's bound parameters).
+  template <size_t N> void exec(const char (&sql)[N]) {
     char* err = nullptr;
     if (sqlite3_exec(get(), sql, nullptr, nullptr, &err) != SQLITE_OK) {
       std::string msg = err ? err : sqlite3_errmsg(get());
@@ -101,9 +104,11 @@ private:
   std::unique_ptr<sqlite3, Close> db_;
 };
 
+/// A prepared statement. Its SQL is a literal: a value (a run id, a model or layer name, an error
+/// message: text from the report, untrusted) is never spliced into it but bound with bind().
 class Stmt {
 public:
-  Stmt(Db& db, const char* sql) : db_(db) {
+  template <size_t N> Stmt(Db& db, const char (&sql)[N]) : db_(db) {
     if (sqlite3_prepare_v2(db.get(), sql, -1, &st_, nullptr) != SQLITE_OK) db.failHere();
   }
   ~Stmt() { sqlite3_finalize(st_); }
@@ -127,7 +132,8 @@ public:
   }
   std::string str(int col) const {
     const unsigned char* t = sqlite3_column_text(st_, col);
-    return t ? reinterpret_cast<const char*>(t) : "";
+    return t ? std::string(reinterpret_cast<const char*>(t), size_t(sqlite3_column_bytes(st_, col)))
+             : std::string();
   }
   long long integer(int col) const { return sqlite3_column_int64(st_, col); }
   void reset() {
@@ -229,7 +235,7 @@ void appendRun(const fs::path& path, const nlohmann::json& report) {
   run.bind(4, text(model ? *model : empty, "sha256"));
   run.bind(5, text(sys ? *sys : empty, "triad_commit"));
   run.bind(6, text(sys ? *sys : empty, "host"));
-  run.bind(7, report.dump());
+  run.bind(7, report.dump(-1, ' ', false, Json::error_handler_t::replace));
   run.step();
   Stmt res(db, "INSERT INTO results (run_id, target, kind, batch, status, why, p50_ms, mean_ms, "
                "throughput_per_s, top1, max_abs_err) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -328,14 +334,9 @@ std::string delta(std::optional<double> a, std::optional<double> b) {
   return fmt::format("{}{:.1f}%", d >= 0 ? "+" : "−", std::fabs(d) * 100);
 }
 
+/// Report text in a Markdown table cell (the one escaper: a model's names are untrusted).
 std::string cellText(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '|' || ch == '\\' || ch == '<' || ch == '>' || ch == '&' || ch == '*' || ch == '`')
-      out += '\\';
-    out += (ch == '\n' || ch == '\r') ? ' ' : ch;
-  }
-  return out;
+  return escape::markdown(s);
 }
 
 struct Key {
@@ -416,7 +417,7 @@ Comparison compareRuns(const nlohmann::json& a, const nlohmann::json& b, double 
       row += anyFpga ? " |" : "";
       verdict.push_back(!x ? "only in B" : "only in A");
     } else if (!x->ok() || !y->ok()) {
-      row += fmt::format(" {} → {} | | | | | |", x->status, y->status);
+      row += fmt::format(" {} → {} | | | | | |", cellText(x->status), cellText(y->status));
       row += anyFpga ? " |" : "";
       if (x->ok()) {
         bad = true;

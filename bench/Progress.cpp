@@ -1,4 +1,5 @@
 #include "bench/Progress.h"
+#include "ir/Escape.h"
 
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,20 @@ double nowS() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+/// Text for the terminal: a step or an outcome can name the model's layers or quote an error
+/// about them (untrusted), so every line is escape::printable (no escape sequences, no carriage
+/// returns); the text's own line breaks stay.
+std::string terminal(std::string_view s) {
+  std::string out;
+  for (size_t start = 0;;) {
+    size_t nl = s.find('\n', start);
+    out += escape::printable(s.substr(start, nl == std::string_view::npos ? nl : nl - start));
+    if (nl == std::string_view::npos) return out;
+    out += '\n';
+    start = nl + 1;
+  }
+}
+
 } // namespace
 
 Progress::Progress() {
@@ -22,7 +37,7 @@ Progress::Progress() {
 }
 
 void Progress::start(std::string what) {
-  what_ = std::move(what);
+  what_ = escape::printable(what); // one line: the live line is redrawn in place
   started_ = nowS();
   lastDraw_ = 0;
   announced_ = false;
@@ -49,13 +64,13 @@ void Progress::tick() {
 void Progress::finish(const std::string& outcome) {
   double secs = nowS() - started_;
   if (live_) fmt::print(stderr, "\r\033[K");
-  fmt::print(stderr, "triad bench: {}: {} ({:.1f} s)\n", what_, outcome, secs);
+  fmt::print(stderr, "triad bench: {}: {} ({:.1f} s)\n", what_, terminal(outcome), secs);
   what_.clear();
 }
 
 void Progress::note(const std::string& line) {
   if (live_ && !what_.empty()) fmt::print(stderr, "\r\033[K");
-  fmt::print(stderr, "{}\n", line);
+  fmt::print(stderr, "{}\n", terminal(line));
   if (live_ && !what_.empty()) {
     lastDraw_ = 0;
     tick();

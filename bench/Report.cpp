@@ -3,11 +3,11 @@
 #include "bench/ReportTables.h"
 #include "frontend/TensorIO.h"
 #include "ir/Diagnostics.h"
+#include "ir/Escape.h"
 #include "ir/Files.h"
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <cstdio>
 #include <fstream>
 
@@ -18,50 +18,9 @@ using namespace detail;
 
 namespace {
 
-bool isWordChar(char ch) {
-  return std::isalnum(static_cast<unsigned char>(ch)) != 0;
-}
-
-/// Text from the report made inert in Markdown: characters that start emphasis, code, links,
-/// HTML or break a table cell are backslash-escaped (CommonMark renders `\<` as `<`), and line
-/// breaks become spaces. `_` inside a word cannot start emphasis and stays as is.
+/// Text from the report made inert in Markdown (the one escaper: a model's names are untrusted).
 std::string md(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    char ch = s[i];
-    switch (ch) {
-    case '\n':
-    case '\r':
-    case '\t':
-      out += ' ';
-      break;
-    case '\\':
-    case '`':
-    case '*':
-    case '[':
-    case ']':
-    case '<':
-    case '>':
-    case '&':
-    case '|':
-    case '#':
-    case '~':
-    case '!':
-      out += '\\';
-      out += ch;
-      break;
-    case '_': {
-      bool inWord = i > 0 && i + 1 < s.size() && isWordChar(s[i - 1]) && isWordChar(s[i + 1]);
-      if (!inWord) out += '\\';
-      out += ch;
-      break;
-    }
-    default:
-      out += ch;
-    }
-  }
-  return out;
+  return escape::markdown(s);
 }
 
 void mdTable(std::string& out, const Table& t) {
@@ -151,7 +110,9 @@ void writeReportFiles(const fs::path& dir, const nlohmann::json& report) {
   const std::pair<const char*, std::string> files[] = {
       {"report.md", renderMarkdown(report)},
       {"report.html", renderHtml(report)},
-      {"report.json", report.dump(2) + "\n"}, // renamed last: a new report.json means all are new
+      // Renamed last: a new report.json means all are new. Bytes that are not UTF-8 (in a model's
+      // names) become U+FFFD rather than failing the run.
+      {"report.json", report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"},
   };
   std::error_code ec;
   fs::create_directories(dir, ec);

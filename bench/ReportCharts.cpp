@@ -1,5 +1,6 @@
 #include "bench/ReportCharts.h"
 #include "bench/Svg.h"
+#include "ir/Escape.h"
 
 #include <fmt/format.h>
 
@@ -661,7 +662,7 @@ std::string partitionChart(const Json& plan, const Colours& col) {
   }
   for (const Box& b : boxes) {
     std::string c = col.of(b.target);
-    s.raw(fmt::format("<g class=\"partition\"><title>{}</title>", svg::escape(b.tip)));
+    s.raw(fmt::format("<g class=\"partition\"><title>{}</title>", escape::html(b.tip)));
     s.rect(b.x, top, b.w, boxH, c, "",
            fmt::format("fill-opacity=\"0.14\" stroke=\"{}\" stroke-width=\"1.5\" rx=\"6\"{}", c,
                        b.host ? " stroke-dasharray=\"4 3\"" : ""));
@@ -686,7 +687,7 @@ std::string partitionChart(const Json& plan, const Colours& col) {
   for (const Arrow& a : arrows) {
     const Box& f = boxes[size_t(a.from)];
     const Box& t = boxes[size_t(a.to)];
-    s.raw(fmt::format("<g class=\"transfer\"><title>{}</title>", svg::escape(a.tip)));
+    s.raw(fmt::format("<g class=\"transfer\"><title>{}</title>", escape::html(a.tip)));
     if (a.to == a.from + 1) {
       int k = straightSeen[{a.from, a.to}]++, nk = straightCount[{a.from, a.to}];
       double y = top + boxH / 2 + (double(k) - double(nk - 1) / 2) * 50;

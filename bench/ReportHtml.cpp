@@ -3,6 +3,7 @@
 #include "bench/Report.h"
 #include "bench/ReportCharts.h"
 #include "bench/Svg.h"
+#include "ir/Escape.h"
 
 #include <fmt/format.h>
 
@@ -12,8 +13,9 @@ using namespace detail;
 
 namespace {
 
+/// Every text of the page, model names included, is escaped by the one HTML escaper.
 std::string h(std::string_view s) {
-  return svg::escape(s);
+  return escape::html(s);
 }
 
 constexpr const char* kCss = R"(

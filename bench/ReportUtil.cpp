@@ -41,7 +41,7 @@ std::string valueText(const Json& v, std::string_view dflt) {
   if (v.is_number()) return fmtNum(v.get<double>());
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
   if (v.is_null()) return std::string(dflt);
-  return v.dump();
+  return v.dump(-1, ' ', false, Json::error_handler_t::replace); // never throws on bad UTF-8
 }
 
 std::string text(const Json& j, std::string_view key, std::string_view dflt) {

@@ -1,4 +1,5 @@
 #include "bench/Svg.h"
+#include "ir/Escape.h"
 
 #include <fmt/format.h>
 
@@ -75,37 +76,6 @@ void verticalGrid(Svg& s, const Axis& a, double top, double bottom, const Format
 
 } // namespace
 
-std::string escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
-    switch (ch) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    case '\'':
-      out += "&#39;";
-      break;
-    default:
-      // Control characters are not allowed in XML 1.0 (tab, newline excepted).
-      if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
-        out += ' ';
-      else
-        out += ch;
-    }
-  }
-  return out;
-}
-
 std::string px(double v) {
   if (!std::isfinite(v)) v = 0;
   std::string s = fmt::format("{:.1f}", v);
@@ -131,23 +101,23 @@ Svg::Svg(double width, double height, std::string_view title, std::string_view i
 void Svg::rect(double x, double y, double w, double h, std::string_view fill, std::string_view tip,
                std::string_view attrs) {
   body_ += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}{}", px(x),
-                       px(y), px(std::max(0.0, w)), px(std::max(0.0, h)), escape(fill),
+                       px(y), px(std::max(0.0, w)), px(std::max(0.0, h)), escape::html(fill),
                        attrs.empty() ? "" : " ", attrs);
-  body_ += tip.empty() ? "/>" : fmt::format("><title>{}</title></rect>", escape(tip));
+  body_ += tip.empty() ? "/>" : fmt::format("><title>{}</title></rect>", escape::html(tip));
 }
 
 void Svg::line(double x1, double y1, double x2, double y2, std::string_view stroke, double width,
                std::string_view attrs) {
   body_ += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
                        "stroke-width=\"{}\"{}{}/>",
-                       px(x1), px(y1), px(x2), px(y2), escape(stroke), px(width),
+                       px(x1), px(y1), px(x2), px(y2), escape::html(stroke), px(width),
                        attrs.empty() ? "" : " ", attrs);
 }
 
 void Svg::circle(double cx, double cy, double r, std::string_view fill, std::string_view tip) {
   body_ += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\" stroke=\"#ffffff\"",
-                       px(cx), px(cy), px(r), escape(fill));
-  body_ += tip.empty() ? "/>" : fmt::format("><title>{}</title></circle>", escape(tip));
+                       px(cx), px(cy), px(r), escape::html(fill));
+  body_ += tip.empty() ? "/>" : fmt::format("><title>{}</title></circle>", escape::html(tip));
 }
 
 void Svg::text(double x, double y, std::string_view s, std::string_view anchor, double size,
@@ -155,12 +125,13 @@ void Svg::text(double x, double y, std::string_view s, std::string_view anchor, 
   body_ += fmt::format("<text x=\"{}\" y=\"{}\"{}{}{}{}>{}</text>", px(x), px(y),
                        anchor == "start" ? "" : fmt::format(" text-anchor=\"{}\"", anchor),
                        size == 12 ? "" : fmt::format(" font-size=\"{}\"", px(size)),
-                       attrs.empty() ? "" : " ", attrs, escape(s));
+                       attrs.empty() ? "" : " ", attrs, escape::html(s));
 }
 
 void Svg::path(std::string_view d, std::string_view stroke, double width, std::string_view attrs) {
   body_ += fmt::format("<path d=\"{}\" stroke=\"{}\" stroke-width=\"{}\" fill=\"none\"{}{}/>",
-                       escape(d), escape(stroke), px(width), attrs.empty() ? "" : " ", attrs);
+                       escape::html(d), escape::html(stroke), px(width), attrs.empty() ? "" : " ",
+                       attrs);
 }
 
 std::string Svg::str() const {
@@ -170,7 +141,7 @@ std::string Svg::str() const {
       "font-family=\"system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif\" "
       "font-size=\"12\" fill=\"{3}\"><title id=\"{0}-title\">{4}</title>"
       "<rect x=\"0\" y=\"0\" width=\"{1}\" height=\"{2}\" fill=\"#ffffff\"/>{5}</svg>",
-      escape(id_), px(width_), px(height_), kInk, escape(title_), body_);
+      escape::html(id_), px(width_), px(height_), kInk, escape::html(title_), body_);
 }
 
 Axis Axis::fit(double minV, double maxV, double p0, double p1, bool allowLog, bool fromZero,
@@ -274,7 +245,7 @@ std::string barChart(const BarChart& spec, const std::vector<BarRow>& rows) {
     double rowH = double(std::max<size_t>(1, r.bars.size())) * (barH + 2) + rowPad;
     std::string label = ellipsize(r.label, labelChars);
     if (label != r.label) {
-      s.raw(fmt::format("<g><title>{}</title>", escape(r.label)));
+      s.raw(fmt::format("<g><title>{}</title>", escape::html(r.label)));
       s.text(labelW, y + rowH / 2 + 4, label, "end");
       s.raw("</g>");
     } else {

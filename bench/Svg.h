@@ -1,8 +1,9 @@
-// Small inline-SVG charts for the HTML report: an element builder that escapes every text, axes
-// (linear, or log10 where the values span decades: the axis title then says so), and three chart
-// shapes: horizontal bars (grouped, with optional whiskers and a reference line), lines over
-// categories, and a dot plot. Every chart is a complete <svg> element with a <title>, axes with
-// units and labels, and a legend where colours carry meaning; the output is well-formed XML.
+// Small inline-SVG charts for the HTML report: an element builder that escapes every text (with
+// escape::html of ir/Escape.h: a model's names are untrusted), axes (linear, or log10 where the
+// values span decades: the axis title then says so), and three chart shapes: horizontal bars
+// (grouped, with optional whiskers and a reference line), lines over categories, and a dot plot.
+// Every chart is a complete <svg> element with a <title>, axes with units and labels, and a legend
+// where colours carry meaning; the output is well-formed XML.
 #pragma once
 
 #include <functional>
@@ -12,9 +13,6 @@
 #include <vector>
 
 namespace triad::bench::svg {
-
-/// Escapes & < > " ' for XML text and attribute values.
-std::string escape(std::string_view s);
 
 class Svg {
 public:

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace triad::cli {
 
@@ -17,6 +18,11 @@ namespace triad::cli {
 const CLI::Validator& positiveInt();
 /// The same for a whole number >= 0.
 const CLI::Validator& nonNegativeInt();
+
+/// Text for the terminal (stdout or stderr): a model's names, its warnings and error messages that
+/// quote them are untrusted, so every line is escape::printable (no escape sequences, bells,
+/// carriage returns or invalid UTF-8 reach the terminal); the text's own line breaks stay.
+std::string terminalText(std::string_view s);
 
 /// --dim values ("NAME=V", V a positive integer) by name; a malformed one is a usage error.
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs);

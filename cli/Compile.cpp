@@ -105,8 +105,8 @@ int runCompile(CompileOptions o) {
   nlohmann::json j = fpga::writeDesign(
       g, emu, vo, o.outdir, fs::path(o.model.model).filename().string(), src, x ? &*x : nullptr);
   fmt::print("{}: {} layers, {} multipliers, latency {} cycles -> {}\n",
-             j["top"].get<std::string>(), j["layers"].size(), j["multipliers"].get<int64_t>(),
-             j["latency_cycles"].get<int64_t>(), o.outdir);
+             terminalText(j["top"].get<std::string>()), j["layers"].size(),
+             j["multipliers"].get<int64_t>(), j["latency_cycles"].get<int64_t>(), o.outdir);
   return 0;
 }
 
@@ -125,8 +125,8 @@ int runSim(const SimOptions& o) {
   if (!r.timeout)
     fmt::print("{}: {} samples, latency {} cycles, II {}, {} cycles ({} with random gaps and "
                "back-pressure), {} mismatches, {} missing, {:.4g} inferences/s at {} MHz{}\n",
-               s["top"].get<std::string>(), n, r.latencyCycles, r.ii, r.totalCycles, r.randomCycles,
-               r.mismatches, r.missing, r.inferencesPerSecond, clockMhz,
+               terminalText(s["top"].get<std::string>()), n, r.latencyCycles, r.ii, r.totalCycles,
+               r.randomCycles, r.mismatches, r.missing, r.inferencesPerSecond, clockMhz,
                r.cached ? " (cached build)" : "");
   // FIFOs: the static depth beside the occupancy the simulation reached.
   std::map<std::string, nlohmann::json> fifoInfo;
@@ -137,11 +137,12 @@ int runSim(const SimOptions& o) {
     int64_t need = 2;
     while (need < peak + 1)
       need *= 2;
-    fmt::print("  FIFO {} before '{}': depth {}, peak occupancy {}{}\n", name,
-               f["layer"].get<std::string>(), depth, peak,
-               r.timeout || need >= depth ? ""
-                                          : fmt::format(" (--fifo-depth '{}={}' would do)",
-                                                        f["layer"].get<std::string>(), need));
+    std::string layer = terminalText(f["layer"].get<std::string>()); // the model's name
+    fmt::print("  FIFO {} before '{}': depth {}, peak occupancy {}{}\n", terminalText(name), layer,
+               depth, peak,
+               r.timeout || need >= depth
+                   ? ""
+                   : fmt::format(" (--fifo-depth '{}={}' would do)", layer, need));
   }
   if (r.timeout) fail(ErrorKind::Runtime, "{}", fpga::deadlockMessage(d));
   if (!o.json.empty())

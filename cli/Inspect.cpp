@@ -34,34 +34,39 @@ int runInspect(const InspectOptions& o, const ir::TargetRegistry& targets) {
   frontend::ImportResult r = o.model.load();
   const ir::Graph& g = r.graph;
   for (const auto& w : r.warnings)
-    fmt::print(stderr, "triad: warning: {}\n", w);
+    fmt::print(stderr, "triad: warning: {}\n", terminalText(w));
 
   // The report is the library's (the Python package's Model.inspect() returns the same); the
-  // text form below is printed from it.
+  // text form below is printed from it. Every name in it is the model's (untrusted): the table
+  // shows each through escape::printable (terminalText), one line, no control sequences.
   nlohmann::json j = frontend::inspectModel(r, o.model.model, targets);
   const nlohmann::json& layers = j["layers"];
+  auto str = [](const nlohmann::json& v) { return terminalText(v.get<std::string>()); };
 
-  fmt::print("model    {}\n", o.model.model);
-  fmt::print("graph    {}: opset {}, IR version {}, producer '{}'\n", g.name, g.opset, r.irVersion,
-             r.producer);
+  fmt::print("model    {}\n", terminalText(o.model.model));
+  fmt::print("graph    {}: opset {}, IR version {}, producer '{}'\n", terminalText(g.name), g.opset,
+             r.irVersion, terminalText(r.producer));
   fmt::print("inputs\n");
   for (ir::Value* v : g.inputs())
-    fmt::print("  {:<32} {}\n", v->name(), typeToString(v->type()));
+    fmt::print("  {:<32} {}\n", terminalText(v->name()), terminalText(typeToString(v->type())));
   fmt::print("outputs\n");
   for (ir::Value* v : g.outputs())
-    fmt::print("  {:<32} {}\n", v->name(), typeToString(v->type()));
+    fmt::print("  {:<32} {}\n", terminalText(v->name()), terminalText(typeToString(v->type())));
 
+  std::vector<std::string> names;
   size_t nameW = 5;
-  for (const auto& l : layers)
-    nameW = std::max(nameW, l["name"].get<std::string>().size());
+  for (const auto& l : layers) {
+    names.push_back(str(l["name"]));
+    nameW = std::max(nameW, names.back().size());
+  }
   nameW = std::min<size_t>(nameW, 48);
   fmt::print("\n{:>4}  {:<{}}  {:<20} {:<24} {:>12} {:>14}\n", "#", "layer", nameW, "op", "output",
              "params", "MACs");
   for (size_t i = 0; i < layers.size(); ++i) {
     const auto& l = layers[i];
-    fmt::print("{:>4}  {:<{}}  {:<20} {:<24} {:>12} {:>14}\n", i, l["name"].get<std::string>(),
-               nameW, l["op"].get<std::string>(), l["outputs"][0].get<std::string>(),
-               withCommas(l["params"].get<int64_t>()), withCommas(l["macs"].get<int64_t>()));
+    fmt::print("{:>4}  {:<{}}  {:<20} {:<24} {:>12} {:>14}\n", i, names[i], nameW, str(l["op"]),
+               str(l["outputs"][0]), withCommas(l["params"].get<int64_t>()),
+               withCommas(l["macs"].get<int64_t>()));
   }
   const nlohmann::json& totals = j["totals"];
   fmt::print("\ntotals   {} layers, {} parameters ({:.1f} KiB), {} MACs per inference\n",
@@ -75,7 +80,9 @@ int runInspect(const InspectOptions& o, const ir::TargetRegistry& targets) {
     const nlohmann::json& s = j["targets"][std::string(t->name())];
     auto missing = s["unsupported"].get<std::map<std::string, std::string>>(); // op -> reason
     fmt::print("  {:<8} {}/{} layers{}\n", t->name(), s["supported"].get<int64_t>(), layers.size(),
-               missing.empty() ? "" : fmt::format("; not supported: {}", fmt::join(missing, ", ")));
+               missing.empty()
+                   ? ""
+                   : terminalText(fmt::format("; not supported: {}", fmt::join(missing, ", "))));
   }
 
   if (o.printIr) fmt::print("\n{}", ir::printGraph(g));

@@ -1,5 +1,6 @@
 #include "cli/Commands.h"
 #include "ir/Diagnostics.h"
+#include "ir/Escape.h"
 #include "ir/passes/Pass.h"
 
 #include <algorithm>
@@ -25,6 +26,17 @@ CLI::Validator wholeNumberFrom(long long least, const char* what, const char* na
       name);
 }
 } // namespace
+
+std::string terminalText(std::string_view s) {
+  std::string out;
+  for (size_t start = 0;;) {
+    size_t nl = s.find('\n', start);
+    out += escape::printable(s.substr(start, nl == std::string_view::npos ? nl : nl - start));
+    if (nl == std::string_view::npos) return out;
+    out += '\n';
+    start = nl + 1;
+  }
+}
 
 const CLI::Validator& positiveInt() {
   static const CLI::Validator v = wholeNumberFrom(1, "positive", "POSITIVE");

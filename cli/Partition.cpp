@@ -139,14 +139,14 @@ int runPartition(const PartitionOptions& o) {
     fail(ErrorKind::Usage, "--mode manual needs --place NODE=TARGET or --place-file");
   if (!o.links.empty()) po.links = ir::partition::Links::load(o.links);
   fillCosts(targets, o.target, po, !o.noCalibrate, o.calibrate,
-            [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+            [](const std::string& line) { fmt::print(stderr, "{}\n", terminalText(line)); });
   for (const std::string& m : o.measured) {
     auto [target, path] = splitAssign(m, "--measured");
     po.costs.measured[target] = ir::partition::measuredFromProfile(g, readRunProfile(path));
   }
 
   ir::partition::Plan plan = ir::partition::plan(g, targets.registry, po);
-  fmt::print("{}", ir::partition::planText(plan, g));
+  fmt::print("{}", ir::partition::planText(plan, g)); // names escaped there (escape::printable)
   if (!o.dot.empty() || !o.svg.empty()) {
     std::string dot = ir::partition::planDot(plan, g);
     if (!o.dot.empty()) frontend::writeFileAtomic(o.dot, dot);
@@ -220,7 +220,7 @@ int runPartition(const PartitionOptions& o) {
                                         : 0.0);
     for (size_t i = 0; i < plan.transfers.size(); ++i)
       fmt::print("  transfer {:<24} {:>10.4f} ms ({})  predicted {:>10.4f} ms\n",
-                 plan.transfers[i].value->name(), sum.transferSeconds[i] * 1e3,
+                 terminalText(plan.transfers[i].value->name()), sum.transferSeconds[i] * 1e3,
                  sum.transferMeasured[i] ? "measured" : "link model",
                  plan.transfers[i].predictedSeconds * 1e3);
     fmt::print("  end to end: measured {:.4f} ms, predicted {:.4f} ms; max |output - "

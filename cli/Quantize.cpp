@@ -140,8 +140,9 @@ int runQuantize(const QuantizeOptions& o) {
     fmt::print("{:<16} {:<26} {:<58} {:>10} {:>7} {:>7}\n", "layer", "op", "formats", "max error",
                "sat", "wrap");
     for (const fpga::LayerReport& l : res.layers)
-      fmt::print("{:<16} {:<26} {:<58} {:>10.3g} {:>7} {:>7}\n", l.name, l.op, l.formats,
-                 l.maxAbsError, l.saturated, l.wrapped);
+      fmt::print("{:<16} {:<26} {:<58} {:>10.3g} {:>7} {:>7}\n", terminalText(l.name),
+                 terminalText(l.op), terminalText(l.formats), l.maxAbsError, l.saturated,
+                 l.wrapped);
   }
 
   std::optional<ir::Tensor> labels;
@@ -156,8 +157,8 @@ int runQuantize(const QuantizeOptions& o) {
     for (int64_t k = 0; k < q.numElements(); ++k)
       err = std::max(err, std::fabs(q.getDouble(k) - res.floatRef[i].getDouble(k)));
     oj["max_abs_error"] = err;
-    fmt::print("{} {} max |fixed - float| = {:.4g}\n", v->name(), typeToString(res.raw[i].type()),
-               err);
+    fmt::print("{} {} max |fixed - float| = {:.4g}\n", terminalText(v->name()),
+               terminalText(typeToString(res.raw[i].type())), err);
     if (q.rank() >= 1 && q.shape().back() > 1) { // a classifier: compare top-1
       auto a = argmaxRows(q), b = argmaxRows(res.floatRef[i]);
       int64_t agree = 0;

@@ -60,10 +60,13 @@ int runReport(const ReportOptions& o) {
     }
     fmt::print("{:<24} {:<21} {:<20} {:<10} {:<16} {:>7}\n", "ID", "STARTED", "MODEL", "COMMIT",
                "HOST", "RESULTS");
+    // The history's text (model names above all) is untrusted: terminalText (escape::printable).
+    auto t = [](const nlohmann::json& r, const char* key) {
+      return terminalText(r.value(key, std::string()));
+    };
     for (const nlohmann::json& r : runs)
-      fmt::print("{:<24} {:<21} {:<20} {:<10} {:<16} {:>7}\n", r.value("id", ""),
-                 r.value("started", ""), r.value("model", ""), r.value("commit", ""),
-                 r.value("host", ""), r.value("results", 0));
+      fmt::print("{:<24} {:<21} {:<20} {:<10} {:<16} {:>7}\n", t(r, "id"), t(r, "started"),
+                 t(r, "model"), t(r, "commit"), t(r, "host"), r.value("results", 0));
     fmt::print("{} run{} in {}\n", runs.size(), runs.size() == 1 ? "" : "s", db.string());
     return 0;
   }
@@ -72,7 +75,7 @@ int runReport(const ReportOptions& o) {
     nlohmann::json a = loadReport(o.compare[0], o);
     nlohmann::json b = loadReport(o.compare[1], o);
     bench::Comparison c = bench::compareRuns(a, b, o.threshold);
-    fmt::print("{}", c.text);
+    fmt::print("{}", terminalText(c.text));
     return c.regressed && o.failOnRegression ? 1 : 0;
   }
 
@@ -80,11 +83,12 @@ int runReport(const ReportOptions& o) {
   if (o.add) {
     fs::path db = dbPath(o);
     bench::appendRun(db, report);
-    fmt::print("added run {} to {}\n", report["run"]["id"].get<std::string>(), db.string());
+    fmt::print("added run {} to {}\n", terminalText(report["run"]["id"].get<std::string>()),
+               db.string());
   }
   if (o.html.empty() && o.md.empty()) {
     if (o.add) return 0;
-    fmt::print("{}", bench::renderMarkdown(report));
+    fmt::print("{}", terminalText(bench::renderMarkdown(report)));
     return 0;
   }
   if (!o.md.empty()) {

@@ -110,7 +110,7 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
   if (auto* ge = dynamic_cast<const gpu::GpuExecutable*>(exe.get());
       ge && ge->buildStats().cacheWriteFailures > 0) // not fatal: programs are compiled again
     fmt::print(stderr, "triad: warning: the OpenCL binary cache is not written: {}\n",
-               ge->buildStats().cacheWriteError);
+               terminalText(ge->buildStats().cacheWriteError));
   // The first run pays for first touches of memory; with --repeat the later runs are timed.
   std::vector<ir::Tensor> outs;
   std::vector<double> times;
@@ -130,8 +130,8 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     std::string preview;
     for (int64_t k = 0; k < std::min<int64_t>(t.numElements(), 8); ++k)
       preview += fmt::format("{}{:.6g}", k ? ", " : "", t.getDouble(k));
-    fmt::print("{} {} = [{}{}]\n", g.outputs()[i]->name(), typeToString(t.type()), preview,
-               t.numElements() > 8 ? ", ..." : "");
+    fmt::print("{} {} = [{}{}]\n", terminalText(g.outputs()[i]->name()),
+               terminalText(typeToString(t.type())), preview, t.numElements() > 8 ? ", ..." : "");
   }
   size_t positionalOut = 0;
   for (const std::string& spec : o.outputs) {
@@ -184,11 +184,11 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
               [](const auto& a, const auto& b) { return a.milliseconds > b.milliseconds; });
     fmt::print(stderr, "per-layer time on {} (mean of {} run{}):\n", target->name(), runs,
                runs == 1 ? "" : "s");
-    for (const auto& l : prof)
+    for (const auto& l : prof) // layer names are the model's: terminalText (escape::printable)
       fmt::print(stderr, "  {:>10.3f} ms {:>5.1f}%  {}{}{}\n", l.milliseconds / runs,
-                 total > 0 ? 100 * l.milliseconds / total : 0.0, l.layer,
-                 l.op.empty() ? "" : " (" + l.op + ")",
-                 l.kind == "layer" ? "" : " [" + l.kind + "]");
+                 total > 0 ? 100 * l.milliseconds / total : 0.0, terminalText(l.layer),
+                 l.op.empty() ? "" : " (" + terminalText(l.op) + ")",
+                 l.kind == "layer" ? "" : " [" + terminalText(l.kind) + "]");
     if (prof.empty()) fmt::print(stderr, "  (target {} has no per-layer timing)\n", target->name());
   }
   if (o.repeat > 1)

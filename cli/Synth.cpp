@@ -30,22 +30,22 @@ int runSynth(const SynthCliOptions& o) {
   auto bram = [&](const sim::SynthCounts& c) {
     return xc7 ? fmt::format("{}/{}", c.bram18, c.bram36) : std::to_string(c.bram);
   };
-  fmt::print("{} on {} ({}; {} parallel jobs, {:.1f} s)\n", r.top, r.family, r.yosysVersion, r.jobs,
-             r.wallSeconds);
+  fmt::print("{} on {} ({}; {} parallel jobs, {:.1f} s)\n", terminalText(r.top), r.family,
+             r.yosysVersion, r.jobs, r.wallSeconds);
   fmt::print("{:<14} {:<10} {:>8} {:>8} {:>6} {:>10} {:>6} {:>8} {:>8}\n", "layer", "op", "LUT",
              "FF", "DSP", bramHead, "depth", xc7 ? "Fmax~MHz" : "", "seconds");
   for (const sim::SynthUnit& u : r.units)
     fmt::print("{:<14} {:<10} {:>8} {:>8} {:>6} {:>10} {:>6} {:>8} {:>8.1f}\n",
-               u.layer.empty() ? "(top glue)" : u.layer, u.op.substr(0, 10), u.counts.lut,
-               u.counts.ff, u.counts.dsp, bram(u.counts), depthText(u.logicDepth),
-               xc7 ? fmaxText(u.fmaxMhz) : "", u.seconds);
+               u.layer.empty() ? "(top glue)" : terminalText(u.layer),
+               terminalText(u.op.substr(0, 10)), u.counts.lut, u.counts.ff, u.counts.dsp,
+               bram(u.counts), depthText(u.logicDepth), xc7 ? fmaxText(u.fmaxMhz) : "", u.seconds);
   fmt::print("{:<14} {:<10} {:>8} {:>8} {:>6} {:>10} {:>6} {:>8}\n", "total", "", r.total.lut,
              r.total.ff, r.total.dsp, bram(r.total), depthText(r.maxLogicDepth),
              xc7 ? fmaxText(r.fmaxMhz) : "");
   if (xc7 && r.fmaxMhz)
     fmt::print("Fmax~: each layer's slowest register-to-register path by a -1 Artix-7 delay model "
                "(no placement or routing: an estimate); the design's is its slowest layer's ({})\n",
-               r.slowestModule);
+               terminalText(r.slowestModule));
   if (r.pnr) {
     const sim::PnrResult& p = *r.pnr;
     fmt::print("place and route ({}, {} {}): Fmax {:.2f} MHz (target {:g}), logic cells {}/{}, "

@@ -122,7 +122,7 @@ int runTune(const TuneCliOptions& o) {
       measured += c.ns > 0;
     fmt::print("  {:<40} {}\n",
                sh.conv ? "conv " + sh.conv->toString() : "gemm " + sh.gemm->toString(),
-               fmt::join(sh.layers, ", "));
+               terminalText(fmt::format("{}", fmt::join(sh.layers, ", "))));
     if (res.fromDatabase)
       fmt::print("    in the database: {} ({:.3f} ms, default {:.3f} ms, {:.2f}x)\n",
                  res.best.toString(), res.bestNs * 1e-6, res.defaultNs * 1e-6, res.speedup());

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e); // --help, --version
     fmt::print(stderr, "triad: {}: {}\n(run 'triad{} --help' for the options)\n",
-               errorKindName(ErrorKind::Usage), e.what(), subcommandOf(app));
+               errorKindName(ErrorKind::Usage), cli::terminalText(e.what()), subcommandOf(app));
     return exitCodeFor(ErrorKind::Usage);
   }
   try {
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     for (auto& [sub, action] : actions)
       if (sub->parsed()) return action();
   } catch (const Error& e) {
-    fmt::print(stderr, "triad: {}: {}\n", errorKindName(e.kind()), e.what());
+    fmt::print(stderr, "triad: {}: {}\n", errorKindName(e.kind()), cli::terminalText(e.what()));
     return exitCodeFor(e.kind());
   } catch (const std::bad_alloc&) {
     fmt::print(stderr,
@@ -92,10 +92,11 @@ int main(int argc, char** argv) {
                errorKindName(ErrorKind::Resource));
     return exitCodeFor(ErrorKind::Resource);
   } catch (const std::filesystem::filesystem_error& e) { // unwritable or full disk, named
-    fmt::print(stderr, "triad: {}: {}\n", errorKindName(ErrorKind::Io), e.what());
+    fmt::print(stderr, "triad: {}: {}\n", errorKindName(ErrorKind::Io),
+               cli::terminalText(e.what()));
     return exitCodeFor(ErrorKind::Io);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "triad: internal error: {}\n", e.what());
+    fmt::print(stderr, "triad: internal error: {}\n", cli::terminalText(e.what()));
     return exitCodeFor(ErrorKind::Internal);
   }
   return 0;

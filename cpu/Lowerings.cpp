@@ -2,6 +2,7 @@
 // not a plain elementwise op. Heavy ops call the run-time kernels of cpu/runtime/triad_kernels.h;
 // data movement is emitted as loops and memcpy.
 #include "cpu/LoweringUtil.h"
+#include "ir/Escape.h"
 
 #include "ir/MemoryPlan.h"
 #include "ir/ScalarExpr.h"
@@ -104,14 +105,10 @@ Support requireF32Input0(const Node& n) {
   return requireInput0(n, {DType::F32});
 }
 
-/// `s` as the body of a C string literal.
+/// `s` as the body of a C string literal (the escape module's literal without its quotes).
 std::string cEscape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out;
+  std::string lit = escape::stringLiteral(s, escape::Lang::Cpp);
+  return lit.substr(1, lit.size() - 2);
 }
 
 ReductionDims reductionDims(const Shape& x, const std::vector<int64_t>& axes) {
@@ -240,7 +237,8 @@ void emitGemm(LowerContext& c) {
   std::string epi = epilogueWith(c, pre, fmt::format("int64_t(row) * {} + col0", N), N);
   if (n.input(1)->isConstant()) {
     std::string packed = "pk_" + c.ident;
-    c.fields.line("float* {} = nullptr; // {}: B packed for the GEMM kernel", packed, n.name());
+    c.fields.line("float* {} = nullptr; // {}: B packed for the GEMM kernel", packed,
+                  escape::comment(n.name()));
     c.create.line("m.{} = (float*)m.alloc(triad_rt::packed_b_size({}, {}) * sizeof(float));",
                   packed, K, N);
     c.create.line("triad_rt::pack_b({}, {}, {}, {}, {}, m.{});", K, N, c.inputs[1], ldb,
@@ -278,7 +276,8 @@ void emitMatMul(LowerContext& c) {
   bool packB = n.input(1)->isConstant() && batchesB == 1;
   std::string packed = "pk_" + c.ident;
   if (packB) {
-    c.fields.line("float* {} = nullptr; // {}: B packed for the GEMM kernel", packed, n.name());
+    c.fields.line("float* {} = nullptr; // {}: B packed for the GEMM kernel", packed,
+                  escape::comment(n.name()));
     c.create.line("m.{} = (float*)m.alloc(triad_rt::packed_b_size({}, {}) * sizeof(float));",
                   packed, K, N);
     c.create.line("triad_rt::pack_b({}, {}, {}, {}, false, m.{});", K, N, c.inputs[1], N, packed);
@@ -389,7 +388,7 @@ void emitConv(LowerContext& c) {
   std::string packed = "pk_" + c.ident;
   if (n.input(1)->isConstant())
     c.fields.line("float* {} = nullptr; // {}: weights packed for the convolution kernel", packed,
-                  n.name());
+                  escape::comment(n.name()));
   c.create.open("");
   for (const std::string& l : shapeLines)
     c.create.line("{}", l);
@@ -1081,7 +1080,8 @@ void emitBatchNorm(LowerContext& c) {
   const Shape& x = shapeOf(n.input(0));
   int64_t C = x[1], inner = numElements(x, 2), outer = x[0];
   std::string ab = "bn_" + c.ident;
-  c.fields.line("float* {} = nullptr; // {}: per-channel scale and shift", ab, n.name());
+  c.fields.line("float* {} = nullptr; // {}: per-channel scale and shift", ab,
+                escape::comment(n.name()));
   c.create.line("m.{} = (float*)m.alloc({} * sizeof(float));", ab, 2 * C);
   c.create.open(fmt::format("for (int64_t ch = 0; ch < {}; ++ch)", C));
   c.create.line("const float s = {}[ch] / std::sqrt({}[ch] + {});", c.inputs[1], c.inputs[4],

@@ -6,6 +6,7 @@
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
 #include "ir/Diagnostics.h"
+#include "ir/Escape.h"
 #include "ir/Files.h"
 #include "ir/passes/Pass.h"
 
@@ -271,17 +272,21 @@ std::string deadlockMessage(const DesignSim& d) {
   std::map<std::string, nlohmann::json> fifoInfo;
   for (const auto& f : d.summary.value("fifos", nlohmann::json::array()))
     fifoInfo[f["name"].get<std::string>()] = f;
+  // Layer names (the model's) and what the testbench reported, printable on a terminal.
   std::string where;
   for (const auto& [name, held] : r.fifoAtStall)
     if (fifoInfo.count(name) && held >= fifoInfo[name]["depth"].get<int64_t>())
-      where += fmt::format("; FIFO {} before '{}' is full ({} of {})", name,
-                           fifoInfo[name]["layer"].get<std::string>(), held,
+      where += fmt::format("; FIFO {} before '{}' is full ({} of {})", escape::printable(name),
+                           escape::printable(fifoInfo[name]["layer"].get<std::string>()), held,
                            fifoInfo[name]["depth"].get<int64_t>());
+  std::vector<std::string> stalled;
+  for (const std::string& s : r.stalled)
+    stalled.push_back(escape::printable(s));
   return fmt::format(
       "deadlock: the design stopped making progress ({} of {} outputs never came){}; blocked "
       "streams: {}",
       r.missing, 2 * d.samples, where,
-      r.stalled.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.stalled, ", ")));
+      stalled.empty() ? std::string("none") : fmt::format("{}", fmt::join(stalled, ", ")));
 }
 
 nlohmann::json simReportJson(const DesignSim& d, uint64_t seed) {

@@ -74,8 +74,8 @@ struct Emulator::Impl {
              v->name());
     for (const auto& l : layers)
       infos.push_back(l->info);
-    for (const auto& [name, spec] : cfg.layers) {
-      (void)spec;
+    for (const auto& entry : cfg.layers) {
+      const std::string& name = entry.first; // a plain reference: lambdas capture it (C++17)
       if (std::none_of(layers.begin(), layers.end(),
                        [&](const auto& l) { return l->info.name == name; })) {
         std::string names;

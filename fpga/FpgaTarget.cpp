@@ -6,6 +6,7 @@
 #include "fpga/layers/Layer.h"
 #include "frontend/TensorIO.h"
 #include "ir/System.h"
+#include "ir/TrustedFile.h"
 #include "sim/Simulator.h"
 
 #include <fmt/format.h>
@@ -60,8 +61,11 @@ public:
              g.outputs().size());
       uint64_t h = fnv1a(kFnvOffset, design_.verilog + design_.testbench);
       dir_ = (o.workDir.empty() ? defaultWorkDir() : o.workDir) / fmt::format("{:016x}", h);
-      fs::create_directories(dir_ / "rtl");
-      fs::create_directories(dir_ / "tb");
+      // The sources here are compiled and run: the folders are private (0700 when created here)
+      // and one that another user can write is refused (ir/TrustedFile.h).
+      for (const fs::path& d : {dir_, dir_ / "rtl", dir_ / "tb"})
+        if (std::string why; !makePrivateDir(d, "the FPGA target's work folder", &why))
+          fail(ErrorKind::Io, "the FPGA target's work folder is not private: {}", why);
       for (const auto& [name, text] : design_.files())
         frontend::writeFileAtomic(dir_ / "rtl" / name, text);
       frontend::writeFileAtomic(dir_ / "tb" / "tb.cpp", design_.testbench);

@@ -1,37 +1,26 @@
 #include "fpga/Hdl.h"
 
+#include "ir/Diagnostics.h"
+#include "ir/Escape.h"
+
 #include <fmt/format.h>
 
-#include <cctype>
+#include <algorithm>
 
 namespace triad::fpga::hdl {
 
 namespace {
 
-const std::set<std::string>& keywords() {
-  static const std::set<std::string> k = {
-      "always",     "and",       "assign",      "begin",       "buf",         "case",
-      "casex",      "casez",     "cell",        "config",      "deassign",    "default",
-      "defparam",   "design",    "disable",     "edge",        "else",        "end",
-      "endcase",    "endconfig", "endfunction", "endgenerate", "endmodule",   "endprimitive",
-      "endspecify", "endtable",  "endtask",     "event",       "for",         "force",
-      "forever",    "fork",      "function",    "generate",    "genvar",      "if",
-      "ifnone",     "initial",   "inout",       "input",       "instance",    "integer",
-      "join",       "large",     "library",     "localparam",  "macromodule", "medium",
-      "module",     "nand",      "negedge",     "nor",         "not",         "or",
-      "output",     "parameter", "posedge",     "primitive",   "real",        "reg",
-      "release",    "repeat",    "signed",      "small",       "specify",     "specparam",
-      "strong0",    "strong1",   "supply0",     "supply1",     "table",       "task",
-      "time",       "tran",      "tri",         "triand",      "trior",       "use",
-      "wait",       "wand",      "weak0",       "weak1",       "while",       "wire",
-      "wor",        "xnor",      "xor",         "logic",       "bit",         "byte",
-      "int",        "interface", "class",       "do",          "final",       "unique",
-      "priority",   "automatic", "genvar",      "localparam",  "shortint",    "longint",
-      "struct",     "union",     "typedef",     "enum",        "package",     "program",
-      "property",   "sequence",  "string",      "void",        "return",      "break",
-      "continue",   "const",     "extern",      "virtual",     "static",      "import",
-      "export",     "type",      "var",         "clocking",    "modport",     "chandle"};
-  return k;
+// A comment line's longest escaped form (the longest fixed line is under 200 characters; a
+// model name in one is at most escape::comment's 160).
+constexpr size_t kMaxCommentLine = 1024;
+
+// Every name the printer writes is a plain identifier: a model string that reached one unescaped
+// is a bug, never Verilog.
+const std::string& ident(const std::string& s, const char* what) {
+  TRIAD_ASSERT(isIdentifier(s), "the Verilog printer got {} '{}', not an identifier", what,
+               escape::printable(s));
+  return s;
 }
 
 std::string range(int64_t width) {
@@ -40,28 +29,11 @@ std::string range(int64_t width) {
 
 } // namespace
 
-std::string legalName(const std::string& s) {
-  std::string r;
-  for (char c : s) {
-    bool ok = std::isalnum(static_cast<unsigned char>(c)) != 0;
-    if (ok)
-      r += c;
-    else if (!r.empty() && r.back() != '_')
-      r += '_';
-  }
-  while (!r.empty() && r.back() == '_')
-    r.pop_back();
-  if (r.empty() || std::isdigit(static_cast<unsigned char>(r[0]))) r = "l_" + r;
-  if (keywords().count(r)) r += "_";
-  return r;
-}
-
-std::string NameUniquer::unique(const std::string& base) {
-  std::string b = legalName(base), name = b;
-  for (int k = 2; used_.count(name); ++k)
-    name = fmt::format("{}_{}", b, k);
-  used_.insert(name);
-  return name;
+bool isIdentifier(const std::string& s) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (s.empty() || !alpha(s[0])) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
 }
 
 std::string hexLiteral(int64_t v, int width) {
@@ -77,7 +49,9 @@ std::string commentLines(const std::string& text, const std::string& indent) {
     size_t nl = text.find('\n', start);
     if (nl == std::string::npos) nl = text.size();
     if (nl == start && nl == text.size()) break;
-    out += indent + "// " + text.substr(start, nl - start) + "\n";
+    out += indent + "// " +
+           escape::comment(std::string_view(text).substr(start, nl - start), kMaxCommentLine) +
+           "\n";
     start = nl + 1;
   }
   return out;
@@ -141,11 +115,11 @@ void Module::addStreamWires(const std::string& prefix, int64_t bits, const std::
 
 std::string Module::print() const {
   std::string s = commentLines(comment);
-  s += fmt::format("module {} (\n", name);
+  s += fmt::format("module {} (\n", ident(name, "module name"));
   for (size_t i = 0; i < ports.size(); ++i) {
     const Port& p = ports[i];
     s += fmt::format("    {} {} {}{}{}\n", p.dir == Dir::In ? "input " : "output",
-                     p.reg ? "reg " : "wire", range(p.width), p.name,
+                     p.reg ? "reg " : "wire", range(p.width), ident(p.name, "port"),
                      i + 1 < ports.size() ? "," : "");
   }
   s += ");\n";
@@ -154,30 +128,31 @@ std::string Module::print() const {
     case Item::Kind::LocalParam: {
       const LocalParam& p = localParams_[it.index];
       s += commentLines(p.comment, "  ");
-      s += fmt::format("  localparam [{}:0] {} = {};\n", p.width - 1, p.name, p.value);
+      s += fmt::format("  localparam [{}:0] {} = {};\n", p.width - 1, ident(p.name, "localparam"),
+                       p.value);
       break;
     }
     case Item::Kind::Wire: {
       const Wire& w = wires_[it.index];
       s += commentLines(w.comment, "  ");
-      s += fmt::format("  wire {}{}{};\n", range(w.width), w.name,
+      s += fmt::format("  wire {}{}{};\n", range(w.width), ident(w.name, "wire"),
                        w.observed ? " /* verilator public_flat_rd */" : "");
       break;
     }
     case Item::Kind::Instance: {
       const Instance& in = instances_[it.index];
       s += commentLines(in.comment, "  ");
-      s += "  " + in.module;
+      s += "  " + ident(in.module, "instantiated module");
       if (!in.params.empty()) {
         s += " #(\n";
         for (size_t i = 0; i < in.params.size(); ++i)
-          s += fmt::format("      .{}({}){}\n", in.params[i].name, in.params[i].value,
-                           i + 1 < in.params.size() ? "," : "");
+          s += fmt::format("      .{}({}){}\n", ident(in.params[i].name, "parameter"),
+                           in.params[i].value, i + 1 < in.params.size() ? "," : "");
         s += "  )";
       }
-      s += " " + in.name + " (\n";
+      s += " " + ident(in.name, "instance") + " (\n";
       for (size_t i = 0; i < in.ports.size(); ++i)
-        s += fmt::format("      .{}({}){}\n", in.ports[i].first, in.ports[i].second,
+        s += fmt::format("      .{}({}){}\n", ident(in.ports[i].first, "port"), in.ports[i].second,
                          i + 1 < in.ports.size() ? "," : "");
       s += "  );\n";
       break;

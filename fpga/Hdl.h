@@ -1,33 +1,22 @@
 // A small Verilog AST and its printer: what the FPGA target's generated modules are made of
 // (modules, ports, parameters, wires, instances with named connections, continuous assignments)
-// and a name uniquer that makes every identifier legal, keyword-safe and unique in its scope.
 // The generator builds the AST; nothing else writes Verilog text (the layer modules' constant
-// tables are expressions, printed as given).
+// tables are expressions, printed as given). Identifiers come from the escape module
+// (ir/Escape.h: escape::identifier, escape::Uniquer): the printer checks that every name it prints
+// is a plain identifier, and prints every comment line through escape::comment, so a model's
+// strings (layer names) never become Verilog.
 #pragma once
 
 #include <cstdint>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace triad::fpga::hdl {
 
-/// Makes identifiers legal Verilog (letters, digits, '_'; not starting with a digit; no keyword
-/// of Verilog-2005 or SystemVerilog) and unique among the names it has handed out.
-class NameUniquer {
-public:
-  /// Reserves `name` as is (a port or a fixed name): later requests get another spelling.
-  void reserve(const std::string& name) { used_.insert(name); }
-  /// A legal form of `base` not handed out before: base, base_2, base_3, ...
-  std::string unique(const std::string& base);
-
-private:
-  std::set<std::string> used_;
-};
-
-/// A legal, keyword-safe Verilog identifier for an ONNX name ("/fc1/Gemm" -> "fc1_Gemm").
-std::string legalName(const std::string& s);
+/// Whether `s` is a plain identifier (letters, digits and '_', not starting with a digit): what
+/// the printer accepts for module, port, parameter, wire and instance names.
+bool isIdentifier(const std::string& s);
 /// A sized hexadecimal literal of `width` bits ("16'h03ff"); negative values in two's complement.
 std::string hexLiteral(int64_t v, int width);
 
@@ -114,7 +103,10 @@ private:
 std::vector<std::pair<std::string, std::string>> streamConnections(const std::string& in,
                                                                    const std::string& out);
 
-/// "// " before every line of `text`.
+/// "// " before every line of `text` ('\n'-separated), each line through escape::comment (no
+/// line splice, no comment terminator, printable ASCII only; cut at 1024 characters). A model
+/// string in comment text goes in as escape::comment(name) too: it cannot then start a line of
+/// its own (tools read "// verilator ..." at a comment's start as a directive).
 std::string commentLines(const std::string& text, const std::string& indent = "");
 
 } // namespace triad::fpga::hdl

@@ -2,8 +2,10 @@
 
 #include "fpga/Hdl.h"
 #include "ir/Diagnostics.h"
+#include "ir/Escape.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -26,6 +28,44 @@ struct Stream {
   // input's first transfer; inputs offered every cycle, outputs always taken).
   int64_t first = 0, last = 0;
   int64_t bits() const { return geom.c * format.width; }
+};
+
+// The names of the top module's scope, where wires and instances live together: a stream is a
+// prefix with the wires PREFIX_tdata/_tvalid/_tready (and PREFIX_f_* when forked); an instance
+// gets a name that no wire of any stream has, and the other way round (a layer "x_q0_tdata" next
+// to one "x" with a FIFO would otherwise give an instance and a wire one name).
+class TopScope {
+public:
+  TopScope() {
+    take("clk", false);
+    take("rst_n", false);
+    take("in", true);
+    take("out", true);
+  }
+  std::string stream(const std::string& base) {
+    for (;;)
+      if (std::string p = u_.fresh(base); take(p, true)) return p;
+  }
+  std::string instance(const std::string& base) {
+    for (;;)
+      if (std::string n = u_.fresh(base); take(n, false)) return n;
+  }
+
+private:
+  // Takes `name` (with a stream's wires) unless one of them is taken.
+  bool take(const std::string& name, bool stream) {
+    std::vector<std::string> all{name};
+    if (stream)
+      for (const char* sfx : {"_tdata", "_tvalid", "_tready", "_f_tdata", "_f_tvalid", "_f_tready"})
+        all.push_back(name + sfx);
+    if (std::any_of(all.begin(), all.end(), [&](const std::string& n) { return taken_.count(n); }))
+      return false;
+    u_.reserve(name);
+    taken_.insert(all.begin(), all.end());
+    return true;
+  }
+  escape::Uniquer u_{escape::Lang::Verilog};
+  std::set<std::string> taken_;
 };
 
 // The library modules a block instantiates (triad_dense -> triad_cast, ...).
@@ -60,7 +100,7 @@ std::vector<int64_t> validReuseFactors(int64_t nIn) {
 }
 
 std::string verilogName(const std::string& s) {
-  return hdl::legalName(s);
+  return escape::identifier(s, escape::Lang::Verilog, "l_");
 }
 
 StreamGeom streamGeomOf(const ir::Shape& s) {
@@ -119,7 +159,8 @@ ir::Resources VerilogDesign::resources() const {
 }
 
 std::string VerilogDesign::fileList() const {
-  std::string s = fmt::format("// Sources of '{}' (top module: {}), in compile order.\n", top, top);
+  std::string s = fmt::format("// Sources of '{0}' (top module: {0}), in compile order.\n",
+                              escape::comment(top));
   for (const auto& [file, text] : files())
     s += file + "\n";
   return s;
@@ -194,14 +235,19 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
   for (const auto& [name, r] : o.layerReuse) {
     (void)r;
     if (std::none_of(layers.begin(), layers.end(),
-                     [&](const LayerInfo& l) { return l.name == name; }))
+                     [&n = name](const LayerInfo& l) { return l.name == n; }))
       fail(ErrorKind::Usage, "a reuse factor is given for '{}', which is not a layer", name);
   }
   VerilogDesign d;
   d.stageLevels = o.stageLevels;
   d.clockMhz = o.clockMhz;
-  hdl::NameUniquer modules;
-  d.top = modules.unique(o.name);
+  // Module names: the top, then one per layer; never one of the library's blocks (a model named
+  // "triad_dense") or the place-and-route wrapper of sim/Synth.cpp.
+  escape::Uniquer modules(escape::Lang::Verilog);
+  for (const auto& [file, text] : rtlLibrary())
+    modules.reserve(file.substr(0, file.size() - 2));
+  modules.reserve("triad_pnr_top");
+  d.top = modules.fresh(o.name);
   const ir::Value* in = g.inputs()[0];
   d.inGeom = streamGeomOf(in->type().shape);
   d.inElems = d.inGeom.c;
@@ -260,7 +306,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
       viewGeom[L.output] = r.out;
       continue;
     }
-    r.module.name = modules.unique(rs.module);
+    r.module.name = modules.fresh(rs.module);
     const Stream& a = streams.at(ins[0]);
     RtlStage s;
     s.layer = L.name;
@@ -342,17 +388,14 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
            d.stages[i].layer, layers[d.lastLayer].name);
 
   // Stream names in the top module; a fork copies a stream read more than once.
-  hdl::NameUniquer wires;
-  for (const char* p : {"clk", "rst_n", "in_tdata", "in_tvalid", "in_tready", "out_tdata",
-                        "out_tvalid", "out_tready"})
-    wires.reserve(p);
+  TopScope names;
   std::map<int, std::string> name;
   name[in->id()] = "in";
   for (size_t i = 0; i < d.stages.size(); ++i) {
     int sv = stageOut[i];
     bool onlyOut = readers[sv].size() == 1 && readers[sv][0].first == -1;
     name[sv] = onlyOut ? "out"
-                       : wires.unique(fmt::format("s{}_{}", i + 1, verilogName(d.stages[i].layer)));
+                       : names.stream(fmt::format("s{}_{}", i + 1, verilogName(d.stages[i].layer)));
   }
   // Connection (tdata, tvalid, tready) of reader r of stream sv.
   auto conn = [&](int sv, size_t r) -> std::array<std::string, 3> {
@@ -369,7 +412,6 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
   // takes `lead` more input transfers and `arrival` more cycles before its first result; every
   // such transfer and cycle may leave one vector waiting on the early side.
   std::vector<std::vector<int64_t>> fifoDepth(d.stages.size());
-  hdl::NameUniquer instances;
   for (size_t i = 0; i < d.stages.size(); ++i) {
     fifoDepth[i].assign(stageIns[i].size(), 0);
     if (stageIns[i].size() != 2) continue;
@@ -384,7 +426,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
   }
   for (const auto& [layer, depth] : o.fifoDepth) {
     auto it = std::find_if(d.stages.begin(), d.stages.end(),
-                           [&](const RtlStage& s) { return s.layer == layer; });
+                           [&n = layer](const RtlStage& s) { return s.layer == n; });
     if (it == d.stages.end() || stageIns[size_t(it - d.stages.begin())].size() != 2)
       fail(ErrorKind::Usage, "--fifo-depth '{}': not a layer joining two streams of the design",
            layer);
@@ -424,9 +466,12 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
   v += "// Layers:\n";
   for (size_t i = 0; i < d.stages.size(); ++i) {
     const RtlStage& s = d.stages[i];
-    v += fmt::format("//   {:<12} {:<24} {} -> {}  {} -> {}  {}\n", s.layer, s.module,
-                     geomText(s.inGeom), geomText(s.outGeom), formatToString(s.in),
-                     formatToString(s.out), rtls[i].summary);
+    // The name quoted: a comment starting with a model's text could be a tool directive
+    // ("// verilator ...").
+    v += fmt::format("//   {:<12} {:<24} {} -> {}  {} -> {}  {}\n",
+                     "'" + escape::comment(s.layer) + "'", s.module, geomText(s.inGeom),
+                     geomText(s.outGeom), formatToString(s.in), formatToString(s.out),
+                     rtls[i].summary);
   }
   v += "\n// One file holds every layer module and the top.\n/* verilator lint_off DECLFILENAME "
        "*/\n\n";
@@ -466,7 +511,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     top.add(hdl::Wire{n + "_f_tvalid", int64_t(k), {}});
     top.add(hdl::Wire{n + "_f_tready", int64_t(k), {}});
     top.add(hdl::Instance{"triad_fork",
-                          instances.unique("u_fork_" + n),
+                          names.instance("u_fork_" + n),
                           {{"W", std::to_string(bits)}, {"N_OUT", std::to_string(k)}},
                           {{"clk", "clk"},
                            {"rst_n", "rst_n"},
@@ -487,14 +532,16 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
       auto c = conn(sv, readerIndex(sv, int(i), k));
       if (fifoDepth[i][k] > 0) {
         int64_t bits = streams.at(sv).bits();
-        std::string q = wires.unique(fmt::format("{}_q{}", verilogName(s.layer), k));
+        std::string q = names.stream(fmt::format("{}_q{}", verilogName(s.layer), k));
         const Stream &s0 = streams.at(stageIns[i][0]), &s1 = streams.at(stageIns[i][1]);
-        std::string why = fmt::format(
-            "operand {} of '{}' arrives early ({} cycles, {} input transfers): a FIFO of {}", k,
-            s.layer, std::abs(s0.arrival - s1.arrival), std::abs(s0.lead - s1.lead),
-            fifoDepth[i][k]);
-        top.addStreamWires(q, bits, why, true);
-        std::string inst = instances.unique("u_fifo_" + q);
+        auto why = [&](const std::string& layer) {
+          return fmt::format(
+              "operand {} of '{}' arrives early ({} cycles, {} input transfers): a FIFO of {}", k,
+              layer, std::abs(s0.arrival - s1.arrival), std::abs(s0.lead - s1.lead),
+              fifoDepth[i][k]);
+        };
+        top.addStreamWires(q, bits, why(escape::comment(s.layer)), true);
+        std::string inst = names.instance("u_fifo_" + q);
         top.add(hdl::Instance{"triad_fifo",
                               inst,
                               {{"W", std::to_string(bits)},
@@ -510,7 +557,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
                                {"out_tready", q + "_tready"}},
                               {}});
         d.fifos.push_back({inst, s.layer, fifoDepth[i][k], bits, log2Exact(fifoDepth[i][k]),
-                           o.fifoDepth.count(s.layer) > 0, why});
+                           o.fifoDepth.count(s.layer) > 0, why(s.layer)});
         d.glue += estimateFifo(bits, fifoDepth[i][k]);
         c = {q + "_tdata", q + "_tvalid", q + "_tready"};
       }
@@ -526,7 +573,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
       d.streams.push_back({next, s.layer, reader});
     }
     hdl::Instance inst{s.module,
-                       instances.unique("u_" + verilogName(s.layer)),
+                       names.instance("u_" + verilogName(s.layer)),
                        {},
                        {{"clk", "clk"}, {"rst_n", "rst_n"}},
                        {}};
@@ -628,15 +675,20 @@ namespace {
   t += "  return 0;\n}\n";
   t += "const char* const kFifoNames[] = {";
   for (const RtlFifo& f : d.fifos)
-    t += fmt::format("\"{}\", ", f.name);
+    t += escape::stringLiteral(f.name, escape::Lang::Cpp) + ", ";
   t += "\"\"};\n";
   t += "// Streams whose producer offers data that the reader does not take (at a stall), as a\n"
        "// JSON list of \"producer -> reader\".\n"
        "std::string stalledStreams([[maybe_unused]] Top& top) {\n  std::string s;\n";
-  for (const RtlStream& s : d.streams)
+  for (const RtlStream& s : d.streams) {
+    // "producer -> reader" as a JSON string (ASCII only: nlohmann escapes the rest), in a C++
+    // literal.
+    std::string json = nlohmann::json(s.producer + " -> " + s.reader)
+                           .dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
     t += fmt::format("  if (top.rootp->{0}__DOT__{1}_tvalid && !top.rootp->{0}__DOT__{1}_tready)\n"
-                     "    s += std::string(s.empty() ? \"\" : \", \") + \"\\\"{2} -> {3}\\\"\";\n",
-                     d.top, s.wire, s.producer, s.reader);
+                     "    s += std::string(s.empty() ? \"\" : \", \") + {2};\n",
+                     d.top, s.wire, escape::stringLiteral(json, escape::Lang::Cpp));
+  }
   t += "  return s;\n}\n\n";
   t += "void setInput(Top& top, const int64_t* x) {\n"
        "  uint32_t w[kInWords] = {};\n"

@@ -96,7 +96,8 @@ struct VerilogDesign {
 
 /// Valid reuse factors of a Dense layer with `nIn` inputs: the divisors of nIn.
 std::vector<int64_t> validReuseFactors(int64_t nIn);
-/// A legal, keyword-safe Verilog identifier for an ONNX name ("/fc1/Gemm" -> "fc1_Gemm").
+/// A legal, keyword-safe Verilog identifier for an ONNX name ("/fc1/Gemm" -> "fc1_Gemm"):
+/// escape::identifier for Verilog ("l_" when nothing legal is left).
 std::string verilogName(const std::string& s);
 /// Builds the design. Throws triad::Error: Unsupported naming the layer, Usage for a bad reuse
 /// factor (listing the valid ones) or an unknown `until` layer.

@@ -3,6 +3,7 @@
 #include "frontend/OnnxTensor.h"
 #include "frontend/ShapeBinding.h"
 #include "frontend/TensorIO.h"
+#include "ir/Escape.h"
 #include "ir/Interpreter.h"
 #include "ir/Verifier.h"
 #include "ir/ops/Quantize.h"
@@ -222,6 +223,7 @@ public:
     result_.irVersion = model_.ir_version();
     result_.producer = fmt::format("{} {}", model_.producer_name(), model_.producer_version());
     if (!model_.has_graph()) fail(ErrorKind::InvalidModel, "the model has no graph");
+    checkStrings();
     graph().name = model_.graph().name().empty() ? "model" : model_.graph().name();
     checkOpset();
     const onnx::GraphProto& g = model_.graph();
@@ -259,6 +261,46 @@ public:
 
 private:
   ir::Graph& graph() { return result_.graph; }
+
+  /// Every name the IR keeps (and every artifact may show) is text: valid UTF-8 without NUL.
+  /// Anything else is refused here, naming the field, so that later code (JSON, C strings, file
+  /// formats) never meets a name it cannot represent. What the names *say* is escaped by the
+  /// emitters (ir/Escape.h), never trusted.
+  void checkStrings() {
+    auto check = [](const std::string& s, auto&& what) {
+      size_t bad = 0;
+      if (!escape::validUtf8(s, &bad))
+        fail(ErrorKind::InvalidModel, "{} is not valid UTF-8 text (byte 0x{:02x} at offset {}): '{}'",
+             what(), static_cast<unsigned char>(s[bad]), bad, escape::printable(s));
+    };
+    check(model_.producer_name(), [] { return std::string("the model's producer_name"); });
+    check(model_.producer_version(), [] { return std::string("the model's producer_version"); });
+    const onnx::GraphProto& g = model_.graph();
+    check(g.name(), [] { return std::string("the graph's name"); });
+    auto nodes = [&](const auto& list, std::string_view where) {
+      for (int i = 0; i < list.size(); ++i) {
+        const onnx::NodeProto& n = list.Get(i);
+        auto node = [&] { return fmt::format("{}node #{} ({})", where, i, n.op_type()); };
+        check(n.name(), [&] { return node() + "'s name"; });
+        check(n.op_type(), [&] { return node() + "'s op_type"; });
+        for (int k = 0; k < n.input_size(); ++k)
+          check(n.input(k), [&] { return fmt::format("input {} of {}", k, node()); });
+        for (int k = 0; k < n.output_size(); ++k)
+          check(n.output(k), [&] { return fmt::format("output {} of {}", k, node()); });
+      }
+    };
+    nodes(g.node(), "");
+    for (const auto& f : model_.functions())
+      nodes(f.node(), fmt::format("function '{}': ", escape::printable(f.name())));
+    for (int i = 0; i < g.input_size(); ++i)
+      check(g.input(i).name(), [&] { return fmt::format("graph input #{}'s name", i); });
+    for (int i = 0; i < g.output_size(); ++i)
+      check(g.output(i).name(), [&] { return fmt::format("graph output #{}'s name", i); });
+    for (int i = 0; i < g.value_info_size(); ++i)
+      check(g.value_info(i).name(), [&] { return fmt::format("value_info #{}'s name", i); });
+    for (int i = 0; i < g.initializer_size(); ++i)
+      check(g.initializer(i).name(), [&] { return fmt::format("initializer #{}'s name", i); });
+  }
 
   void checkOpset() {
     int64_t opset = -1;

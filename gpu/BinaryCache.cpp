@@ -1,7 +1,9 @@
 #include "gpu/BinaryCache.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/Escape.h"
 #include "ir/Files.h"
+#include "ir/TrustedFile.h"
 
 #include <fmt/format.h>
 
@@ -17,14 +19,13 @@ namespace {
 
 constexpr std::string_view kMagic = "TRIAD-CLBIN 1\n";
 
+/// The program name (from the model's name: untrusted) as the readable part of a file name:
+/// an identifier ([A-Za-z0-9_], no separator, no dot), at most 48 characters. Entries are told
+/// apart by the hash of their key, never by this part.
 std::string safeName(std::string_view name) {
-  std::string s;
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    s += ok ? c : '_';
-  }
+  std::string s = escape::identifier(name, escape::Lang::OpenCL, "program");
   if (s.size() > 48) s.resize(48);
-  return s.empty() ? std::string("program") : s;
+  return s;
 }
 
 } // namespace
@@ -50,7 +51,7 @@ fs::path defaultCacheRoot() {
 
 void writeFileAtomic(const fs::path& path, std::string_view bytes) {
   fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  createDirectories(dir, "the folder");
+  makePrivateDir(dir, "the folder");   // the folders it creates are 0700 (ir/TrustedFile.h)
   triad::writeFileAtomic(path, bytes); // temporary, fsync, rename (ir/Files.h)
 }
 
@@ -79,14 +80,25 @@ fs::path BinaryCache::pathFor(std::string_view name, std::string_view key) const
 
 BinaryCache::LoadResult BinaryCache::load(std::string_view name, std::string_view key) const {
   LoadResult r;
-  std::optional<std::string> file = readFileIfExists(pathFor(name, key));
-  if (!file) return r; // Miss
+  // A binary is code the driver runs: only a file of our own, in a folder only we can write.
+  std::string file, untrusted;
+  switch (readTrustedFile(pathFor(name, key), &file, &untrusted)) {
+  case TrustedRead::Ok:
+    break;
+  case TrustedRead::Missing:
+  case TrustedRead::Unreadable:
+    return r; // Miss
+  case TrustedRead::Untrusted:
+    r.status = LoadStatus::Untrusted;
+    r.why = std::move(untrusted);
+    return r;
+  }
   auto corrupt = [&](std::string why) {
     r.status = LoadStatus::Corrupt;
     r.why = std::move(why);
     return r;
   };
-  std::string_view f = *file;
+  std::string_view f = file;
   if (f.substr(0, kMagic.size()) != kMagic) return corrupt("bad header");
   f.remove_prefix(kMagic.size());
   size_t eol = f.find('\n');
@@ -116,7 +128,23 @@ bool BinaryCache::store(std::string_view name, std::string_view key, std::string
   entry += key;
   entry += binary;
   try {
-    writeFileAtomic(pathFor(name, key), entry);
+    // The folders it creates are 0700 and the entry 0600 (whatever the umask), so that load()
+    // trusts it; a folder someone else can write gets nothing (load() would refuse it anyway).
+    std::string untrusted;
+    if (!makePrivateDir(dir_, "the OpenCL binary cache", &untrusted)) {
+      if (why) *why = fmt::format("not writing the cache entry: {}", untrusted);
+      return false;
+    }
+    fs::path target = pathFor(name, key);
+    fs::path tmp = writeTempFile(target, entry);
+    try {
+      makePrivateFile(tmp);
+    } catch (const Error&) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw;
+    }
+    publishFile(tmp, target);
     return true;
   } catch (const Error& e) {
     if (why) *why = e.what();

@@ -1,5 +1,12 @@
 // A small indenting writer for generated OpenCL C (internal to gpu/).
+//
+// A model's strings (graph, node and value names) are untrusted: they never reach the source by
+// hand. Kernel names are kernelIdentifier()s made distinct by the code generator's
+// escape::Uniquer; names in comments go through escape::comment, string literals through
+// escape::stringLiteral(s, escape::Lang::OpenCL) (ir/Escape.h).
 #pragma once
+
+#include "ir/Escape.h"
 
 #include <fmt/format.h>
 

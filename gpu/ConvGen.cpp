@@ -73,7 +73,8 @@ GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& s, const
   const bool checkIH = padded, checkIW = padded;
 
   CodeWriter w;
-  w.line("// Layer: {} (Conv, direct{}), f32", layer, s.depthwise() ? ", depthwise" : "");
+  w.line("// Layer: {} (Conv, direct{}), f32", escape::comment(layer),
+         s.depthwise() ? ", depthwise" : "");
   w.line("//   {}", s.toString());
   w.line("//   X stored [N,C,H,W], W stored [K,C/group,R,S], Y stored [N,K,OH,OW]");
   w.line("// Blocking: {}: each work-item computes {} output channel(s) x {} output column(s)",
@@ -192,7 +193,7 @@ GeneratedKernel generatePool2D(std::string_view layer, const PoolShape& s, const
   k.params = {"X", "Y"};
 
   CodeWriter w;
-  w.line("// Layer: {} ({}Pool), f32", layer, isMax ? "Max" : "Average");
+  w.line("// Layer: {} ({}Pool), f32", escape::comment(layer), isMax ? "Max" : "Average");
   w.line("//   {}", s.toString());
   w.line("// One work-item per output element; launch: {}.", k.range.toString());
   w.line("__kernel __attribute__((reqd_work_group_size({}, 1, 1)))", p.wgSize);

@@ -214,7 +214,7 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
 
 std::vector<std::string> gemmComment(std::string_view layer, const GemmShape& s,
                                      std::string_view kind) {
-  return {fmt::format("Layer: {} ({}), f32", layer, kind),
+  return {fmt::format("Layer: {} ({}), f32", escape::comment(layer), kind),
           fmt::format("  C[{}{},{}] = {}[{},{}] . {}[{},{}]",
                       s.batch > 1 ? fmt::format("{},", s.batch) : "", s.M, s.N,
                       s.transA ? "A^T" : "A", s.M, s.K, s.transB ? "B^T" : "B", s.K, s.N),
@@ -278,7 +278,8 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
   plan.K = Cg * RS;
   plan.batch = s.N * G;
   plan.comment = {
-      fmt::format("Layer: {} (Conv, implicit GEMM), f32", layer), fmt::format("  {}", s.toString()),
+      fmt::format("Layer: {} (Conv, implicit GEMM), f32", escape::comment(layer)),
+      fmt::format("  {}", s.toString()),
       fmt::format("  per image and group: Y[{}, {}x{}] = W[{}, {}x{}x{}] . im2col(X)[{}, {}], "
                   "im2col gathered on the fly",
                   Kg, OH, OW, Kg, Cg, s.R, s.S, Cg * RS, OH * OW)};

@@ -116,7 +116,8 @@ public:
 private:
   void placeConstants();
   BufferRef locate(const Value* v) const;
-  std::string uniqueLayer(const std::string& layer, size_t gi);
+  /// The kernel name of a group (see the definition).
+  std::string kernelName(const std::string& layer);
   void emitGroup(size_t gi, const FusionGroup& grp);
   void emitChain(const FusionGroup& grp, const std::string& layer, GpuStep& step);
   void emitCopy(const Node& n, const std::string& layer, GpuStep& step);
@@ -138,7 +139,7 @@ private:
   std::map<std::string, BufferRef> packed_; // derived constants by key
   std::vector<GeneratedKernel> kernels_;
   std::vector<GpuStep> steps_;
-  std::set<std::string> kernelNames_;
+  escape::Uniquer kernelNames_{escape::Lang::OpenCL}; // one scope: the program
   size_t tuned_ = 0;
   size_t checkSlots_ = 0;
   bool fp64_ = true; // the device computes doubles (cl_khr_fp64), or no device is named
@@ -184,12 +185,17 @@ BufferRef Generator::locate(const Value* v) const {
   return {};
 }
 
-std::string Generator::uniqueLayer(const std::string& layer, size_t gi) {
-  std::string id = kernelIdentifier(layer);
-  if (kernelNames_.insert(id).second) return layer;
-  std::string alt = fmt::format("{}#{}", layer, gi);
-  kernelNames_.insert(kernelIdentifier(alt));
-  return alt;
+/// The group's kernelIdentifier, made distinct from every other kernel of the program by the
+/// Uniquer: layers whose names legalise alike ("a/b", "a.b") or repeat get "a_b", "a_b_2", ...
+/// Short enough that the suffix keeps it within escape::kMaxIdentifier, so the generators'
+/// kernelIdentifier() leaves it as it is and the kernel gets exactly this name.
+std::string Generator::kernelName(const std::string& layer) {
+  std::string base = kernelIdentifier(layer);
+  if (base.size() > escape::kMaxIdentifier - 8)
+    base = kernelIdentifier(base.substr(0, escape::kMaxIdentifier - 8));
+  std::string id = kernelNames_.fresh(base);
+  TRIAD_ASSERT(kernelIdentifier(id) == id, "kernel name '{}' is not an identifier", id);
+  return id;
 }
 
 Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& index,
@@ -247,8 +253,8 @@ Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& i
           extras.push_back({fmt::format("__global const {}* restrict {}", t, ptr), v});
           std::string off = broadcastOffset(v->type().shape, os, "", coord);
           if (off.empty()) off = linear(); // same shape as the output
-          code += fmt::format("const {} ev{} = {}[{}]; // {}{}\n", t, k, ptr, off, v->name(),
-                              shapeToString(v->type().shape));
+          code += fmt::format("const {} ev{} = {}[{}]; // {}{}\n", t, k, ptr, off,
+                              escape::comment(v->name()), shapeToString(v->type().shape));
           expr[v] = fmt::format("ev{}", k);
         }
       }
@@ -257,7 +263,7 @@ Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& i
     std::string ex =
         n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops, ScalarDialect::OpenCL);
     code += fmt::format("const {} et{} = {}; // {} ({})\n", clTypeName(n->output(0)->type().dtype),
-                        i, ex, n->name(), opKindName(n->kind()));
+                        i, ex, escape::comment(n->name()), opKindName(n->kind()));
     expr[n->output(0)] = fmt::format("et{}", i);
     description += fmt::format("{}{}", description.empty() ? "" : ", ", opKindName(n->kind()));
   }
@@ -330,10 +336,12 @@ void Generator::bindKernel(GeneratedKernel& k, const std::map<std::string, const
     used.insert(r.buffer);
     std::string at =
         r.offset ? fmt::format("{} + {}", baseName(r.buffer), r.offset) : baseName(r.buffer);
-    body += fmt::format("  {} = ({})({}); // {}\n", x.decl, type, at,
-                        x.value          ? x.value->name() + " " + typeToString(x.value->type())
-                        : x.what.empty() ? "run-time check flag (status buffer)"
-                                         : x.what);
+    // The value's name, or what a packed constant holds (which names its source value): text
+    // from the model, so escaped for the comment.
+    std::string what = x.value          ? x.value->name() + " " + typeToString(x.value->type())
+                       : x.what.empty() ? "run-time check flag (status buffer)"
+                                        : x.what;
+    body += fmt::format("  {} = ({})({}); // {}\n", x.decl, type, at, escape::comment(what, 240));
   }
   std::vector<std::string> params;
   k.params.clear();
@@ -356,7 +364,8 @@ void Generator::emitChain(const FusionGroup& grp, const std::string& layer, GpuS
   ch.outType = clTypeName(out->type().dtype);
   std::map<std::string, const Value*> bind;
   std::unordered_map<const Value*, std::string> expr;
-  std::set<std::string> names;
+  escape::Uniquer vars(escape::Lang::OpenCL); // the input variables, without their "v_"
+  std::set<std::string> chosen;
   // CastLike's second input gives only a type: its elements are never read.
   auto typeOnly = [&](const Value* v) {
     for (const Node* n : grp.nodes)
@@ -373,9 +382,16 @@ void Generator::emitChain(const FusionGroup& grp, const std::string& layer, GpuS
       expr[v] = clLiteral(v->constant());
       continue;
     }
-    std::string name = "v_" + kernelIdentifier(v->name()).substr(0, 40);
-    if (!names.insert(name).second) name += fmt::format("_{}", names.size());
-    names.insert(name);
+    // "v_<name>", distinct whatever the values are called ("a/b" and "a.b" become v_a_b and
+    // v_a_b_2), and no variable is another's "<variable>_data" parameter ("x" and "x_data").
+    std::string base = escape::identifier(v->name(), escape::Lang::OpenCL, "x").substr(0, 40);
+    std::string id;
+    do
+      id = vars.fresh(base);
+    while (chosen.count(id + "_data"));
+    chosen.insert(id);
+    vars.reserve(id + "_data");
+    std::string name = "v_" + id;
     ch.inputs.push_back({name, v->type().shape, clTypeName(v->type().dtype)});
     bind[name + "_data"] = v;
     expr[v] = name;
@@ -389,8 +405,8 @@ void Generator::emitChain(const FusionGroup& grp, const std::string& layer, GpuS
     std::string e =
         n->kind() == OpKind::Expand ? ops[0] : scalarExpr(*n, ops, ScalarDialect::OpenCL);
     ch.statements.push_back(fmt::format("const {} t{} = {}; // {} ({})",
-                                        clTypeName(n->output(0)->type().dtype), i, e, n->name(),
-                                        opKindName(n->kind())));
+                                        clTypeName(n->output(0)->type().dtype), i, e,
+                                        escape::comment(n->name()), opKindName(n->kind())));
     expr[n->output(0)] = fmt::format("t{}", i);
     description += fmt::format("{}{}", description.empty() ? "" : " -> ", opKindName(n->kind()));
   }
@@ -454,7 +470,9 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
     host(s.reason);
     return;
   }
-  std::string layer = uniqueLayer(grp.name(), gi);
+  // The generators name the kernel after `layer` and print it in their comments: they get the
+  // kernel's identifier; the model's name of the layer is a comment above the kernel.
+  const std::string layer = kernelName(grp.name());
   try {
     if (grp.nodes.size() == 1 && isViewOp(head->kind())) {
       emitCopy(*head, layer, step);
@@ -506,6 +524,10 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
     host(e.what());
     return;
   }
+  GeneratedKernel& k = kernels_.back();
+  TRIAD_ASSERT(k.name == layer && step.kernel == layer, "kernel '{}' generated as '{}'", layer,
+               k.name);
+  k.source = fmt::format("// Model layer: {}\n", escape::comment(grp.name(), 400)) + k.source;
   steps_.push_back(std::move(step));
 }
 
@@ -537,7 +559,7 @@ GpuProgram Generator::run() {
     emitGroup(gi, groups[gi]);
 
   GpuProgram p;
-  std::string model = g_.name.empty() ? "model" : g_.name;
+  std::string model = escape::comment(g_.name.empty() ? "model" : g_.name);
   size_t hostSteps = 0;
   for (const GpuStep& s : steps_)
     hostSteps += s.kernel.empty();
@@ -550,10 +572,10 @@ GpuProgram Generator::run() {
               plan_.arenaBytes, plan_.unsharedBytes, plan_.inPlaceCount, plan_.aliasCount,
               weights_.size());
   for (size_t i = 0; i < g_.inputs().size(); ++i)
-    banner.line("//   triad_in{} = input '{}' {}", i, g_.inputs()[i]->name(),
+    banner.line("//   triad_in{} = input '{}' {}", i, escape::comment(g_.inputs()[i]->name()),
                 typeToString(g_.inputs()[i]->type()));
   for (size_t i = 0; i < g_.outputs().size(); ++i)
-    banner.line("//   triad_out{} = output '{}' {}", i, g_.outputs()[i]->name(),
+    banner.line("//   triad_out{} = output '{}' {}", i, escape::comment(g_.outputs()[i]->name()),
                 typeToString(g_.outputs()[i]->type()));
   p.source = banner.str() + programSource(kernels_);
   p.steps = std::move(steps_);

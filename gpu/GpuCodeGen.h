@@ -19,6 +19,11 @@
 // the model buffers they touch, as `__global uchar*` bases, and find their operands at byte
 // offsets baked into the source as constants (`A = (__global const float*)(triad_weights +
 // 4096)`), so their arguments are set once, at compile time.
+//
+// Names: a model's strings are untrusted (ir/Escape.h). Kernel names are kernelIdentifier()s
+// made distinct by one escape::Uniquer per program ("a/b" and "a.b" give a_b and a_b_2), input
+// variables likewise per kernel; graph, node and value names appear only in comments, through
+// escape::comment (no newline, splice or comment terminator survives).
 #pragma once
 
 #include "gpu/KernelGen.h"

@@ -440,7 +440,7 @@ CodeWriter lower::openPerElementKernel(GpuLowerContext& c, const std::string& wh
   for (const std::string& p : params)
     k.params.push_back(paramName(p));
   CodeWriter w;
-  w.line("// Layer: {} ({})", c.layer, what);
+  w.line("// Layer: {} ({})", escape::comment(c.layer), escape::comment(what));
   for (const std::string& l : comment)
     w.line("//   {}", l);
   w.line("// One work-item per output element; launch: {}.", k.range.toString());

@@ -321,7 +321,7 @@ void emitResize(GpuLowerContext& c) {
   std::string name = kernelIdentifier(c.layer);
   CodeWriter tables;
   tables.line("// Resize taps of layer {} (from the reference's per-axis coordinate mapping).",
-              c.layer);
+              escape::comment(c.layer));
   std::vector<ops::ResizeAxisTable> tabs = ops::resizeAxisTables(a, x, y);
   for (size_t d = 0; d < r; ++d) {
     const ops::ResizeAxisTable& t = tabs[d];
@@ -714,7 +714,7 @@ void emitCompress(GpuLowerContext& c) {
   std::string name = kernelIdentifier(c.layer);
   CodeWriter tables;
   tables.line("// Compress of layer {}: the selected positions (from the constant condition).",
-              c.layer);
+              escape::comment(c.layer));
   tables.line("__constant int {}_sel[] = {{{}}};", name, fmt::join(a.selected, ", "));
   CodeWriter w = openPerElementKernel(
       c, fmt::format("Compress, {}", dtypeName(t)),

@@ -1,6 +1,7 @@
 #include "gpu/GpuTarget.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/Escape.h"
 #include "ir/Interpreter.h"
 
 #include <chrono>
@@ -21,7 +22,8 @@ std::string GpuRunProfile::table() const {
   std::string s = fmt::format("{:<44} {:<22} {:>10} {:>6}\n", "layer", "kind", "ms", "%");
   double total = kernelMs + hostMs;
   for (const GpuLayerTime& l : layers) {
-    std::string name = l.layer.size() > 44 ? l.layer.substr(0, 41) + "..." : l.layer;
+    std::string name = escape::printable(l.layer); // the model's names, for a terminal
+    if (name.size() > 44) name = name.substr(0, 41) + "...";
     s += fmt::format("{:<44} {:<22} {:>10.3f} {:>5.1f}%\n", name, l.kind, l.ms,
                      total > 0 ? 100.0 * l.ms / total : 0.0);
   }
@@ -71,6 +73,8 @@ public:
         fail(ErrorKind::Io, "cannot write the OpenCL source to '{}' (TRIAD_GPU_SOURCE)", dump);
     }
     double before = ctx_->buildStats().compileSeconds;
+    // The program's name (errors, the binary cache's file name): an identifier, not the model's
+    // string.
     std::string name = kernelIdentifier(g.name.empty() ? "model" : g.name);
     built_ = ctx_->build(program_.source, o.buildOptions, "model_" + name);
     compileSeconds_ = ctx_->buildStats().compileSeconds - before;

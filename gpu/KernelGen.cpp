@@ -1,6 +1,7 @@
 // Shared pieces of the kernel generators, and the elementwise generator.
 #include "gpu/KernelGen.h"
 #include "gpu/CodeWriter.h"
+#include "ir/Escape.h"
 
 #include <algorithm>
 #include <cctype>
@@ -164,27 +165,58 @@ bool isBuiltinFunction(std::string_view s) {
   return builtins.count(s) > 0;
 }
 
+bool startsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+/// Names a kernel cannot take in a program: keywords and built-ins (above), built-in families
+/// (get_*, atomic_*, convert_*, as_*, vload*, ...), OpenCL C's predefined macros (CLK_*, FLT_*,
+/// M_PI, ...), the macros of the GEMM kernels and Triad's own helpers (triad_*, TRIAD_*).
+bool clashesWithProgram(std::string_view s) {
+  static const std::set<std::string, std::less<>> macros = {
+      "TILE_M", "TILE_N",   "TILE_K",      "WG_M",          "WG_N",         "TM",
+      "TN",     "VW",       "MAXFLOAT",    "HUGE_VAL",      "HUGE_VALF",    "INFINITY",
+      "NAN",    "vec_step", "kernel_exec", "ENDIAN_LITTLE", "IMAGE_SUPPORT"};
+  static const std::string_view prefixes[] = {
+      "get_",    "atomic_", "atom_",      "convert_",    "as_",    "vload",      "vstore",
+      "native_", "half_",   "read_image", "write_image", "async_", "sub_group_", "work_group_",
+      "triad_",  "TRIAD_",  "Triad_",     "CLK_",        "CL_",    "FLT_",       "DBL_",
+      "HALF_",   "M_",      "FP_",        "CHAR_",       "SCHAR_", "UCHAR_",     "SHRT_",
+      "USHRT_",  "INT_",    "UINT_",      "LONG_",       "ULONG_"};
+  if (s[0] >= '0' && s[0] <= '9') return true;
+  if (reservedWords().count(s) || isBuiltinFunction(s) || macros.count(s)) return true;
+  for (std::string_view p : prefixes)
+    if (startsWith(s, p)) return true;
+  return false;
+}
+
+/// "<name>_im2col", "<name>_sel" and "<name>_[siwe]<digits>": the names of a kernel's helper
+/// function and __constant tables (GemmGen.cpp, GpuLoweringsIndex.cpp).
+bool endsLikeHelper(std::string_view s) {
+  for (std::string_view suffix : {"_im2col", "_sel"})
+    if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix) return true;
+  size_t end = s.size(), digits = end;
+  while (digits > 0 && s[digits - 1] >= '0' && s[digits - 1] <= '9')
+    --digits;
+  return digits < end && digits >= 3 && s[digits - 2] == '_' &&
+         std::string_view("siwe").find(s[digits - 1]) != std::string_view::npos;
+}
+
 } // namespace
 
 std::string kernelIdentifier(std::string_view layer) {
-  std::string s;
-  bool lastUnderscore = true; // drops leading separators and collapses runs
-  for (char c : layer) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (ok) {
-      s += c;
-      lastUnderscore = false;
-    } else if (!lastUnderscore) {
-      s += '_';
-      lastUnderscore = true;
-    }
+  // The one legalisation of model names (ir/Escape.h), then what the OpenCL C program needs on
+  // top: no built-in function, macro or helper of the program as a kernel name.
+  std::string s = escape::identifier(layer, escape::Lang::OpenCL, "layer");
+  if (clashesWithProgram(s)) s = escape::identifier("k_" + s, escape::Lang::OpenCL, "layer");
+  // Helpers and tables of a kernel are named after it ("<kernel>_im2col", "<kernel>_sel",
+  // "<kernel>_s0"): no kernel name ends like one of them, so none is another kernel's helper.
+  if (endsLikeHelper(s)) {
+    if (s.size() > escape::kMaxIdentifier - 2) s.resize(escape::kMaxIdentifier - 2);
+    while (s.back() == '_')
+      s.pop_back();
+    s += "_k";
   }
-  while (!s.empty() && s.back() == '_')
-    s.pop_back();
-  if (s.empty()) s = "layer";
-  if ((s[0] >= '0' && s[0] <= '9') || reservedWords().count(s) || isBuiltinFunction(s) ||
-      s.rfind("get_", 0) == 0 || s.rfind("atomic_", 0) == 0 || s.rfind("atom_", 0) == 0)
-    s.insert(0, "k_");
   return s;
 }
 
@@ -389,11 +421,11 @@ GeneratedKernel generateElementwiseChain(std::string_view layer, const Elementwi
   }
 
   CodeWriter w;
-  w.line("// Layer: {} (elementwise{}), {}", layer,
+  w.line("// Layer: {} (elementwise{}), {}", escape::comment(layer),
          chain.statements.empty() ? "" : fmt::format(", {} ops fused", chain.statements.size()),
          chain.outType == "float" ? "f32" : chain.outType);
   w.line("//   Y{} = {}", shapeString(outShape),
-         chain.description.empty() ? body : chain.description);
+         escape::comment(chain.description.empty() ? body : chain.description, 1000));
   for (size_t i = 0; i < inputs.size(); ++i)
     w.line("//   {}{}{}{}", inputs[i].name, shapeString(inputs[i].shape),
            inputs[i].type == "float" ? "" : " " + inputs[i].type,

@@ -1,5 +1,6 @@
 // OpenCL C kernel generators. Each function returns readable OpenCL C 1.2 source (no extensions,
-// f32) for one layer: the kernel is named after the layer, commented with its shapes and
+// f32) for one layer: the kernel is named after the layer (kernelIdentifier; the layer name is
+// untrusted and appears elsewhere only through escape::comment), commented with its shapes and
 // parameters, and specialised for its static shapes (sizes are literals, edge checks are only
 // emitted where a size is not a multiple of the tile). Tile sizes, register blocking, vector
 // widths and work-group sizes are the fields of a parameter struct, so the auto-tuner
@@ -41,7 +42,11 @@ std::string programSource(const GeneratedKernel& kernel);
 /// puts them before the kernels.
 std::string scalarHelpers(std::string_view source);
 
-/// "/layer1/Conv" -> "layer1_Conv": a C identifier that is not an OpenCL C keyword.
+/// "/layer1/Conv" -> "layer1_Conv": escape::identifier (ir/Escape.h) of `layer`, prefixed "k_"
+/// where it would be an OpenCL C built-in function, predefined macro or Triad helper, and
+/// never ending like a kernel's helper or table ("_im2col", "_sel", "_s0"). At most
+/// escape::kMaxIdentifier characters; kernelIdentifier(kernelIdentifier(x)) is itself. Two
+/// layers may get the same identifier ("a/b", "a.b"): the code generator makes them distinct.
 std::string kernelIdentifier(std::string_view layer);
 
 /// Statements applied to each output value `acc` (float) before it is stored.

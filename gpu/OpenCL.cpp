@@ -632,6 +632,10 @@ Program Context::build(const std::string& source, const std::string& options,
     stats_.rejectedCacheEntries++; // the driver refused the binary: rebuild and overwrite
   } else if (hit.status == BinaryCache::LoadStatus::Corrupt) {
     stats_.rejectedCacheEntries++;
+  } else if (hit.status == BinaryCache::LoadStatus::Untrusted) {
+    stats_.rejectedCacheEntries++; // never loaded: not ours, or others can write it
+    stats_.untrustedCacheEntries++;
+    stats_.untrustedCacheReason = hit.why;
   }
 
   Program program = buildFromSource(source, full, name);

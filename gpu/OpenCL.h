@@ -12,7 +12,8 @@
 //    kernel launch and every transfer is recorded with its event; finish() resolves the events
 //    into a Profile: per-kernel device time, host-to-device and device-to-host times separately.
 //  - Programs are built through a binary cache (gpu/BinaryCache.h) keyed by source hash, build
-//    options, device name and driver version.
+//    options, device name and driver version; an entry that is not the user's own, or that
+//    others can write, is never loaded (ir/TrustedFile.h).
 #pragma once
 
 #include "ir/Diagnostics.h"
@@ -227,9 +228,11 @@ struct ContextOptions {
 struct BuildStats {
   int compiledFromSource = 0;
   int loadedFromCache = 0;
-  int rejectedCacheEntries = 0; // corrupt or unloadable entries that were rebuilt
-  int cacheWriteFailures = 0;   // entries that could not be written (not fatal)
-  std::string cacheWriteError;  // why the last one failed (the path and the system's reason)
+  int rejectedCacheEntries = 0;     // corrupt, untrusted or unloadable entries that were rebuilt
+  int untrustedCacheEntries = 0;    // of those, entries not loaded for trust (ir/TrustedFile.h)
+  std::string untrustedCacheReason; // why the last one was not trusted
+  int cacheWriteFailures = 0;       // entries that could not be written (not fatal)
+  std::string cacheWriteError;      // why the last one failed (the path and the system's reason)
   double compileSeconds = 0;
 };
 

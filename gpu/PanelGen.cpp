@@ -286,7 +286,7 @@ GeneratedKernel generatePanelConv(std::string_view layer, const ConvShape& s, co
   plan.K = Q;
   plan.batch = s.N * G;
   plan.comment = {
-      fmt::format("Layer: {} (Conv, implicit GEMM, CPU panel kernel), f32", layer),
+      fmt::format("Layer: {} (Conv, implicit GEMM, CPU panel kernel), f32", escape::comment(layer)),
       fmt::format("  {}", s.toString()),
       fmt::format("  per image and group: Y^T[{}x{}, {}] = im2col(X)^T[{}, {}x{}x{}] . W^T, "
                   "im2col gathered on the fly",

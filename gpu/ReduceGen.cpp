@@ -49,7 +49,7 @@ GeneratedKernel generateSoftmax(std::string_view layer, int64_t rows, int64_t co
   CodeWriter w;
   w.lines(workGroupReduceHelpers());
   w.blank();
-  w.line("// Layer: {} (Softmax over the last axis), f32", layer);
+  w.line("// Layer: {} (Softmax over the last axis), f32", escape::comment(layer));
   w.line("//   Y[{},{}] = exp(X - max) / sum(exp(X - max)), per row", rows, cols);
   w.line("// One work-group of {} work-items per row; launch: {}.", p.wgSize, k.range.toString());
   w.line("__kernel __attribute__((reqd_work_group_size({}, 1, 1)))", p.wgSize);
@@ -89,7 +89,7 @@ GeneratedKernel generateLayerNorm(std::string_view layer, int64_t rows, int64_t 
   CodeWriter w;
   w.lines(workGroupReduceHelpers());
   w.blank();
-  w.line("// Layer: {} (LayerNormalization over the last axis), f32", layer);
+  w.line("// Layer: {} (LayerNormalization over the last axis), f32", escape::comment(layer));
   w.line("//   Y[{},{}] = (X - mean) / sqrt(var + {}) * gamma[{}]{}, per row (two-pass variance)",
          rows, cols, floatLiteral(epsilon), cols, hasBeta ? fmt::format(" + beta[{}]", cols) : "");
   w.line("// One work-group of {} work-items per row; launch: {}.", p.wgSize, k.range.toString());
@@ -138,7 +138,7 @@ GeneratedKernel generateGlobalPool(std::string_view layer, PoolKind kind, int64_
   CodeWriter w;
   w.lines(workGroupReduceHelpers());
   w.blank();
-  w.line("// Layer: {} (Global{}Pool), f32", layer, isMax ? "Max" : "Average");
+  w.line("// Layer: {} (Global{}Pool), f32", escape::comment(layer), isMax ? "Max" : "Average");
   w.line("//   X[{},{},{} spatial] -> Y[{},{},1,1]", N, C, spatial, N, C);
   w.line("// One work-group of {} work-items per (image, channel); launch: {}.", p.wgSize,
          k.range.toString());

@@ -2,6 +2,7 @@
 
 #include "gpu/BinaryCache.h"
 #include "ir/Files.h"
+#include "ir/TrustedFile.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -110,7 +111,7 @@ void TuningDb::putGemm(const std::string& key, const TunedGemm& entry) {
 void TuningDb::save() const {
   // Read, merge and replace under a lock: two tuners saving at once keep both their entries.
   fs::path dir = path_.parent_path().empty() ? fs::path(".") : path_.parent_path();
-  createDirectories(dir, "the folder of the tuning database");
+  makePrivateDir(dir, "the folder of the tuning database"); // created 0700 (ir/TrustedFile.h)
   FileLock lock(path_.string() + ".lock");
   std::map<std::string, TunedGemm> merged;
   if (std::optional<std::string> text = readFileIfExists(path_)) {

@@ -2,6 +2,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/System.h"
+#include "ir/TrustedFile.h"
 
 #include <fmt/format.h>
 
@@ -16,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace triad {
@@ -202,6 +204,11 @@ bool cacheEntryValid(const fs::path& dir, std::string* why) {
     if (why) *why = std::move(w);
     return false;
   };
+  // An entry is loaded as code: only one that this user made, and nobody else can change, is
+  // trusted (ir/TrustedFile.h); any other is rebuilt like a damaged one.
+  std::string untrusted;
+  if (!fs::exists(dir / kManifest)) return bad("no manifest (absent, or an interrupted build)");
+  if (!trustedForLoading(dir / kManifest, &untrusted)) return bad("not trusted: " + untrusted);
   std::ifstream m(dir / kManifest);
   if (!m) return bad("no manifest (absent, or an interrupted build)");
   std::string line;
@@ -214,6 +221,7 @@ bool cacheEntryValid(const fs::path& dir, std::string* why) {
     if (!(s >> size >> hex) || !std::getline(s >> std::ws, name) || name.empty())
       return bad("unreadable manifest line '" + line + "'");
     if (!sizeAndHash(dir / name, &got, &hash)) return bad(name + " is missing");
+    if (!trustedForLoading(dir / name, &untrusted)) return bad("not trusted: " + untrusted);
     if (got != size) return bad(fmt::format("{} has {} bytes instead of {}", name, got, size));
     if (fmt::format("{:016x}", hash) != hex) return bad(name + " does not match its hash");
     ++files;
@@ -228,18 +236,35 @@ void sealCacheEntry(const fs::path& dir, const std::vector<std::string>& files) 
     uint64_t size = 0, hash = 0;
     if (!sizeAndHash(dir / f, &size, &hash))
       fail(ErrorKind::Io, "cannot read back '{}'", (dir / f).string());
+    // Whatever the umask, nobody but this user may write what the cache will load: the file and
+    // the folders between it and the entry.
+    // (Executables keep their x bits.)
+    for (fs::path p = dir / f; p.native().size() > dir.native().size(); p = p.parent_path()) {
+      std::error_code ec;
+      fs::permissions(p, fs::perms::group_write | fs::perms::others_write,
+                      fs::perm_options::remove, ec);
+      if (ec) fail(ErrorKind::Io, "cannot make '{}' private: {}", p.string(), ec.message());
+    }
     syncPath(dir / f);
     manifest += fmt::format("{} {:016x} {}\n", size, hash, f);
   }
-  writeFileAtomic(dir / kManifest, manifest);
+  fs::path tmp = writeTempFile(dir / kManifest, manifest);
+  makePrivateFile(tmp);
+  publishFile(tmp, dir / kManifest);
 }
 
 bool getOrBuildCacheEntry(const fs::path& root, const std::string& key,
                           const std::vector<std::string>& files, std::string_view what,
                           const std::function<void(const fs::path& tmp)>& build) {
   const fs::path dir = root / key;
+  // The root is created private (0700); one that another user owns or can write is refused: they
+  // could put code there for us to load, or swap an entry we build.
+  std::string why;
+  if (!makePrivateDir(root, what, &why))
+    fail(ErrorKind::Io,
+         "{} '{}' is not trusted: {} (use a folder of your own: set TRIAD_CACHE_DIR)", what,
+         root.string(), why);
   if (cacheEntryValid(dir)) return true;
-  createDirectories(root, what);
   removeStaleTemps(root);
   FileLock lock(root / (key + ".lock"));
   if (cacheEntryValid(dir)) return true; // built by another process while we waited
@@ -257,9 +282,8 @@ bool getOrBuildCacheEntry(const fs::path& root, const std::string& key,
       fs::remove_all(it->path(), ignored);
     }
   fs::path tmp = tempPathFor(dir);
-  if (!fs::create_directory(tmp, ec) || ec)
-    fail(ErrorKind::Io, "cannot write {} '{}': {}", what, root.string(),
-         ec ? ec.message() : "the folder exists");
+  if (::mkdir(tmp.c_str(), 0700) != 0) // private from the start: the build happens in here
+    fail(ErrorKind::Io, "cannot write {} '{}': {}", what, root.string(), reason(errno));
   try {
     build(tmp);
     sealCacheEntry(tmp, files);

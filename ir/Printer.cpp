@@ -1,4 +1,5 @@
 #include "ir/Printer.h"
+#include "ir/Escape.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,6 +7,23 @@
 namespace triad::ir {
 
 namespace {
+
+/// A model string (untrusted) as a quoted token of the text form: quotes and backslashes escaped,
+/// then control characters, escape sequences and bytes that are not UTF-8 as \xNN
+/// (escape::printable): one line, nothing that acts on a terminal.
+std::string quoted(std::string_view s) {
+  std::string esc;
+  for (char c : s) {
+    if (c == '"' || c == '\\') esc += '\\';
+    esc += c;
+  }
+  return fmt::format("\"{}\"", escape::printable(esc));
+}
+
+/// A value's type (its symbolic dimensions are the model's names) for the text form.
+std::string typeText(const Value* v) {
+  return escape::printable(typeToString(v->type()));
+}
 
 std::string valueRef(const Value* v) {
   if (!v) return "none";
@@ -16,12 +34,7 @@ std::string valueRef(const Value* v) {
           c == ':' || c == '-'))
       plain = false;
   if (plain) return fmt::format("%{}", n);
-  std::string esc;
-  for (char c : n) {
-    if (c == '"' || c == '\\') esc += '\\';
-    esc += c;
-  }
-  return fmt::format("%\"{}\"", esc);
+  return "%" + quoted(n);
 }
 
 std::string printAttrs(const Attrs& a) {
@@ -29,7 +42,7 @@ std::string printAttrs(const Attrs& a) {
   if (p.empty()) return "";
   std::string s = " {";
   for (size_t i = 0; i < p.size(); ++i)
-    s += fmt::format("{}{}={}", i ? ", " : "", p[i].first, p[i].second);
+    s += fmt::format("{}{}={}", i ? ", " : "", p[i].first, escape::printable(p[i].second));
   s += "}";
   return s;
 }
@@ -72,23 +85,23 @@ std::string detail::printTensorAttr(const Tensor& t) {
 }
 
 std::string printGraph(const Graph& g) {
-  std::string s = fmt::format("graph \"{}\" opset {} {{\n", g.name, g.opset);
+  std::string s = fmt::format("graph {} opset {} {{\n", quoted(g.name), g.opset);
   for (Value* v : g.inputs())
-    s += fmt::format("  input {}: {}\n", valueRef(v), typeToString(v->type()));
+    s += fmt::format("  input {}: {}\n", valueRef(v), typeText(v));
   auto uses = g.useCounts();
   for (Value* v : g.constants()) {
     if (uses[size_t(v->id())] == 0) continue; // unused constants are not part of the program
-    s += fmt::format("  const {}: {} = {}\n", valueRef(v), typeToString(v->type()),
-                     constantBody(v->constant()));
+    s +=
+        fmt::format("  const {}: {} = {}\n", valueRef(v), typeText(v), constantBody(v->constant()));
   }
   for (const auto& n : g.nodes()) {
     std::vector<std::string> outs, ins;
     for (Value* v : n->outputs())
-      outs.push_back(fmt::format("{}: {}", valueRef(v), typeToString(v->type())));
+      outs.push_back(fmt::format("{}: {}", valueRef(v), typeText(v)));
     for (Value* v : n->inputs())
       ins.push_back(valueRef(v));
     s += fmt::format("  {} = {}({}){}  # {}\n", fmt::join(outs, ", "), opKindName(n->kind()),
-                     fmt::join(ins, ", "), printAttrs(n->attrs()), n->name());
+                     fmt::join(ins, ", "), printAttrs(n->attrs()), escape::printable(n->name()));
   }
   for (Value* v : g.outputs())
     s += fmt::format("  output {}\n", valueRef(v));
@@ -96,25 +109,24 @@ std::string printGraph(const Graph& g) {
 }
 
 std::string toDot(const Graph& g) {
-  auto esc = [](const std::string& x) {
-    std::string o;
-    for (char c : x) {
-      if (c == '"' || c == '\\') o += '\\';
-      o += c;
-    }
-    return o;
+  // Statement IDs are numbers (v3, n7, out5); every model string is in a label, escaped by
+  // escape::dotString (a name can neither end its string nor add a statement, an attribute or
+  // DOT's own \N / \G / \l escapes). A multi-line label joins escaped pieces with DOT's "\n".
+  auto piece = [](std::string_view x) {
+    std::string q = escape::dotString(x);
+    return q.substr(1, q.size() - 2); // the escaped text, inside a label's own quotes
   };
-  std::string s = fmt::format(
-      "digraph \"{}\" {{\n  rankdir=TB;\n  node [fontname=\"Helvetica\"];\n", esc(g.name));
+  std::string s = fmt::format("digraph {} {{\n  rankdir=TB;\n  node [fontname=\"Helvetica\"];\n",
+                              escape::dotString(g.name));
   for (Value* v : g.inputs())
-    s += fmt::format("  v{} [shape=ellipse, label=\"{}\\n{}\"];\n", v->id(), esc(v->name()),
-                     typeToString(v->type()));
+    s += fmt::format("  v{} [shape=ellipse, label=\"{}\\n{}\"];\n", v->id(), piece(v->name()),
+                     piece(typeToString(v->type())));
   for (const auto& n : g.nodes()) {
     int64_t params = 0;
     for (Value* v : n->inputs())
       if (v && v->isConstant()) params += v->type().numElements();
     s += fmt::format("  n{} [shape=box, style=rounded, label=\"{}\\n{}{}\"];\n", n->id(),
-                     opKindName(n->kind()), esc(n->name()),
+                     piece(opKindName(n->kind())), piece(n->name()),
                      params ? fmt::format("\\n{} params", params) : "");
   }
   for (const auto& n : g.nodes())
@@ -122,11 +134,12 @@ std::string toDot(const Graph& g) {
       if (!v || v->isConstant()) continue;
       std::string from =
           v->producer() ? fmt::format("n{}", v->producer()->id()) : fmt::format("v{}", v->id());
-      s += fmt::format("  {} -> n{} [label=\"{}\"];\n", from, n->id(), typeToString(v->type()));
+      s += fmt::format("  {} -> n{} [label={}];\n", from, n->id(),
+                       escape::dotString(typeToString(v->type())));
     }
   for (Value* v : g.outputs()) {
-    s += fmt::format("  out{} [shape=ellipse, label=\"{}\\n{}\"];\n", v->id(), esc(v->name()),
-                     typeToString(v->type()));
+    s += fmt::format("  out{} [shape=ellipse, label=\"{}\\n{}\"];\n", v->id(), piece(v->name()),
+                     piece(typeToString(v->type())));
     std::string from =
         v->producer() ? fmt::format("n{}", v->producer()->id()) : fmt::format("v{}", v->id());
     s += fmt::format("  {} -> out{};\n", from, v->id());

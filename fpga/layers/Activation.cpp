@@ -62,7 +62,7 @@ public:
     r.module = layerModule(s.module, {"in"}, {n * inW}, n * outF.width);
     std::string what;
     hdl::Instance inst;
-    inst.name = "u_" + hdl::legalName(std::string(opKindName(kind)));
+    inst.name = "u_" + escape::identifier(opKindName(kind), escape::Lang::Verilog);
     inst.ports = hdl::streamConnections("in", "out");
     inst.params = {{"N", std::to_string(n)},
                    {"IN_W", std::to_string(inW)},
@@ -90,8 +90,9 @@ public:
     }
     for (auto& p : resultParams(outF, res))
       inst.params.push_back(p);
-    r.module.comment = fmt::format("Layer '{}' ({}): {} x {} -> {} x {}{}", info.name, info.op, n,
-                                   formatToString(a.format), n, formatToString(outF), what);
+    r.module.comment =
+        fmt::format("Layer '{}' ({}): {} x {} -> {} x {}{}", escape::comment(info.name), info.op, n,
+                    formatToString(a.format), n, formatToString(outF), what);
     r.blocks.insert(inst.module);
     r.module.add(std::move(inst));
     r.latency = 1;

@@ -95,10 +95,10 @@ public:
     }
     requireSigned(bf, info.name, join ? "second operand" : "constant (bias)");
     r.module.comment = fmt::format(
-        "Layer '{}' (Add): {} x {} -> {} x {}\n  {} + {}{} exact, result {} ({}, {})", info.name, n,
-        formatToString(a.format), n, formatToString(outF), formatToString(a.format),
-        formatToString(bf), join ? "" : " (constant)", formatToString(outF),
-        toString(q.result().rounding), toString(q.result().overflow));
+        "Layer '{}' (Add): {} x {} -> {} x {}\n  {} + {}{} exact, result {} ({}, {})",
+        escape::comment(info.name), n, formatToString(a.format), n, formatToString(outF),
+        formatToString(a.format), formatToString(bf), join ? "" : " (constant)",
+        formatToString(outF), toString(q.result().rounding), toString(q.result().overflow));
     hdl::Instance inst{"triad_add",
                        "u_add",
                        {{"N", std::to_string(n)},
@@ -207,9 +207,9 @@ public:
     r.module.comment =
         fmt::format("Layer '{}' (Add of two QDQ grids): {} x {} + {} x {} -> {} x {}\n"
                     "  a * 1 + b * M exact, M = s_b / s_a in {} ({:.9g}{})",
-                    info.name, n, formatToString(a.format), n, formatToString(ops[1].format), n,
-                    formatToString(outF), formatToString(mf), dequantize(m[0], mf),
-                    m.size() > 1 ? ", ..." : "");
+                    escape::comment(info.name), n, formatToString(a.format), n,
+                    formatToString(ops[1].format), n, formatToString(outF), formatToString(mf),
+                    dequantize(m[0], mf), m.size() > 1 ? ", ..." : "");
     std::string lit = "{";
     for (int64_t i = n; i-- > 0;)
       lit += hdl::hexLiteral(m[m.size() == 1 ? 0 : size_t(i)], mf.width) + (i > 0 ? ", " : "");
@@ -393,8 +393,8 @@ public:
                     nOut * outF.width);
     r.operandPrefixes = {"a", "b"};
     r.module.comment = fmt::format("Layer '{}' (Concat): {} x {} and {} x {} -> {} x {} (channels)",
-                                   info.name, ga.c, formatToString(ops[0].format), gb.c,
-                                   formatToString(ops[1].format), nOut, formatToString(outF));
+                                   escape::comment(info.name), ga.c, formatToString(ops[0].format),
+                                   gb.c, formatToString(ops[1].format), nOut, formatToString(outF));
     hdl::Instance inst{"triad_concat",
                        "u_concat",
                        {{"NA", std::to_string(ga.c)},

@@ -145,9 +145,9 @@ public:
         "elements per output pixel\n"
         "  weights {}, bias {}, accumulator {} ({}, {}), result {} ({}, {}),\n"
         "  reuse {}: {} multipliers, a new window every {} cycle(s)",
-        info.name, win.H, win.W, win.C, formatToString(a.format), win.OH, win.OW, core.N,
-        formatToString(outF), win.KH, win.KW, win.SH, win.SW, win.DH, win.DW, win.padT, win.padL,
-        win.padB, win.padR, win.size(), formatToString(q.weight().format),
+        escape::comment(info.name), win.H, win.W, win.C, formatToString(a.format), win.OH, win.OW,
+        core.N, formatToString(outF), win.KH, win.KW, win.SH, win.SW, win.DH, win.DW, win.padT,
+        win.padL, win.padB, win.padR, win.size(), formatToString(q.weight().format),
         formatToString(q.bias().format), formatToString(q.acc().format), toString(q.acc().rounding),
         toString(q.acc().overflow), formatToString(outF), toString(q.result().rounding),
         toString(q.result().overflow), s.reuse, core.N * core.K / std::max<int64_t>(s.reuse, 1),

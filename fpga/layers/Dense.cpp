@@ -463,8 +463,8 @@ public:
         "Layer '{}' ({}): {} x {} -> {} x {}\n"
         "  weights {}, bias {}, accumulator {} ({}, {}), result {} ({}, {}),\n"
         "  reuse {}: {} multipliers, a new input every {} cycle(s){}",
-        info.name, info.op, core.K, formatToString(core.in), core.N, formatToString(outF),
-        formatToString(q.weight().format), formatToString(q.bias().format),
+        escape::comment(info.name), info.op, core.K, formatToString(core.in), core.N,
+        formatToString(outF), formatToString(q.weight().format), formatToString(q.bias().format),
         formatToString(q.acc().format), toString(q.acc().rounding), toString(q.acc().overflow),
         formatToString(outF), toString(q.result().rounding), toString(q.result().overflow), s.reuse,
         core.N * core.K / std::max<int64_t>(s.reuse, 1), s.reuse,

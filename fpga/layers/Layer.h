@@ -12,6 +12,7 @@
 
 #include "fpga/Emulator.h"
 #include "fpga/Hdl.h"
+#include "ir/Escape.h"
 #include "ir/Target.h"
 
 #include <map>

@@ -49,9 +49,9 @@ public:
         "Layer '{}' ({}): {} x {} -> {} x {}\n"
         "  table of {} entries over [-{}, {}) in {}: entry j = {}(-R + (j + 1/2) * step),\n"
         "  index = clamp(floor(x / 2^{}) + {}, 0, {}) on the raw input",
-        info.name, info.op, n, formatToString(a.format), n, formatToString(outF), size,
-        info.quant.tableRange, info.quant.tableRange, formatToString(outF), fn, info.tableShift,
-        size / 2, size - 1);
+        escape::comment(info.name), info.op, n, formatToString(a.format), n, formatToString(outF),
+        size, info.quant.tableRange, info.quant.tableRange, formatToString(outF), fn,
+        info.tableShift, size / 2, size - 1);
     r.module.add(
         hdl::LocalParam{"TABLE", size * outW, tableLiteral(info.table, outW),
                         fmt::format("entry j at [j*{} +: {}], the last entry first", outW, outW)});

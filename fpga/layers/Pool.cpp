@@ -123,9 +123,9 @@ public:
     r.module.comment = fmt::format(
         "Layer '{}' ({}): {}x{}x{} {} -> {}x{}x{} {}\n"
         "  window {}x{}, stride {}x{}, pads t{} l{} b{} r{}{}",
-        info.name, info.op, win.H, win.W, win.C, formatToString(a.format), win.OH, win.OW, win.C,
-        formatToString(outF), win.KH, win.KW, win.SH, win.SW, win.padT, win.padL, win.padB,
-        win.padR,
+        escape::comment(info.name), info.op, win.H, win.W, win.C, formatToString(a.format), win.OH,
+        win.OW, win.C, formatToString(outF), win.KH, win.KW, win.SH, win.SW, win.padT, win.padL,
+        win.padB, win.padR,
         arith.max ? ""
                   : fmt::format("; sum x {} ({}) cast to {}", dequantize(arith.recip, kRecipFormat),
                                 formatToString(kRecipFormat), formatToString(outF)));
@@ -184,12 +184,12 @@ public:
            info.op, H, W, C);
     RtlLayer r;
     r.module = layerModule(s.module, {"in"}, {C * a.format.width}, C * outF.width);
-    r.module.comment = fmt::format("Layer '{}' ({}): {}x{}x{} {} -> {} x {}{}", info.name, info.op,
-                                   H, W, C, formatToString(a.format), C, formatToString(outF),
-                                   arith.max ? ""
-                                             : fmt::format("; sum x {} ({})",
-                                                           dequantize(arith.recip, kRecipFormat),
-                                                           formatToString(kRecipFormat)));
+    r.module.comment = fmt::format(
+        "Layer '{}' ({}): {}x{}x{} {} -> {} x {}{}", escape::comment(info.name), info.op, H, W, C,
+        formatToString(a.format), C, formatToString(outF),
+        arith.max ? ""
+                  : fmt::format("; sum x {} ({})", dequantize(arith.recip, kRecipFormat),
+                                formatToString(kRecipFormat)));
     hdl::Instance inst{"triad_global_pool",
                        "u_pool",
                        {{"N", std::to_string(C)}, {"FRAME", std::to_string(HW)}},

@@ -360,9 +360,9 @@ public:
     r.module.comment =
         fmt::format("Layer '{}' (QuantizeLinear onto an integer grid): {} x {} -> {} x {}\n"
                     "  k = clamp(round_half_even(x * M + T), {}, {}); M {} ({}{}), T {}",
-                    info.name, n, formatToString(a.format), n, formatToString(outF), rq.lo, rq.hi,
-                    formatToString(rq.mf), fmt::join(ms, ", "), rq.m.size() > 4 ? ", ..." : "",
-                    formatToString(rq.tf));
+                    escape::comment(info.name), n, formatToString(a.format), n,
+                    formatToString(outF), rq.lo, rq.hi, formatToString(rq.mf), fmt::join(ms, ", "),
+                    rq.m.size() > 4 ? ", ..." : "", formatToString(rq.tf));
     r.module.add(hdl::LocalParam{"M", n * rq.mf.width, lit(rq.m, rq.mf.width),
                                  "requantization multipliers, one per element"});
     r.module.add(hdl::LocalParam{"T", n * rq.tf.width, lit(rq.t, rq.tf.width), "offsets"});
@@ -443,10 +443,11 @@ public:
                    {"HI", hdl::hexLiteral(hi, inW)}};
     for (auto& p : resultParams(outF, res))
       inst.params.push_back(p);
-    r.module.comment = fmt::format(
-        "Layer '{}' ({}, imported): {} x {} -> {} x {}\n  clamp [{}, {}], {}, {}", info.name,
-        info.op, n, formatToString(a.format), n, formatToString(outF), dequantize(lo, a.format),
-        dequantize(hi, a.format), toString(res.rounding), toString(res.overflow));
+    r.module.comment =
+        fmt::format("Layer '{}' ({}, imported): {} x {} -> {} x {}\n  clamp [{}, {}], {}, {}",
+                    escape::comment(info.name), info.op, n, formatToString(a.format), n,
+                    formatToString(outF), dequantize(lo, a.format), dequantize(hi, a.format),
+                    toString(res.rounding), toString(res.overflow));
     r.blocks.insert(inst.module);
     r.module.add(std::move(inst));
     r.latency = 1;

@@ -42,7 +42,8 @@ public:
     r.module = layerModule(s.module, {"in"}, {C * a.format.width}, C * a.format.width);
     r.module.comment = fmt::format("Layer '{}' (Resize, nearest): {}x{}x{} -> {}x{}x{} {}, each "
                                    "pixel repeated {}x{}",
-                                   info.name, H, W, C, OH, OW, C, formatToString(a.format), sh, sw);
+                                   escape::comment(info.name), H, W, C, OH, OW, C,
+                                   formatToString(a.format), sh, sw);
     r.module.add(hdl::Instance{"triad_upsample",
                                "u_upsample",
                                {{"C", std::to_string(C)},

@@ -68,9 +68,9 @@ public:
     r.module.comment = fmt::format(
         "Layer '{}' (BatchNormalization): {} x {} -> {} x {}\n  y = cast(x * s + t), s {}, t {}, "
         "result {} ({}, {})",
-        info.name, C, formatToString(a.format), C, formatToString(outF), formatToString(wf),
-        formatToString(bf), formatToString(outF), toString(info.quant.result().rounding),
-        toString(info.quant.result().overflow));
+        escape::comment(info.name), C, formatToString(a.format), C, formatToString(outF),
+        formatToString(wf), formatToString(bf), formatToString(outF),
+        toString(info.quant.result().rounding), toString(info.quant.result().overflow));
     auto lit = [](const std::vector<int64_t>& v, int w) {
       std::string l = "{";
       for (size_t i = v.size(); i-- > 0;)

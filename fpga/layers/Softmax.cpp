@@ -132,10 +132,10 @@ public:
         "  reciprocal table: {} entries over [0, {}) in {}, index = clamp(floor(sum / 2^{}), 0, "
         "{});\n"
         "  y = cast(exp * reciprocal) to {} ({}, {}); latency {} cycles{}",
-        info.name, n, formatToString(a.format), n, formatToString(outF), size, q.tableRange,
-        formatToString(ef), info.tableShift, size, size - 1, size, q.invRange, formatToString(rf),
-        info.invShift, size - 1, formatToString(outF), toString(q.result().rounding),
-        toString(q.result().overflow), st.latency(),
+        escape::comment(info.name), n, formatToString(a.format), n, formatToString(outF), size,
+        q.tableRange, formatToString(ef), info.tableShift, size, size - 1, size, q.invRange,
+        formatToString(rf), info.invShift, size - 1, formatToString(outF),
+        toString(q.result().rounding), toString(q.result().overflow), st.latency(),
         s.clockMhz > 0 ? fmt::format(" (stages for {:g} MHz)", s.clockMhz) : "");
     r.module.add(hdl::LocalParam{"EXP_TABLE", size * ef.width, tableLiteral(info.table, ef.width),
                                  "entry j at [j*W +: W], the last entry first"});
@@ -220,8 +220,8 @@ public:
         "  exp table: {} entries exp(-s d), d = max - x, s = {:.9g}, ufixed<{},1>;\n"
         "  y = min(round_half_even(e * R / (sum * 2^{})), {}), R = {} (1 / {:.9g}): an exact "
         "division",
-        info.name, n, formatToString(a.format), n, formatToString(outF), size, scale, ew, rFrac, hi,
-        r, scaleOut);
+        escape::comment(info.name), n, formatToString(a.format), n, formatToString(outF), size,
+        scale, ew, rFrac, hi, r, scaleOut);
     rl.module.add(hdl::LocalParam{"EXP_TABLE", size * ew, tableLiteral(table, ew),
                                   "entry d at [d*W +: W], the last entry first"});
     hdl::Instance inst{"triad_softmax_q",

@@ -2,6 +2,7 @@
 #include "ir/partition/MinCut.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/Escape.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -604,7 +605,10 @@ std::string planText(const Plan& p, const Graph& g) {
   int64_t moved = 0;
   for (const Transfer& t : p.transfers)
     moved += t.bytes;
-  s += fmt::format("partition of '{}' ({} nodes), mode {}: {}\n", g.name, p.nodes.size(),
+  // Names are the model's (untrusted): escape::printable keeps each on its line and out of the
+  // terminal's control sequences.
+  auto name = [](std::string_view x) { return escape::printable(x); };
+  s += fmt::format("partition of '{}' ({} nodes), mode {}: {}\n", name(g.name), p.nodes.size(),
                    modeName(p.mode), p.algorithm);
   std::string counts;
   for (const auto& [t, c] : perTarget)
@@ -620,13 +624,13 @@ std::string planText(const Plan& p, const Graph& g) {
   s += "\npartitions (execution order):\n";
   for (const Partition& pp : p.partitions)
     s += fmt::format("  P{:<3} {:<7} {:>4} nodes  {:>12}  {} .. {}\n", pp.id, pp.target,
-                     pp.nodes.size(), ms(pp.predictedSeconds), pp.nodes.front()->name(),
-                     pp.nodes.back()->name());
+                     pp.nodes.size(), ms(pp.predictedSeconds), name(pp.nodes.front()->name()),
+                     name(pp.nodes.back()->name()));
   s += "\ntransfers:\n";
   if (p.transfers.empty()) s += "  (none)\n";
   for (const Transfer& t : p.transfers)
     s += fmt::format("  {:>10} -> {:<10} {:<24} {:>10}  {:<9} {:>12}{}\n", partName(p, t.from),
-                     partName(p, t.to), t.value->name(), fmtBytes(t.bytes),
+                     partName(p, t.to), name(t.value->name()), fmtBytes(t.bytes),
                      t.link.empty() ? "host" : t.link, ms(t.predictedSeconds),
                      t.conversion.empty() ? "" : "  " + t.conversion);
   s += "\nnodes:\n";
@@ -635,8 +639,8 @@ std::string planText(const Plan& p, const Graph& g) {
     for (const auto& [t, c] : n.costs)
       costs +=
           fmt::format("{}{}={}", costs.empty() ? "" : " ", t, c.supported ? ms(c.seconds) : "-");
-    s += fmt::format("  {:<28} {:<18} -> {:<6} [{}]  {}\n", n.node->name(), n.node->def().onnxName,
-                     n.target, costs, n.why);
+    s += fmt::format("  {:<28} {:<18} -> {:<6} [{}]  {}\n", name(n.node->name()),
+                     n.node->def().onnxName, n.target, costs, name(n.why));
   }
   return s;
 }
@@ -722,15 +726,15 @@ std::string planDot(const Plan& p, const Graph& g) {
       {"cpu", "#4e79a7"}, {"gpu", "#59a14f"}, {"fpga", "#e15759"}, {"interp", "#9c755f"}};
   auto fill = [&](const std::string& t) {
     auto it = colour.find(t);
-    return it == colour.end() ? std::string("#bab0ac") : it->second;
+    return escape::dotString(it == colour.end() ? std::string("#bab0ac") : it->second);
   };
-  auto q = [](const std::string& s) {
-    std::string o = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\') o += '\\';
-      o += c;
-    }
-    return o + "\"";
+  // Statement IDs are numbers (in3, n7, out5, legend0); every name is the model's (untrusted) and
+  // only ever in a label, escaped by escape::dotString: it can neither end its string nor add a
+  // statement, an edge or an attribute. A two-line label joins escaped pieces with DOT's "\n".
+  auto q = [](std::string_view s) { return escape::dotString(s); };
+  auto piece = [](std::string_view s) {
+    std::string quoted = escape::dotString(s);
+    return quoted.substr(1, quoted.size() - 2);
   };
   std::unordered_map<const Node*, int> partOf;
   for (const Partition& pp : p.partitions)
@@ -744,38 +748,40 @@ std::string planDot(const Plan& p, const Graph& g) {
                    q(fmt::format("{}: {} partitions, predicted {}", p.algorithm,
                                  p.partitions.size(), ms(p.predictedSeconds))));
   for (const Value* v : g.inputs())
-    s += fmt::format("  {} [shape=ellipse, style=solid, fontcolor=black];\n", q("in:" + v->name()));
+    s += fmt::format("  in{} [label={}, shape=ellipse, style=solid, fontcolor=black];\n", v->id(),
+                     q(v->name()));
   for (const Value* v : g.outputs())
-    s +=
-        fmt::format("  {} [shape=ellipse, style=solid, fontcolor=black];\n", q("out:" + v->name()));
+    s += fmt::format("  out{} [label={}, shape=ellipse, style=solid, fontcolor=black];\n", v->id(),
+                     q(v->name()));
   for (const Partition& pp : p.partitions) {
     s += fmt::format("  subgraph cluster_{} {{\n    label={}; style=dashed; color={};\n", pp.id,
                      q(fmt::format("P{} {} {}", pp.id, pp.target, ms(pp.predictedSeconds))),
-                     q(fill(pp.target)));
+                     fill(pp.target));
     for (const Node* n : pp.nodes)
-      s += fmt::format("    {} [label={}, fillcolor={}];\n", q("n:" + n->name()),
-                       q(n->name() + "\n" + std::string(n->def().onnxName)), q(fill(pp.target)));
+      s += fmt::format("    n{} [label=\"{}\\n{}\", fillcolor={}];\n", n->id(), piece(n->name()),
+                       piece(n->def().onnxName), fill(pp.target));
     s += "  }\n";
   }
   for (const Partition& pp : p.partitions)
     for (const Node* n : pp.nodes)
       for (const Value* v : n->inputs()) {
         if (!v || v->isConstant()) continue;
-        std::string from = v->producer() ? "n:" + v->producer()->name() : "in:" + v->name();
+        std::string from =
+            v->producer() ? fmt::format("n{}", v->producer()->id()) : fmt::format("in{}", v->id());
         bool cut = v->producer() ? partOf[v->producer()] != pp.id : pp.target != "cpu";
         s += fmt::format(
-            "  {} -> {}{};\n", q(from), q("n:" + n->name()),
+            "  {} -> n{}{};\n", from, n->id(),
             cut ? fmt::format(" [color=\"#d62728\", penwidth=2, label={}]", q(v->name())) : "");
       }
   for (const Value* v : g.outputs())
-    if (v->producer())
-      s += fmt::format("  {} -> {};\n", q("n:" + v->producer()->name()), q("out:" + v->name()));
+    if (v->producer()) s += fmt::format("  n{} -> out{};\n", v->producer()->id(), v->id());
   s += "  subgraph cluster_legend {\n    label=\"targets\"; style=solid;\n";
   std::set<std::string> used;
   for (const Partition& pp : p.partitions)
     used.insert(pp.target);
+  int k = 0;
   for (const std::string& t : used)
-    s += fmt::format("    {} [label={}, fillcolor={}];\n", q("legend:" + t), q(t), q(fill(t)));
+    s += fmt::format("    legend{} [label={}, fillcolor={}];\n", k++, q(t), fill(t));
   s += "  }\n}\n";
   return s;
 }

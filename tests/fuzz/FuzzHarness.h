@@ -10,6 +10,7 @@
 #pragma once
 
 #include "ir/Diagnostics.h"
+#include "tests/fuzz/Payloads.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -23,6 +24,8 @@ namespace triad::fuzz {
 
 /// Runs `f`; a triad::Error of a user kind is the expected outcome for bad input, anything
 /// else escaping is a finding.
+/// After every input, the marker of tests/fuzz/Payloads.h must not exist: a model string that
+/// ran as code is the finding "code execution".
 template <typename F> void guarded(F&& f) {
   try {
     f();
@@ -33,6 +36,7 @@ template <typename F> void guarded(F&& f) {
   } catch (...) {
     finding("exception that is not a std::exception", "");
   }
+  checkMarker("after this input");
 }
 
 /// A folder of this process, made on first use and removed at exit. It holds `weights.bin`

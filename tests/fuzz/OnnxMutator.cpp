@@ -1,4 +1,5 @@
 #include "tests/fuzz/OnnxMutator.h"
+#include "tests/fuzz/Payloads.h"
 
 #include <algorithm>
 #include <array>
@@ -401,7 +402,7 @@ private:
 
   // ---- the mutations ----
   bool mutateOnce() {
-    switch (below(22)) {
+    switch (below(24)) {
     case 0:
     case 1:
     case 2:
@@ -436,6 +437,9 @@ private:
       return mutateVersions();
     case 18:
       return wrapInFunction();
+    case 19:
+    case 20:
+      return mutateStrings();
     default:
       return mutateAnyField();
     }
@@ -1001,6 +1005,67 @@ private:
       a->set_name("branches");
       a->set_type(onnx::AttributeProto::GRAPHS);
       *a->add_graphs() = body;
+      return true;
+    }
+    }
+  }
+
+  // A model string becomes a payload (tests/fuzz/Payloads.h) that tries to run code from
+  // generated sources or break a report: the graph's name, a node's name, a value renamed
+  // everywhere in its graph, a doc string, the producer or metadata.
+  bool mutateStrings() {
+    if (!m_.has_graph() || graphs_.empty()) return false;
+    auto payload = [&] {
+      std::string p = pickConst(stringPayloads());
+      if (chance(2)) p += std::to_string(below(1000)); // distinct names from one payload
+      return p;
+    };
+    onnx::GraphProto* g = pick(graphs_);
+    switch (below(6)) {
+    case 0:
+      g->set_name(payload());
+      return true;
+    case 1: {
+      onnx::NodeProto* n = anyNode();
+      if (!n) return false;
+      n->set_name(payload());
+      return true;
+    }
+    case 2:
+    case 3: { // a value, renamed consistently in its graph
+      std::vector<std::string> names = valueNames(*g);
+      if (names.empty()) return false;
+      std::string from = pick(names), to = payload();
+      if (from.empty()) return false;
+      auto rename = [&](std::string* s) {
+        if (*s == from) *s = to;
+      };
+      for (auto* vis : {g->mutable_input(), g->mutable_output(), g->mutable_value_info()})
+        for (auto& vi : *vis)
+          rename(vi.mutable_name());
+      for (auto& t : *g->mutable_initializer())
+        rename(t.mutable_name());
+      for (auto& n : *g->mutable_node()) {
+        for (auto& i : *n.mutable_input())
+          rename(&i);
+        for (auto& o : *n.mutable_output())
+          rename(&o);
+      }
+      return true;
+    }
+    case 4: {
+      onnx::NodeProto* n = anyNode();
+      if (n) n->set_doc_string(payload());
+      g->set_doc_string(payload());
+      m_.set_doc_string(payload());
+      return true;
+    }
+    default: {
+      m_.set_producer_name(payload());
+      m_.set_producer_version(payload());
+      auto* p = m_.add_metadata_props();
+      p->set_key(payload());
+      p->set_value(payload());
       return true;
     }
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the seed corpora of the fuzz targets in OUT/<target>/ (build-dir only: nothing here is
 # committed but the small hand-made seeds of tests/fuzz/seeds/):
-#   onnx_load, onnx_interp  the shipped models (models/*.onnx), every ONNX node-test model and
+#   onnx_load, onnx_interp, onnx_codegen  the shipped models (models/*.onnx), every ONNX node-test model and
 #                           tests/fuzz/seeds/onnx (external data, a model-local function);
 #   tensor_file             tests/fuzz/seeds/tensor_file (.npy) and the node tests' first
 #                           inputs under 1 KiB (.pb), each behind the format byte (\x01: .pb);
@@ -12,7 +12,7 @@
 set -euo pipefail
 src=$1 node=$2 out=$3
 rm -rf "$out.tmp"
-mkdir -p "$out.tmp"/{onnx_load,onnx_interp,tensor_file,quant_config}
+mkdir -p "$out.tmp"/{onnx_load,onnx_interp,onnx_codegen,tensor_file,quant_config}
 cp "$src"/models/*.onnx "$out.tmp/onnx_load/"
 if [[ -n $node && -d $node ]]; then
   for m in "$node"/*/model.onnx; do
@@ -27,15 +27,16 @@ if [[ -n $node && -d $node ]]; then
 fi
 cp "$src"/tests/fuzz/seeds/onnx/* "$out.tmp/onnx_load/"
 cp "$out.tmp"/onnx_load/* "$out.tmp/onnx_interp/"
+cp "$out.tmp"/onnx_load/* "$out.tmp/onnx_codegen/"
 cp "$src"/tests/fuzz/seeds/tensor_file/* "$out.tmp/tensor_file/"
 cp "$src"/tests/fuzz/seeds/quant_config/* "$out.tmp/quant_config/"
-for t in onnx_load onnx_interp tensor_file quant_config; do
+for t in onnx_load onnx_interp onnx_codegen tensor_file quant_config; do
   if compgen -G "$src/tests/fuzz/regressions/$t/*" > /dev/null; then
     cp "$src"/tests/fuzz/regressions/"$t"/* "$out.tmp/$t/"
   fi
 done
 rm -rf "$out"
 mv "$out.tmp" "$out"
-for t in onnx_load onnx_interp tensor_file quant_config; do
+for t in onnx_load onnx_interp onnx_codegen tensor_file quant_config; do
   echo "make_corpora: $t: $(ls "$out/$t" | wc -l) seeds"
 done

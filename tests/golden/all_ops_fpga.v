@@ -4,19 +4,19 @@
 // tdata[i*W +: W] (signed raw fixed point, real value = raw * 2^-frac).
 // Blocks (fpga/rtl/): triad_add, triad_cast, triad_clip, triad_dense, triad_fifo, triad_fork, triad_leaky_relu, triad_lut, triad_relu, triad_softmax, triad_table_index.
 // Layers:
-//   /fc0/Gemm    all_ops_fc0_Gemm         6 -> 6  fixed<16,6> -> fixed<16,6>  reuse 2
-//   /res0/Add    all_ops_res0_Add         6 -> 6  fixed<16,6> -> fixed<16,6>  Add
-//   /fc1/Gemm    all_ops_fc1_Gemm         6 -> 4  fixed<16,6> -> fixed<16,6>  reuse 2
-//   /LeakyRelu   all_ops_LeakyRelu        4 -> 4  fixed<16,6> -> fixed<16,6>  LeakyRelu
-//   /fc2/Gemm    all_ops_fc2_Gemm         4 -> 4  fixed<16,6> -> fixed<16,6>  reuse 2
-//   /res1/Add    all_ops_res1_Add         4 -> 4  fixed<16,6> -> fixed<16,6>  Add
-//   /Tanh        all_ops_Tanh             4 -> 4  fixed<16,6> -> fixed<16,6>  Tanh
-//   /Clip        all_ops_Clip             4 -> 4  fixed<16,6> -> fixed<16,6>  Clip
-//   /bias/Add    all_ops_bias_Add         4 -> 4  fixed<16,6> -> fixed<16,6>  Add
-//   /Sigmoid     all_ops_Sigmoid          4 -> 4  fixed<16,6> -> fixed<16,6>  Sigmoid
-//   /Relu        all_ops_Relu             4 -> 4  fixed<16,6> -> fixed<16,6>  Relu
-//   /fc3/Gemm    all_ops_fc3_Gemm         4 -> 3  fixed<16,6> -> fixed<16,6>  reuse 2
-//   /Softmax     all_ops_Softmax          3 -> 3  fixed<16,6> -> fixed<16,6>  Softmax
+//   '/fc0/Gemm'  all_ops_fc0_Gemm         6 -> 6  fixed<16,6> -> fixed<16,6>  reuse 2
+//   '/res0/Add'  all_ops_res0_Add         6 -> 6  fixed<16,6> -> fixed<16,6>  Add
+//   '/fc1/Gemm'  all_ops_fc1_Gemm         6 -> 4  fixed<16,6> -> fixed<16,6>  reuse 2
+//   '/LeakyRelu' all_ops_LeakyRelu        4 -> 4  fixed<16,6> -> fixed<16,6>  LeakyRelu
+//   '/fc2/Gemm'  all_ops_fc2_Gemm         4 -> 4  fixed<16,6> -> fixed<16,6>  reuse 2
+//   '/res1/Add'  all_ops_res1_Add         4 -> 4  fixed<16,6> -> fixed<16,6>  Add
+//   '/Tanh'      all_ops_Tanh             4 -> 4  fixed<16,6> -> fixed<16,6>  Tanh
+//   '/Clip'      all_ops_Clip             4 -> 4  fixed<16,6> -> fixed<16,6>  Clip
+//   '/bias/Add'  all_ops_bias_Add         4 -> 4  fixed<16,6> -> fixed<16,6>  Add
+//   '/Sigmoid'   all_ops_Sigmoid          4 -> 4  fixed<16,6> -> fixed<16,6>  Sigmoid
+//   '/Relu'      all_ops_Relu             4 -> 4  fixed<16,6> -> fixed<16,6>  Relu
+//   '/fc3/Gemm'  all_ops_fc3_Gemm         4 -> 3  fixed<16,6> -> fixed<16,6>  reuse 2
+//   '/Softmax'   all_ops_Softmax          3 -> 3  fixed<16,6> -> fixed<16,6>  Softmax
 
 // One file holds every layer module and the top.
 /* verilator lint_off DECLFILENAME */

@@ -52,9 +52,9 @@ struct State {
   bool profile = false;         // time every layer (P_profile)
   double layer_ms[5] = {0};
   std::vector<void*> owned;
-  float* pk_fc1_Gemm = nullptr; // /fc1/Gemm: B packed for the GEMM kernel
-  float* pk_fc2_Gemm = nullptr; // /fc2/Gemm: B packed for the GEMM kernel
-  float* pk_fc3_Gemm = nullptr; // /fc3/Gemm: B packed for the GEMM kernel
+  float* pk_fc1_Gemm_Relu = nullptr; // /fc1/Gemm: B packed for the GEMM kernel
+  float* pk_fc2_Gemm_Relu_1 = nullptr; // /fc2/Gemm: B packed for the GEMM kernel
+  float* pk_fc3_Gemm_Relu_2 = nullptr; // /fc3/Gemm: B packed for the GEMM kernel
   float* pk_fc4_Gemm = nullptr; // /fc4/Gemm: B packed for the GEMM kernel
   void* alloc(size_t bytes) {
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
@@ -81,7 +81,7 @@ static int layer_fc1_Gemm_Relu(State& m, const void* const* in, void* const* out
   }
 }
 ;
-  triad_rt::gemm_packed_b(1, 64, 16, ((const float*)in[0]), 16, false, m.pk_fc1_Gemm, ((float*)(m.arena + 0)), 64, [&](float* c, int row, int col0, int n) { (void)row; (void)col0; for (int j = 0; j < n; ++j) c[j] += bias[col0 + j]; epi_chain(c, row, col0, n); });
+  triad_rt::gemm_packed_b(1, 64, 16, ((const float*)in[0]), 16, false, m.pk_fc1_Gemm_Relu, ((float*)(m.arena + 0)), 64, [&](float* c, int row, int col0, int n) { (void)row; (void)col0; for (int j = 0; j < n; ++j) c[j] += bias[col0 + j]; epi_chain(c, row, col0, n); });
   return 0;
 }
 
@@ -99,7 +99,7 @@ static int layer_fc2_Gemm_Relu_1(State& m, const void* const* in, void* const* o
   }
 }
 ;
-  triad_rt::gemm_packed_b(1, 32, 64, ((float*)(m.arena + 0)), 64, false, m.pk_fc2_Gemm, ((float*)(m.arena + 256)), 32, [&](float* c, int row, int col0, int n) { (void)row; (void)col0; for (int j = 0; j < n; ++j) c[j] += bias[col0 + j]; epi_chain(c, row, col0, n); });
+  triad_rt::gemm_packed_b(1, 32, 64, ((float*)(m.arena + 0)), 64, false, m.pk_fc2_Gemm_Relu_1, ((float*)(m.arena + 256)), 32, [&](float* c, int row, int col0, int n) { (void)row; (void)col0; for (int j = 0; j < n; ++j) c[j] += bias[col0 + j]; epi_chain(c, row, col0, n); });
   return 0;
 }
 
@@ -117,7 +117,7 @@ static int layer_fc3_Gemm_Relu_2(State& m, const void* const* in, void* const* o
   }
 }
 ;
-  triad_rt::gemm_packed_b(1, 32, 32, ((float*)(m.arena + 256)), 32, false, m.pk_fc3_Gemm, ((float*)(m.arena + 0)), 32, [&](float* c, int row, int col0, int n) { (void)row; (void)col0; for (int j = 0; j < n; ++j) c[j] += bias[col0 + j]; epi_chain(c, row, col0, n); });
+  triad_rt::gemm_packed_b(1, 32, 32, ((float*)(m.arena + 256)), 32, false, m.pk_fc3_Gemm_Relu_2, ((float*)(m.arena + 0)), 32, [&](float* c, int row, int col0, int n) { (void)row; (void)col0; for (int j = 0; j < n; ++j) c[j] += bias[col0 + j]; epi_chain(c, row, col0, n); });
   return 0;
 }
 
@@ -150,12 +150,12 @@ void* triad_model_create(const unsigned char* weights, int threads, triad_host_f
   m.host = host;
   m.host_ctx = host_ctx;
   m.arena = (unsigned char*)m.alloc(384);
-  m.pk_fc1_Gemm = (float*)m.alloc(triad_rt::packed_b_size(16, 64) * sizeof(float));
-  triad_rt::pack_b(16, 64, ((const float*)(m.W + 0)), 16, true, m.pk_fc1_Gemm);
-  m.pk_fc2_Gemm = (float*)m.alloc(triad_rt::packed_b_size(64, 32) * sizeof(float));
-  triad_rt::pack_b(64, 32, ((const float*)(m.W + 4352)), 64, true, m.pk_fc2_Gemm);
-  m.pk_fc3_Gemm = (float*)m.alloc(triad_rt::packed_b_size(32, 32) * sizeof(float));
-  triad_rt::pack_b(32, 32, ((const float*)(m.W + 12672)), 32, true, m.pk_fc3_Gemm);
+  m.pk_fc1_Gemm_Relu = (float*)m.alloc(triad_rt::packed_b_size(16, 64) * sizeof(float));
+  triad_rt::pack_b(16, 64, ((const float*)(m.W + 0)), 16, true, m.pk_fc1_Gemm_Relu);
+  m.pk_fc2_Gemm_Relu_1 = (float*)m.alloc(triad_rt::packed_b_size(64, 32) * sizeof(float));
+  triad_rt::pack_b(64, 32, ((const float*)(m.W + 4352)), 64, true, m.pk_fc2_Gemm_Relu_1);
+  m.pk_fc3_Gemm_Relu_2 = (float*)m.alloc(triad_rt::packed_b_size(32, 32) * sizeof(float));
+  triad_rt::pack_b(32, 32, ((const float*)(m.W + 12672)), 32, true, m.pk_fc3_Gemm_Relu_2);
   m.pk_fc4_Gemm = (float*)m.alloc(triad_rt::packed_b_size(32, 5) * sizeof(float));
   triad_rt::pack_b(32, 5, ((const float*)(m.W + 16896)), 32, true, m.pk_fc4_Gemm);
   m.scratch = (float*)m.alloc(m.scratch_bytes);

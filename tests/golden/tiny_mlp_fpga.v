@@ -4,9 +4,9 @@
 // tdata[i*W +: W] (signed raw fixed point, real value = raw * 2^-frac).
 // Blocks (fpga/rtl/): triad_cast, triad_dense, triad_relu.
 // Layers:
-//   /fc1/Gemm    tiny_mlp_fc1_Gemm        6 -> 4  fixed<16,6> -> fixed<16,6>  reuse 2
-//   /Relu        tiny_mlp_Relu            4 -> 4  fixed<16,6> -> fixed<16,6>  Relu
-//   /fc2/Gemm    tiny_mlp_fc2_Gemm        4 -> 3  fixed<16,6> -> fixed<16,6>  reuse 2
+//   '/fc1/Gemm'  tiny_mlp_fc1_Gemm        6 -> 4  fixed<16,6> -> fixed<16,6>  reuse 2
+//   '/Relu'      tiny_mlp_Relu            4 -> 4  fixed<16,6> -> fixed<16,6>  Relu
+//   '/fc2/Gemm'  tiny_mlp_fc2_Gemm        4 -> 3  fixed<16,6> -> fixed<16,6>  reuse 2
 
 // One file holds every layer module and the top.
 /* verilator lint_off DECLFILENAME */

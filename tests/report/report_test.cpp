@@ -2,17 +2,26 @@
 // tables and numbers in Markdown and HTML, the inline SVG charts (present, titled, well-formed),
 // escaping, partial and malformed reports, and atomic report files.
 #include "XmlCheck.h"
+#include "bench/History.h"
 #include "bench/Report.h"
 #include "bench/ReportCharts.h"
 #include "bench/ReportUtil.h"
 #include "bench/Svg.h"
 #include "ir/Diagnostics.h"
+#include "ir/Escape.h"
+#include "ir/Printer.h"
+#include "ir/Target.h"
+#include "ir/ops/Linear.h"
+#include "ir/partition/Partition.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -90,7 +99,7 @@ TEST(ReportFormat, AxesAndEscaping) {
   EXPECT_EQ(lg.ticks().size(), 6u);
   EXPECT_NEAR(lg.pos(1e-2), 40, 1e-9);
   EXPECT_EQ(lg.scaleNote(), " (log scale)");
-  EXPECT_EQ(bench::svg::escape("a<&\"'>b"), "a&lt;&amp;&quot;&#39;&gt;b");
+  EXPECT_EQ(escape::html("a<&\"'>b"), "a&lt;&amp;&quot;&#39;&gt;b"); // what bench/Svg.cpp uses
   EXPECT_EQ(bench::svg::ellipsize("conv_layer_number_seven", 8), "conv_la…");
 }
 
@@ -435,4 +444,367 @@ TEST(ReportHtml, OnlyTheFpgaTargetIsChartedAtItsClock) {
   EXPECT_FALSE(contains(html, "auto @ 200 MHz"));
   EXPECT_TRUE(contains(html, "fpga @ 200 MHz"));
   EXPECT_TRUE(contains(bench::renderMarkdown(r), "| auto | 1 | 200 | 87 | 64 |")); // FPGA table
+}
+
+// ---- hostile names -----------------------------------------------------------------------------
+// A model's strings are untrusted (docs/reliability.md, "A model's strings are data"): names that
+// try to break out of HTML, SVG, Markdown, DOT and the terminal render as inert text.
+
+namespace {
+
+const std::vector<std::string> kHostile = {
+    "<script>document.title=\"PWNED\"</script>",
+    "<img src=x onerror=\"document.title='PWNED'\">",
+    "</title></svg><script>document.title=\"PWNED\"</script>",
+    "| a | b |",
+    "two\nlines\r\n|---|---|",
+    "\x1b[2J\x1b]0;title\x07 \r\x08 \x7f esc",
+    "\"]; x [label=\"",
+    "\"]; evil [label=\"x\", shape=box]; x -> y [label=\"",
+    "\\N \\G \\L \\n ends in a backslash \\",
+    "`code` *em* _u_ [link](javascript:alert(1)) ![i](x) # h",
+    "&amp; ' \" < > | $ # ` ~ ! @ % ^ & * ( ) = + ; : , . ? / \\",
+    // U+202E (right-to-left override), U+009B (CSI, a C1 control), then plain UTF-8 text.
+    "\u202e"
+    "evil\u202c \u009b"
+    "31m n\u00efc\u00f8"
+    "d\u00e9 \u540d",
+};
+
+/// `sample()` with every model string (the model's name, its inputs and outputs, layer, node and
+/// tensor names, a failure's why) replaced by a hostile one (distinct: the payload and a number).
+json hostileSample() {
+  json r = sample();
+  std::map<std::string, std::string> rename;
+  auto hostile = [&](const std::string& old) {
+    auto it = rename.find(old);
+    if (it != rename.end()) return it->second;
+    std::string name =
+        kHostile[rename.size() % kHostile.size()] + " #" + std::to_string(rename.size());
+    rename.emplace(old, name);
+    return name;
+  };
+  for (json& v : r["model"]["inputs"])
+    hostile(v["name"]);
+  for (json& v : r["model"]["outputs"])
+    hostile(v["name"]);
+  for (json& x : r["results"])
+    for (json& l : x["layers"])
+      hostile(l["layer"]);
+  for (json& p : r["partition"]["partitions"])
+    for (json& n : p["nodes"])
+      hostile(n);
+  for (json& t : r["partition"]["transfers"])
+    hostile(t["tensor"]);
+  for (json& n : r["partition"]["nodes"])
+    hostile(n["node"]);
+  // Every string equal to one of those names, wherever it is, becomes its hostile name.
+  std::function<void(json&)> walk = [&](json& j) {
+    if (j.is_string()) {
+      auto it = rename.find(j.get<std::string>());
+      if (it != rename.end()) j = it->second;
+    }
+    if (j.is_structured())
+      for (json& x : j)
+        walk(x);
+  };
+  walk(r);
+  r["model"]["name"] = kHostile[2] + kHostile[0];
+  r["system"]["host"] = kHostile[5];
+  for (json& x : r["results"])
+    if (x["status"] != "ok") x["why"] = kHostile[4] + kHostile[1];
+  return r;
+}
+
+/// Whether `s` holds a control character other than a newline (and tab): ESC, BEL, CR, DEL, and
+/// with `c1` the C1 controls (U+0080..U+009F: terminals act on them; markup and DOT show them).
+bool hasControl(std::string_view s, bool c1 = false) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) return true;
+    if (c1 && c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) < 0xa0)
+      return true;
+  }
+  return false;
+}
+
+/// The `|` that separate a Markdown table row's cells: those not escaped by a backslash.
+size_t cellSeparators(std::string_view row) {
+  size_t n = 0, backslashes = 0;
+  for (char c : row) {
+    if (c == '|' && backslashes % 2 == 0) ++n;
+    backslashes = c == '\\' ? backslashes + 1 : 0;
+  }
+  return n;
+}
+
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string l; std::getline(ss, l);)
+    out.push_back(l);
+  return out;
+}
+
+/// Checks that every row of every Markdown table has its header's number of cells; returns the
+/// number of tables and rows seen.
+std::pair<size_t, size_t> checkTables(const std::string& md) {
+  std::vector<std::string> ls = lines(md);
+  size_t tables = 0, rows = 0;
+  for (size_t i = 0; i < ls.size(); ++i) {
+    if (ls[i].empty() || ls[i][0] != '|') continue;
+    size_t head = cellSeparators(ls[i]);
+    ++tables;
+    for (; i < ls.size() && !ls[i].empty() && ls[i][0] == '|'; ++i, ++rows)
+      EXPECT_EQ(cellSeparators(ls[i]), head) << "line " << i + 1 << ": " << ls[i];
+  }
+  return {tables, rows};
+}
+
+} // namespace
+
+TEST(ReportHostileNames, HtmlShowsThemAsText) {
+  json r = hostileSample();
+  std::string html = bench::renderHtml(r);
+  std::string lower = html;
+  for (char& c : lower)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
+  EXPECT_FALSE(contains(lower, "<script"));
+  EXPECT_FALSE(contains(lower, "<img"));
+  EXPECT_FALSE(contains(lower, "<iframe"));
+  EXPECT_FALSE(hasControl(html));
+  // Every tag is one the renderer writes: a name added no element.
+  static const std::set<std::string> tags = {
+      "!DOCTYPE", "html",   "head", "meta", "title", "style",  "body",    "header", "h1",
+      "h2",       "h3",     "p",    "nav",  "a",     "main",   "section", "div",    "table",
+      "thead",    "tbody",  "tr",   "th",   "td",    "figure", "svg",     "g",      "rect",
+      "line",     "circle", "text", "path", "defs",  "marker", "footer"};
+  std::regex tag("<\\s*/?\\s*([!A-Za-z][A-Za-z0-9-]*)");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), tag); it != std::sregex_iterator();
+       ++it)
+    EXPECT_TRUE(tags.count((*it)[1].str())) << "unexpected <" << (*it)[1] << ">";
+  // The page's title is the one the renderer wrote, the payload inside it as text.
+  std::string title = "Triad benchmark: " + r["model"]["name"].get<std::string>() + " on " +
+                      r["system"]["host"].get<std::string>();
+  EXPECT_TRUE(contains(html, "<title>" + escape::html(title) + "</title>")) << html.substr(0, 600);
+  std::string outsideCharts = html;
+  for (const std::string& svg : test::svgElements(html))
+    outsideCharts.erase(outsideCharts.find(svg), svg.size());
+  EXPECT_EQ(count(outsideCharts, "<title"), 1u); // the page's only
+  EXPECT_TRUE(contains(html, "&lt;script&gt;document.title=&quot;PWNED&quot;&lt;/script&gt;"));
+  EXPECT_TRUE(
+      contains(html, "&lt;img src=x onerror=&quot;document.title=&#39;PWNED&#39;&quot;&gt;"));
+  EXPECT_TRUE(contains(html, "\\x1b[2J\\x1b]0;title\\x07")); // ESC, BEL: visible, inert
+  // The charts stay well-formed XML and show the names.
+  std::vector<std::string> svgs = test::svgElements(html);
+  EXPECT_EQ(svgs.size(), test::svgElements(bench::renderHtml(sample())).size());
+  for (const std::string& s : svgs)
+    EXPECT_EQ(test::xmlProblem(s), "") << s.substr(0, 300);
+  EXPECT_TRUE(contains(html, "&lt;/title&gt;&lt;/svg&gt;&lt;script&gt;"));
+}
+
+TEST(ReportHostileNames, MarkdownTablesKeepTheirShape) {
+  json r = hostileSample();
+  std::string md = bench::renderMarkdown(r);
+  std::string plain = bench::renderMarkdown(sample());
+  EXPECT_FALSE(hasControl(md));
+  // A name is one line: the document has as many lines as with plain names.
+  std::vector<std::string> ls = lines(md), plainLines = lines(plain);
+  EXPECT_EQ(ls.size(), plainLines.size());
+  // Every row of a table has its header's number of cells.
+  auto [tables, rows] = checkTables(md);
+  EXPECT_GE(tables, 12u);
+  EXPECT_GE(rows, 80u);
+  // No raw HTML: every '<' is escaped.
+  for (size_t p = md.find('<'); p != std::string::npos; p = md.find('<', p + 1)) {
+    size_t backslashes = 0;
+    while (backslashes < p && md[p - 1 - backslashes] == '\\')
+      ++backslashes;
+    EXPECT_EQ(backslashes % 2, 1u) << md.substr(p > 20 ? p - 20 : 0, 60);
+  }
+  EXPECT_TRUE(contains(md, escape::markdown(kHostile[0])));
+  EXPECT_TRUE(contains(md, "\\| a \\| b \\|"));
+}
+
+TEST(ReportHostileNames, HistoryComparisonTableKeepsItsShape) {
+  // B: every result that was ok failed, with a hostile why; the same with plain text.
+  auto failAll = [](json r, const std::string& why) {
+    r["run"]["id"] = "second";
+    for (json& x : r["results"])
+      if (x["status"] == "ok") {
+        x["status"] = "failed";
+        x["why"] = why;
+      }
+    return r;
+  };
+  json a = hostileSample(), b = failAll(a, kHostile[3] + kHostile[4] + kHostile[0]);
+  bench::Comparison c = bench::compareRuns(a, b, 0.05);
+  bench::Comparison plain = bench::compareRuns(sample(), failAll(sample(), "x"), 0.05);
+  EXPECT_TRUE(c.regressed);
+  EXPECT_FALSE(hasControl(c.text));
+  EXPECT_EQ(lines(c.text).size(), lines(plain.text).size()) << c.text;
+  auto [tables, rows] = checkTables(c.text);
+  EXPECT_EQ(tables, 2u);
+  EXPECT_GE(rows, 14u);
+  EXPECT_TRUE(contains(c.text, escape::markdown(kHostile[0]))) << c.text;
+}
+
+namespace {
+
+/// x -> Gemm -> Relu -> Relu -> y, every name (graph, values, constants, nodes) taken from `names`.
+ir::Graph namedGraph(const std::vector<std::string>& names) {
+  using namespace ir;
+  auto name = [&](size_t i) { return names[i % names.size()] + " #" + std::to_string(i); };
+  Graph g;
+  g.name = name(7);
+  g.opset = 17;
+  TensorType t23{DType::F32, {2, 3}, {}}, t24{DType::F32, {2, 4}, {}};
+  Value* x = g.addInput(name(6), t23);
+  Value* w =
+      g.addConstant(name(8), Tensor::fromVector<float>({4, 3}, std::vector<float>(12, 0.5f)));
+  Value* b = g.addConstant(name(1), Tensor::fromVector<float>({4}, {0, 1, 0, 1}));
+  auto attrs = std::make_shared<GemmAttrs>();
+  attrs->transB = true;
+  Node* gemm = g.addNode(OpKind::Gemm, name(0) + name(4), {x, w, b}, attrs, {name(5)}, {t24});
+  Node* r1 = g.addNode(OpKind::Relu, name(2), {gemm->output(0)}, nullptr, {name(3)}, {t24});
+  Node* r2 = g.addNode(OpKind::Relu, name(11), {r1->output(0)}, nullptr, {name(9)}, {t24});
+  g.addOutput(r2->output(0));
+  return g;
+}
+
+/// DOT text with every quoted string emptied (escapes inside honoured): what is left is the
+/// statements' structure. Fails the test where a string is unterminated or spans lines.
+std::string dotSkeleton(const std::string& dot) {
+  std::string out;
+  for (size_t i = 0; i < dot.size(); ++i) {
+    if (dot[i] != '"') {
+      out += dot[i];
+      continue;
+    }
+    size_t k = i + 1;
+    for (; k < dot.size() && dot[k] != '"'; ++k) {
+      EXPECT_NE(dot[k], '\n') << "a DOT string spans lines at byte " << k;
+      if (dot[k] == '\\') ++k; // an escaped character
+    }
+    EXPECT_LT(k, dot.size()) << "unterminated DOT string";
+    out += "\"\"";
+    i = k;
+  }
+  return out;
+}
+
+/// The statements of a DOT skeleton: nodes ("ID [...]" with an ID from `ids`) and edges ("->").
+std::pair<size_t, size_t> dotStatements(const std::string& skeleton) {
+  size_t nodes = 0, edges = 0;
+  std::regex node("^\\s*(v|n|in|out|legend)[0-9]+ \\[[^\\[\\]]*\\];$");
+  std::regex edge("^\\s*(v|n|in)[0-9]+ -> (n|out)[0-9]+( \\[[^\\[\\]]*\\])?;$");
+  for (const std::string& l : lines(skeleton)) {
+    if (std::regex_match(l, node))
+      ++nodes;
+    else if (std::regex_match(l, edge))
+      ++edges;
+    else
+      EXPECT_TRUE(std::regex_match(l, std::regex("^\\s*(digraph \"\" \\{|\\}|subgraph "
+                                                 "cluster_[a-z0-9]+ \\{|[a-z]+ \\[[^\\[\\]]*"
+                                                 "\\];|([a-z]+=[^;]*; ?)+)$")))
+          << "unexpected DOT line: " << l;
+  }
+  return {nodes, edges};
+}
+
+/// Where Graphviz is installed: the nodes and edges `dot` reads from `dot` (-1, -1 without it).
+std::pair<int, int> graphvizCounts(const std::string& dot, const std::string& tag) {
+  if (std::system("command -v dot >/dev/null 2>&1") != 0) return {-1, -1};
+  fs::path d = freshDir("dot-" + tag);
+  std::ofstream(d / "g.dot", std::ios::binary) << dot;
+  std::string cmd =
+      fmt::format("dot -Tplain '{}' > '{}' 2>&1", (d / "g.dot").string(), (d / "g.plain").string());
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(d / "g.plain");
+  int nodes = 0, edges = 0;
+  for (const std::string& l : lines(slurp(d / "g.plain"))) {
+    nodes += l.rfind("node ", 0) == 0;
+    edges += l.rfind("edge ", 0) == 0;
+  }
+  fs::remove_all(d);
+  return {nodes, edges};
+}
+
+} // namespace
+
+TEST(ReportHostileNames, DotExportIsOneStatementPerNode) {
+  ir::Graph g = namedGraph(kHostile);
+  std::string dot = ir::toDot(g);
+  std::string skeleton = dotSkeleton(dot);
+  for (const char* bad : {"evil", "PWNED", "script", "label=\"\"]; x"})
+    EXPECT_FALSE(contains(skeleton, bad)) << skeleton;
+  // x, Gemm, Relu, Relu, y; x->Gemm, Gemm->Relu, Relu->Relu, Relu->y.
+  EXPECT_EQ(dotStatements(skeleton), (std::pair<size_t, size_t>{5, 4})) << dot;
+  EXPECT_FALSE(hasControl(dot));
+  // Each name is in its label, escaped.
+  auto inLabel = [](const std::string& n) {
+    std::string q = escape::dotString(n);
+    return q.substr(1, q.size() - 2);
+  };
+  for (const ir::Value* v : g.inputs())
+    EXPECT_TRUE(contains(dot, inLabel(v->name()))) << dot;
+  for (const auto& n : g.nodes())
+    EXPECT_TRUE(contains(dot, inLabel(n->name()))) << dot;
+  EXPECT_TRUE(contains(dot, "digraph " + escape::dotString(g.name) + " {"));
+  auto [nodes, edges] = graphvizCounts(dot, "ir");
+  if (nodes >= 0) {
+    EXPECT_EQ(nodes, 5) << dot;
+    EXPECT_EQ(edges, 4) << dot;
+  }
+}
+
+TEST(ReportHostileNames, PartitionDotAndTextKeepTheirShape) {
+  ir::TargetRegistry reg;
+  reg.add(ir::makeInterpreterTarget());
+  ir::partition::Options o;
+  o.mode = ir::partition::Mode::Single;
+  o.targets = {"interp"};
+  o.costs.devices["interp"] = {1, 2, 2};
+  ir::Graph g = namedGraph(kHostile), plainG = namedGraph({"a", "b", "c"});
+  ir::partition::Plan p = ir::partition::plan(g, reg, o);
+  ir::partition::Plan plainP = ir::partition::plan(plainG, reg, o);
+
+  std::string dot = ir::partition::planDot(p, g);
+  std::string skeleton = dotSkeleton(dot);
+  for (const char* bad : {"evil", "PWNED", "script"})
+    EXPECT_FALSE(contains(skeleton, bad)) << skeleton;
+  EXPECT_EQ(skeleton, dotSkeleton(ir::partition::planDot(plainP, plainG)));
+  // x, y, 3 nodes, 1 legend entry; x->Gemm (cut: off the CPU), Gemm->Relu, Relu->Relu, Relu->y.
+  EXPECT_EQ(dotStatements(skeleton), (std::pair<size_t, size_t>{6, 4})) << dot;
+  EXPECT_FALSE(hasControl(dot));
+  auto [nodes, edges] = graphvizCounts(dot, "plan");
+  if (nodes >= 0) {
+    EXPECT_EQ(nodes, 6) << dot;
+    EXPECT_EQ(edges, 4) << dot;
+  }
+
+  // The terminal text: no control characters, one line per thing as with plain names.
+  std::string text = ir::partition::planText(p, g);
+  EXPECT_FALSE(hasControl(text, true));
+  EXPECT_EQ(lines(text).size(), lines(ir::partition::planText(plainP, plainG)).size()) << text;
+  EXPECT_TRUE(contains(text, "two\\x0alines\\x0d\\x0a|---|---|")) << text;
+}
+
+TEST(ReportHostileNames, IrTextFormIsOneLinePerValueAndNode) {
+  ir::Graph g = namedGraph(kHostile);
+  std::string text = ir::printGraph(g);
+  EXPECT_FALSE(hasControl(text, true));
+  std::vector<std::string> ls = lines(text);
+  ASSERT_EQ(ls.size(), 9u) << text; // graph, input, 2 constants, 3 nodes, output, }
+  EXPECT_EQ(ls[0].rfind("graph \"", 0), 0u);
+  EXPECT_EQ(ls[1].rfind("  input %\"", 0), 0u);
+  EXPECT_EQ(ls[2].rfind("  const %\"", 0), 0u);
+  EXPECT_EQ(ls[3].rfind("  const %\"", 0), 0u);
+  for (size_t i = 4; i < 7; ++i)
+    EXPECT_EQ(ls[i].rfind("  %\"", 0), 0u) << ls[i];
+  EXPECT_EQ(ls[7].rfind("  output %\"", 0), 0u);
+  EXPECT_EQ(ls[8], "}");
+  // A quoted name ends at its closing quote: the rest of the line is the printer's.
+  EXPECT_TRUE(
+      std::regex_search(ls[4], std::regex("^  %\"([^\"\\\\]|\\\\.)*\": f32\\[2,4\\] = Gemm\\(")))
+      << ls[4];
 }
