@@ -28,14 +28,7 @@ CLI::Validator wholeNumberFrom(long long least, const char* what, const char* na
 } // namespace
 
 std::string terminalText(std::string_view s) {
-  std::string out;
-  for (size_t start = 0;;) {
-    size_t nl = s.find('\n', start);
-    out += escape::printable(s.substr(start, nl == std::string_view::npos ? nl : nl - start));
-    if (nl == std::string_view::npos) return out;
-    out += '\n';
-    start = nl + 1;
-  }
+  return escape::printableLines(s);
 }
 
 const CLI::Validator& positiveInt() {

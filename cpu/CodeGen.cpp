@@ -230,9 +230,9 @@ private:
   std::vector<LayerFn> functions_;
   std::vector<const Node*> hostNodes_;
   escape::Uniquer idents_{escape::Lang::Cpp}; // layer identifiers, distinct per group
-  std::vector<std::string> layerNames_;      // by layer index (profiling)
-  std::vector<std::string> layerOps_;        // by layer index: "Conv+Relu"
-  std::unordered_set<const Value*> blocked_; // stored NCHW16c
+  std::vector<std::string> layerNames_;       // by layer index (profiling)
+  std::vector<std::string> layerOps_;         // by layer index: "Conv+Relu"
+  std::unordered_set<const Value*> blocked_;  // stored NCHW16c
 };
 
 std::string Generator::pointer(const Value* v, bool writable) const {
@@ -314,8 +314,8 @@ void Generator::emitSegment(const FusionGroup& grp, size_t first, bool perElemen
     std::string e =
         nd->kind() == OpKind::Expand || isViewOp(nd->kind()) ? ops[0] : scalarExpr(*nd, ops);
     std::string var = fmt::format("t{}", i);
-    body.line("const {} {} = {}; // {} ({})", typeOf(nd->output(0)), var, e, escape::comment(nd->name()),
-              opKindName(nd->kind()));
+    body.line("const {} {} = {}; // {} ({})", typeOf(nd->output(0)), var, e,
+              escape::comment(nd->name()), opKindName(nd->kind()));
     expr[nd->output(0)] = var;
     lastVar = var;
   }
@@ -497,7 +497,7 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
       const Value* out = grp.last()->output(0);
       ctx.outputs.push_back(pointer(out, true));
       bool blocked = blocked_.count(out) > 0;
-      ctx.epilogue = [this, &grp, out, blocked](const std::string& index, int64_t ld) {
+      ctx.epilogue = [this, &grp, blocked](const std::string& index, int64_t ld) {
         // Row segments stay inside one broadcast chunk when the chunk is a multiple of the
         // kernel's row length; otherwise every element computes its own operand offsets.
         Code e;

@@ -270,8 +270,9 @@ private:
     auto check = [](const std::string& s, auto&& what) {
       size_t bad = 0;
       if (!escape::validUtf8(s, &bad))
-        fail(ErrorKind::InvalidModel, "{} is not valid UTF-8 text (byte 0x{:02x} at offset {}): '{}'",
-             what(), static_cast<unsigned char>(s[bad]), bad, escape::printable(s));
+        fail(ErrorKind::InvalidModel,
+             "{} is not valid UTF-8 text (byte 0x{:02x} at offset {}): '{}'", what(),
+             static_cast<unsigned char>(s[bad]), bad, escape::printable(s));
     };
     check(model_.producer_name(), [] { return std::string("the model's producer_name"); });
     check(model_.producer_version(), [] { return std::string("the model's producer_version"); });

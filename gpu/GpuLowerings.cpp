@@ -94,25 +94,25 @@ namespace {
 
 /// Untuned parameters for a GEMM of `s` (`panelShape`: the product the panel kernel computes,
 /// which for a convolution is the transposed one): on CPU devices the panel kernel
-/// (cpuPanelParams, float vectors of the device's preferred width) where `panelOk`, else the
-/// tiled kernel with GemmParams{} (32x32 tiles), on CPU devices for large enough products with
-/// wider register strips read as float8 (the tuner's 512^3 winner of the tiled grid, see
-/// docs/gpu.md).
+/// (cpuPanelParams, float vectors of the device's preferred width, at most maxVectorWidth) where
+/// `panelOk`, else the tiled kernel with GemmParams{} (32x32 tiles), on CPU devices for large
+/// enough products with wider register strips read as float8 (the tuner's 512^3 winner of the
+/// tiled grid, see docs/gpu.md; float4 where the device's vectors are narrower).
 GemmParams defaultParams(const GpuLowerContext& c, const GemmShape& s, const GemmShape& panelShape,
                          bool panelOk) {
-  if (cpuDevice(c) && panelOk)
-    return cpuPanelParams(panelShape.N, int(c.options.device->preferredVectorWidthFloat));
+  if (cpuDevice(c) && panelOk) return cpuPanelParams(panelShape.N, *c.options.device);
   if (cpuDevice(c) && s.M >= 32 && s.N >= 64 && s.K >= 32 && c.options.maxWorkGroupSize >= 128)
-    return GemmParams{16, 8, 2, 8, 32, 8};
+    return GemmParams{16, 8, 2, 8, 32, std::min(8, maxVectorWidth(*c.options.device))};
   return GemmParams{};
 }
 
 /// The tuning database's parameters for `key` (TuningDb::gemmKey / convKey), else the defaults;
-/// panel parameters only where `panelOk`.
+/// panel parameters only where `panelOk`, vectors only as wide as the device builds them.
 GemmParams tunedOrDefault(GpuLowerContext& c, const GemmShape& s, const GemmShape& panelShape,
                           bool panelOk, const std::function<std::string()>& key) {
   if (c.options.device && c.options.tuning) {
-    if (auto t = c.options.tuning->findGemm(key()); t && (panelOk || !t->params.panel)) {
+    if (auto t = c.options.tuning->findGemm(key());
+        t && (panelOk || !t->params.panel) && gemmParamsFit(t->params, *c.options.device)) {
       c.tuned = true;
       return t->params;
     }

@@ -99,6 +99,21 @@ struct GemmParams {
 /// narrowed for small N.
 GemmParams cpuPanelParams(int64_t N, int vectorWidth);
 
+/// The widest floatN (4, 8 or 16) the GEMM kernels may use on `device`. On CPU devices
+/// the SIMD width (CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT; 4 when it says less, SSE and NEON have
+/// float4): the kernels pass their vectors by value to builtins (vloadN, vstoreN, mad), and a
+/// vector wider than the vector registers changes the x86-64 calling convention, which PoCL's
+/// clang reports ("AVX vector argument of type 'float16' without 'avx512f' enabled changes
+/// the ABI") and -Werror makes an error. Other devices: 16 (a GPU's native width is often 1,
+/// yet its vector loads from local memory are faster).
+int maxVectorWidth(const DeviceInfo& device);
+
+/// True when `params` build on `device`: vectorWidth <= maxVectorWidth(device).
+bool gemmParamsFit(const GemmParams& params, const DeviceInfo& device);
+
+/// cpuPanelParams for a CPU device: its preferred float vector width, at most maxVectorWidth.
+GemmParams cpuPanelParams(int64_t N, const DeviceInfo& device);
+
 /// Throws ErrorKind::Usage naming the parameter at fault.
 void validateGemmParams(const GemmParams& p);
 

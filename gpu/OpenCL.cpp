@@ -213,6 +213,7 @@ std::vector<PlatformInfo> listPlatforms() {
           deviceValue<cl_device_local_mem_type>(d.id, CL_DEVICE_LOCAL_MEM_TYPE) == CL_LOCAL;
       d.preferredVectorWidthFloat =
           deviceValue<cl_uint>(d.id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
+      d.nativeVectorWidthFloat = deviceValue<cl_uint>(d.id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
       d.fp64 = deviceString(d.id, CL_DEVICE_EXTENSIONS).find("cl_khr_fp64") != std::string::npos;
       p.devices.push_back(std::move(d));
     }

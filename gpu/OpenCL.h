@@ -70,6 +70,7 @@ struct DeviceInfo {
   bool localMemIsDedicated = false;       // CL_LOCAL vs CL_GLOBAL local-memory type
   bool fp64 = false;                      // cl_khr_fp64: double in kernels
   uint32_t preferredVectorWidthFloat = 1; // CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
+  uint32_t nativeVectorWidthFloat = 1;    // CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (SIMD lanes)
 
   /// "0:0 pthread-skylake-avx512-AMD EPYC (Portable Computing Language)"
   std::string label() const;

@@ -38,6 +38,23 @@ GemmParams cpuPanelParams(int64_t N, int vectorWidth) {
   return p;
 }
 
+int maxVectorWidth(const DeviceInfo& device) {
+  if (device.type != "CPU") return 16;
+  int v = 4;
+  while (v < 16 && uint32_t(v * 2) <= device.nativeVectorWidthFloat)
+    v *= 2;
+  return v;
+}
+
+bool gemmParamsFit(const GemmParams& params, const DeviceInfo& device) {
+  return params.vectorWidth <= maxVectorWidth(device);
+}
+
+GemmParams cpuPanelParams(int64_t N, const DeviceInfo& device) {
+  const int preferred = int(std::min<uint32_t>(device.preferredVectorWidthFloat, 16));
+  return cpuPanelParams(N, std::min(preferred, maxVectorWidth(device)));
+}
+
 std::vector<float> packGemmPanels(const float* b, const GemmShape& s, int panelWidth) {
   TRIAD_ASSERT(panelWidth > 0, "panel width {}", panelWidth);
   const int64_t NR = panelWidth, panels = ceilDiv(s.N, NR);

@@ -141,11 +141,10 @@ namespace {
 
 /// The panel kernel's grid on a CPU device (`s`: the product the panel kernel computes): the
 /// defaults (cpuPanelParams) first, then work-groups of 1 to 4 work-items x register blocks of
-/// 1 to 4 vectors of the preferred width (or half of it) across and as many rows as leave a
-/// few of the device's vector registers free, in a fixed-seed shuffle.
+/// 1 to 4 vectors of the preferred width (at most maxVectorWidth; or half of it) across and as
+/// many rows as leave a few of the device's vector registers free, in a fixed-seed shuffle.
 std::vector<GemmParams> panelCandidates(const GemmShape& s, const DeviceInfo& d, int limit) {
-  const int preferred = int(d.preferredVectorWidthFloat);
-  const GemmParams first = cpuPanelParams(s.N, preferred);
+  const GemmParams first = cpuPanelParams(s.N, d);
   const int V = first.vectorWidth;
   const int registers = V >= 16 ? 28 : 14; // accumulators at most
   const int wgs[][2] = {{1, 1}, {2, 1}, {4, 1}, {1, 2}, {2, 2}};
@@ -192,6 +191,7 @@ std::vector<GemmParams> gemmCandidates(const GemmShape& s, const DeviceInfo& d, 
     }
     size_t wg = size_t(p.workGroupSize());
     if (d.maxWorkGroupSize && wg > d.maxWorkGroupSize) return false;
+    if (!gemmParamsFit(p, d)) return false;
     if (d.maxWorkItemSizes.size() >= 2 &&
         (size_t(p.wgN) > d.maxWorkItemSizes[0] || size_t(p.wgM) > d.maxWorkItemSizes[1]))
       return false;
@@ -227,9 +227,10 @@ std::vector<GemmParams> gemmCandidates(const GemmShape& s, const DeviceInfo& d, 
 
 GemmParams gemmParamsFor(const GemmShape& shape, const DeviceInfo& device, const TuningDb* db) {
   if (db)
-    if (std::optional<TunedGemm> t = db->findGemm(TuningDb::gemmKey(shape, device)))
+    if (std::optional<TunedGemm> t = db->findGemm(TuningDb::gemmKey(shape, device));
+        t && gemmParamsFit(t->params, device))
       return t->params;
-  if (device.type == "CPU") return cpuPanelParams(shape.N, int(device.preferredVectorWidthFloat));
+  if (device.type == "CPU") return cpuPanelParams(shape.N, device);
   return GemmParams{};
 }
 
@@ -255,7 +256,8 @@ TuneResult tune(Context& ctx, const TuneTarget& target, const TuneOptions& opt, 
   TuneResult r;
   r.key = target.key;
   if (db)
-    if (std::optional<TunedGemm> t = db->findGemm(r.key)) {
+    if (std::optional<TunedGemm> t = db->findGemm(r.key);
+        t && gemmParamsFit(t->params, ctx.device())) {
       r.best = t->params;
       r.bestNs = t->ns;
       r.defaultNs = t->defaultNs;

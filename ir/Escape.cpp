@@ -40,30 +40,30 @@ const std::unordered_set<std::string_view>& reserved() {
       "force", "forever", "fork", "function", "generate", "genvar", "ifnone", "initial", "inout",
       "input", "instance", "integer", "join", "large", "liblist", "library", "localparam",
       "macromodule", "medium", "module", "nand", "negedge", "nmos", "nor", "noshowcancelled",
-      "notif0", "notif1", "output", "parameter", "pmos", "posedge", "primitive", "pull0",
-      "pull1", "pulldown", "pullup", "pulsestyle_onevent", "pulsestyle_ondetect", "rcmos",
-      "real", "realtime", "reg", "release", "repeat", "rnmos", "rpmos", "rtran", "rtranif0",
-      "rtranif1", "scalared", "showcancelled", "small", "specify", "specparam", "strong0",
-      "strong1", "supply0", "supply1", "table", "task", "time", "tran", "tranif0", "tranif1",
-      "tri", "tri0", "tri1", "triand", "trior", "trireg", "use", "vectored", "wait", "wand",
-      "weak0", "weak1", "wire", "wor", "xnor", "logic", "bit", "byte", "interface", "unique",
-      "priority", "automatic", "shortint", "longint", "package", "program", "property",
-      "sequence", "string", "return", "import", "type", "var", "clocking", "modport", "chandle",
-      "endinterface", "endpackage", "endprogram", "endclass", "extends", "foreach", "super",
-      "null", "randomize", "rand", "randc", "assert", "assume", "cover", "covergroup",
-      "endgroup", "let", "checker", "endchecker", "always_comb", "always_ff", "always_latch",
-      "iff", "inside", "dist", "with", "matches", "tagged", "timeprecision", "timeunit",
+      "notif0", "notif1", "output", "parameter", "pmos", "posedge", "primitive", "pull0", "pull1",
+      "pulldown", "pullup", "pulsestyle_onevent", "pulsestyle_ondetect", "rcmos", "real",
+      "realtime", "reg", "release", "repeat", "rnmos", "rpmos", "rtran", "rtranif0", "rtranif1",
+      "scalared", "showcancelled", "small", "specify", "specparam", "strong0", "strong1", "supply0",
+      "supply1", "table", "task", "time", "tran", "tranif0", "tranif1", "tri", "tri0", "tri1",
+      "triand", "trior", "trireg", "use", "vectored", "wait", "wand", "weak0", "weak1", "wire",
+      "wor", "xnor", "logic", "bit", "byte", "interface", "unique", "priority", "automatic",
+      "shortint", "longint", "package", "program", "property", "sequence", "string", "return",
+      "import", "type", "var", "clocking", "modport", "chandle", "endinterface", "endpackage",
+      "endprogram", "endclass", "extends", "foreach", "super", "null", "randomize", "rand", "randc",
+      "assert", "assume", "cover", "covergroup", "endgroup", "let", "checker", "endchecker",
+      "always_comb", "always_ff", "always_latch", "iff", "inside", "dist", "with", "matches",
+      "tagged", "timeprecision", "timeunit",
       // macros of the headers the generated sources include
       "NULL", "EOF", "errno", "stdin", "stdout", "stderr", "offsetof", "TRIAD_LAYER", "INFINITY",
-      "NAN", "FLT_MAX", "DBL_MAX", "INT_MAX", "INT_MIN", "M_PI", "CHAR_BIT", "MAXFLOAT",
-      "HUGE_VAL", "HUGE_VALF", "FLT_MIN", "FLT_EPSILON", "ATOMIC_VAR_INIT"};
+      "NAN", "FLT_MAX", "DBL_MAX", "INT_MAX", "INT_MIN", "M_PI", "CHAR_BIT", "MAXFLOAT", "HUGE_VAL",
+      "HUGE_VALF", "FLT_MIN", "FLT_EPSILON", "ATOMIC_VAR_INIT"};
   return k;
 }
 
 /// OpenCL's vector types (float4, uchar16, ...) are keywords too.
 bool isVectorType(std::string_view s) {
-  static const char* bases[] = {"char",  "uchar", "short", "ushort", "int",   "uint",
-                                "long",  "ulong", "float", "double", "half"};
+  static const char* bases[] = {"char", "uchar", "short", "ushort", "int", "uint",
+                                "long", "ulong", "float", "double", "half"};
   for (const char* b : bases) {
     std::string_view base(b);
     if (s.size() > base.size() && s.substr(0, base.size()) == base) {
@@ -171,7 +171,12 @@ std::string comment(std::string_view s, size_t maxLen) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     unsigned char prev = i ? static_cast<unsigned char>(s[i - 1]) : 0;
     std::string piece;
-    if (c < 0x20 || c >= 0x7f || c == '\\')
+    auto hex = [](char h) { return (h >= '0' && h <= '9') || (h >= 'a' && h <= 'f'); };
+    bool escapeSequence =
+        c == '\\' && i + 3 < s.size() && s[i + 1] == 'x' && hex(s[i + 2]) && hex(s[i + 3]);
+    if (escapeSequence)
+      piece = "\\"; // "\xNN" stays: comment(comment(s)) == comment(s), text escaped once reads once
+    else if (c < 0x20 || c >= 0x7f || c == '\\')
       piece = hexByte(c); // newlines, splices, non-ASCII: visible, inert
     else if ((c == '/' && prev == '*') || (c == '*' && prev == '/'))
       piece = hexByte(c); // no "*/" (ends a block comment) and no "/*" (-Wcomment)
@@ -207,11 +212,21 @@ std::string html(std::string_view s) {
   std::string out;
   for (unsigned char c : s) {
     switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    case '\'': out += "&#39;"; break;
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&#39;";
+      break;
     default:
       // Control characters are not allowed in XML 1.0 (an SVG with one does not parse).
       if ((c < 0x20 && c != '\t') || c == 0x7f)
@@ -282,6 +297,17 @@ std::string printable(std::string_view s) {
     i += n;
   }
   return out;
+}
+
+std::string printableLines(std::string_view s) {
+  std::string out;
+  for (size_t start = 0;;) {
+    size_t nl = s.find('\n', start);
+    out += printable(s.substr(start, nl == std::string_view::npos ? nl : nl - start));
+    if (nl == std::string_view::npos) return out;
+    out += '\n';
+    start = nl + 1;
+  }
 }
 
 bool validUtf8(std::string_view s, size_t* badOffset) {

@@ -55,6 +55,8 @@ private:
 };
 
 /// `s` as text for a comment (see the header); at most `maxLen` characters, cut with "...".
+/// A "\xNN" already in `s` is kept, so comment(comment(s)) == comment(s) (text escaped where it
+/// is inserted and again by a printer reads the same).
 std::string comment(std::string_view s, size_t maxLen = 160);
 
 /// `s` as a complete string literal of `lang`, quotes included. Printable ASCII stays; quotes,
@@ -77,6 +79,9 @@ std::string dotString(std::string_view s);
 /// `s` for a terminal or a log line: control characters (ESC and newlines included), DEL and
 /// bytes of invalid UTF-8 as \xNN; valid UTF-8 text stays.
 std::string printable(std::string_view s);
+
+/// printable() of each line of a multi-line message, its own newlines kept (error messages).
+std::string printableLines(std::string_view s);
 
 /// Whether `s` is valid UTF-8 with no NUL; otherwise the offset of the first bad byte.
 bool validUtf8(std::string_view s, size_t* badOffset = nullptr);

@@ -241,8 +241,8 @@ void sealCacheEntry(const fs::path& dir, const std::vector<std::string>& files) 
     // (Executables keep their x bits.)
     for (fs::path p = dir / f; p.native().size() > dir.native().size(); p = p.parent_path()) {
       std::error_code ec;
-      fs::permissions(p, fs::perms::group_write | fs::perms::others_write,
-                      fs::perm_options::remove, ec);
+      fs::permissions(p, fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove,
+                      ec);
       if (ec) fail(ErrorKind::Io, "cannot make '{}' private: {}", p.string(), ec.message());
     }
     syncPath(dir / f);
@@ -260,7 +260,7 @@ bool getOrBuildCacheEntry(const fs::path& root, const std::string& key,
   // The root is created private (0700); one that another user owns or can write is refused: they
   // could put code there for us to load, or swap an entry we build.
   std::string why;
-  if (!makePrivateDir(root, what, &why))
+  if (!makePrivateDir(root, what, &why) || !trustedAncestors(root, &why))
     fail(ErrorKind::Io,
          "{} '{}' is not trusted: {} (use a folder of your own: set TRIAD_CACHE_DIR)", what,
          root.string(), why);

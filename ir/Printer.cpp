@@ -34,7 +34,7 @@ std::string valueRef(const Value* v) {
           c == ':' || c == '-'))
       plain = false;
   if (plain) return fmt::format("%{}", n);
-  return "%" + quoted(n);
+  return fmt::format("%{}", quoted(n)); // (not "%" + ...: a gcc 12 -Wrestrict false positive)
 }
 
 std::string printAttrs(const Attrs& a) {

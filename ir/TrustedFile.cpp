@@ -54,6 +54,30 @@ bool trustedDir(const fs::path& dir, std::string* why) {
   return ownedAndPrivate(dir, st, "folder", why);
 }
 
+bool trustedAncestors(const fs::path& dir, std::string* why) {
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec);
+  if (ec) return refuse(why, fmt::format("folder '{}': {}", dir.string(), ec.message()));
+  const uid_t me = ::geteuid();
+  for (p = p.parent_path();; p = p.parent_path()) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0) {
+      int e = errno;
+      return refuse(why, fmt::format("folder '{}': {}", p.string(), std::strerror(e)));
+    }
+    if (st.st_uid != me && st.st_uid != 0)
+      return refuse(why, fmt::format("folder '{}' above it is owned by uid {}, who could swap it",
+                                     p.string(), st.st_uid));
+    // Writable by others is fine only with the sticky bit (/tmp): nobody renames what is ours.
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+      return refuse(why, fmt::format("folder '{}' above it is writable by {} (mode {:04o})",
+                                     p.string(), (st.st_mode & S_IWOTH) ? "others" : "its group",
+                                     st.st_mode & 07777));
+    if (p == p.root_path() || p.parent_path() == p) break;
+  }
+  return true;
+}
+
 bool trustedForLoading(const fs::path& file, std::string* why) {
   struct stat st;
   if (::lstat(file.c_str(), &st) != 0) {

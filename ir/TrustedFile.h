@@ -28,6 +28,12 @@ namespace triad {
 /// (a missing folder is untrusted too).
 bool trustedDir(const std::filesystem::path& dir, std::string* why = nullptr);
 
+/// Whether nobody but this user (or root) can swap `dir` for another folder: every folder above
+/// it is owned by geteuid() or root and not writable by its group or others, unless sticky (as
+/// /tmp is: a shared TRIAD_CACHE_DIR under /tmp is safe, one under another user's folder is not).
+/// Otherwise false and the reason in `*why`.
+bool trustedAncestors(const std::filesystem::path& dir, std::string* why = nullptr);
+
 /// Whether `file` may be loaded: a regular file, not a symbolic link, owned by geteuid(), not
 /// writable by its group or others, whose folder passes trustedDir. Otherwise false and the
 /// reason in `*why` (a missing file is untrusted: "does not exist"). Callers that read the file

@@ -17,6 +17,7 @@
 #include "frontend/TensorIO.h"
 #include "gpu/GpuTarget.h"
 #include "ir/Diagnostics.h"
+#include "ir/Escape.h"
 #include "ir/Interpreter.h"
 #include "ir/passes/Pass.h"
 #include "sim/Synth.h"
@@ -685,7 +686,9 @@ std::string benchmark(bench::BenchOptions o) {
 /// Raises the triad.errors class of `kind` (Python side) with the message.
 void raise(ErrorKind kind, const char* message) {
   nb::object errors = nb::module_::import_("triad.errors");
-  nb::object exc = errors.attr("_make")(std::string(errorKindName(kind)), message);
+  // Messages name model elements: no terminal control sequence of a model reaches a traceback.
+  nb::object exc =
+      errors.attr("_make")(std::string(errorKindName(kind)), escape::printableLines(message));
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the seed corpora of the fuzz targets in OUT/<target>/ (build-dir only: nothing here is
 # committed but the small hand-made seeds of tests/fuzz/seeds/):
-#   onnx_load, onnx_interp, onnx_codegen  the shipped models (models/*.onnx), every ONNX node-test model and
+#   onnx_load, onnx_interp  the shipped models (models/*.onnx), every ONNX node-test model and
 #                           tests/fuzz/seeds/onnx (external data, a model-local function);
+#   onnx_codegen            the shipped models and tests/fuzz/seeds/onnx only (every input runs
+#                           every generator: the node tests' 1,100 models would take minutes);
 #   tensor_file             tests/fuzz/seeds/tensor_file (.npy) and the node tests' first
 #                           inputs under 1 KiB (.pb), each behind the format byte (\x01: .pb);
 #   quant_config            tests/fuzz/seeds/quant_config.
@@ -27,7 +29,7 @@ if [[ -n $node && -d $node ]]; then
 fi
 cp "$src"/tests/fuzz/seeds/onnx/* "$out.tmp/onnx_load/"
 cp "$out.tmp"/onnx_load/* "$out.tmp/onnx_interp/"
-cp "$out.tmp"/onnx_load/* "$out.tmp/onnx_codegen/"
+cp "$src"/models/*.onnx "$src"/tests/fuzz/seeds/onnx/* "$out.tmp/onnx_codegen/"
 cp "$src"/tests/fuzz/seeds/tensor_file/* "$out.tmp/tensor_file/"
 cp "$src"/tests/fuzz/seeds/quant_config/* "$out.tmp/quant_config/"
 for t in onnx_load onnx_interp onnx_codegen tensor_file quant_config; do

@@ -40,8 +40,9 @@ bool small(const ir::Graph& g) {
 
 void checkText(std::string_view what, std::string_view text) {
   if (std::string line = fuzz::injectedLine(text); !line.empty())
-    fuzz::finding("code injection", std::string(what) + ": a generated line begins with a model "
-                                                         "string: " +
+    fuzz::finding("code injection", std::string(what) +
+                                        ": a generated line begins with a model "
+                                        "string: " +
                                         line);
 }
 

@@ -70,6 +70,14 @@ inline const gpu::Program& programFor(gpu::Context& ctx, const std::string& name
   return it->second;
 }
 
+/// `p` as the device builds it: vectors no wider than gpu::maxVectorWidth (a 16-wide set runs
+/// as float8 on a CPU device without AVX-512, as the product would choose there; under
+/// -Werror PoCL refuses float16 passed to builtins on such a CPU: "changes the ABI").
+inline gpu::GemmParams forDevice(gpu::GemmParams p, const gpu::DeviceInfo& d) {
+  p.vectorWidth = std::min(p.vectorWidth, gpu::maxVectorWidth(d));
+  return p;
+}
+
 /// Runs one generated kernel: `inputs` fill its parameters in order except `outputIndex`, which
 /// gets a fresh buffer of `outElems` floats that is read back and returned.
 inline std::vector<float> runKernel(gpu::Context& ctx, const gpu::Program& program,

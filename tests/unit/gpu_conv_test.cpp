@@ -71,14 +71,19 @@ std::string panelName(size_t c, size_t p) {
   return fmt::format("conv_{}_panel{}", kCases[c].name, p);
 }
 
-std::vector<GeneratedKernel> allKernels() {
+// The panel parameter set on the test device (the 16-wide one as float8 on AVX2 CPUs).
+GemmParams panelParams(size_t p, const DeviceInfo& d) {
+  return gputest::forDevice(kPanel[p], d);
+}
+
+std::vector<GeneratedKernel> allKernels(const DeviceInfo& d) {
   std::vector<GeneratedKernel> ks;
   for (size_t c = 0; c < std::size(kCases); ++c) {
     for (size_t p = 0; p < std::size(kDirect); ++p)
       ks.push_back(generateConv2D(directName(c, p), kCases[c].shape, kDirect[p]));
     ks.push_back(generateConv2DImplicitGemm(implicitName(c), kCases[c].shape, kImplicit[c % 2]));
     for (size_t p = 0; p < std::size(kPanel); ++p)
-      ks.push_back(generateConv2DImplicitGemm(panelName(c, p), kCases[c].shape, kPanel[p]));
+      ks.push_back(generateConv2DImplicitGemm(panelName(c, p), kCases[c].shape, panelParams(p, d)));
   }
   ks.push_back(generateConv2D("conv_grouped_relu_direct", kCases[2].shape, kDirect[1], biasRelu()));
   ks.push_back(generateConv2DImplicitGemm("conv_grouped_relu_implicit", kCases[2].shape,
@@ -89,7 +94,7 @@ std::vector<GeneratedKernel> allKernels() {
 }
 
 const Program& convProgram(Context& ctx) {
-  static const std::vector<GeneratedKernel> ks = allKernels();
+  static const std::vector<GeneratedKernel> ks = allKernels(ctx.device());
   return gputest::programFor(ctx, "gpu_conv_test", ks);
 }
 
@@ -187,12 +192,13 @@ TEST(GpuConv, PanelMatchesReference) {
   for (size_t c = 0; c < std::size(kCases); ++c) {
     ConvData d = dataFor(c);
     for (size_t p = 0; p < std::size(kPanel); ++p) {
-      std::vector<float> packedW = packConvWeights(d.W.data(), kCases[c].shape, kPanel[p].workN);
-      GeneratedKernel k = generateConv2DImplicitGemm(panelName(c, p), kCases[c].shape, kPanel[p]);
+      const GemmParams params = panelParams(p, ctx.device());
+      std::vector<float> packedW = packConvWeights(d.W.data(), kCases[c].shape, params.workN);
+      GeneratedKernel k = generateConv2DImplicitGemm(panelName(c, p), kCases[c].shape, params);
       EXPECT_EQ(k.source.find("barrier("), std::string::npos) << k.source;
       std::vector<float> got = gputest::runKernel(ctx, prog, k, {&d.X, &packedW}, 2, d.want.size());
       EXPECT_LT(gputest::relError(got, d.want), 1e-5)
-          << panelName(c, p) << ": " << kCases[c].shape.toString() << ", " << kPanel[p].toString();
+          << panelName(c, p) << ": " << kCases[c].shape.toString() << ", " << params.toString();
     }
   }
 }

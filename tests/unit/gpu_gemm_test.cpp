@@ -90,12 +90,17 @@ std::string panelName(size_t c) {
   return fmt::format("gemm_panel_{}", kPanelCases[c].name);
 }
 
-std::vector<GeneratedKernel> allKernels() {
+// The panel case's parameters on the test device (16-wide sets as float8 on AVX2 CPUs).
+GemmParams panelParams(size_t c, const DeviceInfo& d) {
+  return gputest::forDevice(kPanelCases[c].params, d);
+}
+
+std::vector<GeneratedKernel> allKernels(const DeviceInfo& d) {
   std::vector<GeneratedKernel> ks;
   for (size_t c = 0; c < std::size(kPanelCases); ++c)
-    ks.push_back(generateGemm(panelName(c), kPanelCases[c].shape, kPanelCases[c].params));
+    ks.push_back(generateGemm(panelName(c), kPanelCases[c].shape, panelParams(c, d)));
   ks.push_back(
-      generateGemm("gemm_panel_relu", kPanelCases[0].shape, kPanelCases[0].params, biasRelu()));
+      generateGemm("gemm_panel_relu", kPanelCases[0].shape, panelParams(0, d), biasRelu()));
   for (size_t c = 0; c < std::size(kCases); ++c)
     for (size_t p : paramsFor(c))
       ks.push_back(generateGemm(variantName(c, p), kCases[c].shape, kParams[p]));
@@ -104,7 +109,7 @@ std::vector<GeneratedKernel> allKernels() {
 }
 
 const Program& gemmProgram(Context& ctx) {
-  static const std::vector<GeneratedKernel> ks = allKernels();
+  static const std::vector<GeneratedKernel> ks = allKernels(ctx.device());
   return gputest::programFor(ctx, "gpu_gemm_test", ks);
 }
 
@@ -234,7 +239,7 @@ TEST(GpuGemm, PanelMatchesReference) {
   const Program& prog = gemmProgram(ctx);
   for (size_t c = 0; c < std::size(kPanelCases); ++c) {
     const GemmShape& s = kPanelCases[c].shape;
-    const GemmParams& p = kPanelCases[c].params;
+    const GemmParams p = panelParams(c, ctx.device());
     std::vector<float> A =
         gputest::randomData(size_t((s.broadcastA ? 1 : s.batch) * s.M * s.K), unsigned(c + 31));
     std::vector<float> B =
@@ -262,8 +267,9 @@ TEST(GpuGemm, PanelEpilogueAppliesBiasAndRelu) {
       double& v = want[size_t(m * s.N + n)];
       v = std::max(0.0, v + bias[size_t(n)]);
     }
-  std::vector<float> Bk = packGemmPanels(B.data(), s, c.params.workN);
-  GeneratedKernel k = generateGemm("gemm_panel_relu", s, c.params, biasRelu());
+  const GemmParams p = panelParams(0, ctx.device());
+  std::vector<float> Bk = packGemmPanels(B.data(), s, p.workN);
+  GeneratedKernel k = generateGemm("gemm_panel_relu", s, p, biasRelu());
   std::vector<float> got = gputest::runKernel(ctx, prog, k, {&A, &Bk, &bias}, 2, want.size());
   EXPECT_LT(gputest::relError(got, want), 1e-5);
 }

@@ -61,6 +61,7 @@ TEST(GpuTuner, CpuDeviceCandidatesArePanelKernels) {
   cpu.name = "cpu device";
   cpu.type = "CPU";
   cpu.preferredVectorWidthFloat = 16;
+  cpu.nativeVectorWidthFloat = 16; // AVX-512
   cpu.maxWorkGroupSize = 4096;
   GemmShape s{128, 768, 768};
   std::vector<GemmParams> c = gemmCandidates(s, cpu, 30);
@@ -83,6 +84,50 @@ TEST(GpuTuner, CpuDeviceCandidatesArePanelKernels) {
   EXPECT_EQ(cc.front(), cpuPanelParams(16, 16));
   for (const GemmParams& p : cc)
     EXPECT_LT((p.workN / p.vectorWidth - 1) * p.vectorWidth, 16) << p.toString();
+}
+
+// Vectors as wide as the device builds them: on a CPU without AVX-512 (PoCL: native and
+// preferred width 8) no float16, neither by default, nor among the candidates, nor from a
+// database entry tuned elsewhere; GPUs report a native width of 1 and keep their vector loads.
+TEST(GpuTuner, VectorWidthBoundedByDevice) {
+  DeviceInfo avx2;
+  avx2.name = "pthread-haswell";
+  avx2.type = "CPU";
+  avx2.preferredVectorWidthFloat = 8;
+  avx2.nativeVectorWidthFloat = 8;
+  avx2.maxWorkGroupSize = 4096;
+  EXPECT_EQ(maxVectorWidth(avx2), 8);
+  GemmShape s{128, 768, 768};
+  EXPECT_EQ(cpuPanelParams(768, avx2), cpuPanelParams(768, 8));
+  EXPECT_EQ(gemmParamsFor(s, avx2, nullptr), cpuPanelParams(768, 8));
+  for (const GemmParams& p : gemmCandidates(s, avx2, 100))
+    EXPECT_LE(p.vectorWidth, 8) << p.toString();
+  // A preferred width above the native one (or a made-up one) is bounded too.
+  DeviceInfo odd = avx2;
+  odd.preferredVectorWidthFloat = 16;
+  EXPECT_EQ(cpuPanelParams(768, odd).vectorWidth, 8);
+  odd.nativeVectorWidthFloat = 1; // says less than SSE's float4: 4
+  EXPECT_EQ(maxVectorWidth(odd), 4);
+  EXPECT_EQ(cpuPanelParams(768, odd).vectorWidth, 4);
+  odd.nativeVectorWidthFloat = 64;
+  EXPECT_EQ(maxVectorWidth(odd), 16);
+  // A database entry with float16 (from an AVX-512 machine) is not used here.
+  TuningDb db(freshDir("tuning-db-width") / "tuning.json");
+  db.putGemm(TuningDb::gemmKey(s, avx2), TunedGemm{cpuPanelParams(768, 16), 1, 2, 3});
+  EXPECT_EQ(gemmParamsFor(s, avx2, &db), cpuPanelParams(768, 8));
+  db.putGemm(TuningDb::gemmKey(s, avx2), TunedGemm{cpuPanelParams(768, 4), 1, 2, 3});
+  EXPECT_EQ(gemmParamsFor(s, avx2, &db), cpuPanelParams(768, 4));
+  // A GPU: any width.
+  DeviceInfo gpu;
+  gpu.type = "GPU";
+  gpu.preferredVectorWidthFloat = 1;
+  gpu.nativeVectorWidthFloat = 1;
+  EXPECT_EQ(maxVectorWidth(gpu), 16);
+  EXPECT_EQ(gemmParamsFor(s, gpu, nullptr), GemmParams{});
+  bool wide = false;
+  for (const GemmParams& p : gemmCandidates(GemmShape{512, 512, 512}, gpu, 1000))
+    wide = wide || p.vectorWidth == 8;
+  EXPECT_TRUE(wide);
 }
 
 TEST(GpuTuner, DatabaseRoundTripAndCorruption) {

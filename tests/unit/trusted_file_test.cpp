@@ -1,6 +1,7 @@
 // ir/TrustedFile.h: which cached files Triad may load back (the user's own, private, in a
 // folder only the user can write) and the private folders its caches create.
 #include "ir/Diagnostics.h"
+#include "ir/Files.h"
 #include "ir/TrustedFile.h"
 
 #include <fmt/format.h>
@@ -159,3 +160,29 @@ TEST(TrustedFile, LinksOtherFilesAndMissingFiles) {
 }
 
 } // namespace
+
+// A cache root is only as safe as the folders above it: one that others can write without the
+// sticky bit lets them rename the root away and put their own in its place.
+TEST(TrustedFile, AncestorsOthersCanWriteAreRefusedUnlessSticky) {
+  fs::path top = freshDir("ancestors");
+  fs::path root = top / "shared" / "cpu";
+  ASSERT_TRUE(makePrivateDir(root));
+  EXPECT_TRUE(trustedAncestors(root)); // /tmp is sticky, the rest 0700
+  ASSERT_EQ(::chmod((top / "shared").c_str(), 0777), 0);
+  std::string why;
+  EXPECT_FALSE(trustedAncestors(root, &why));
+  EXPECT_NE(why.find("shared"), std::string::npos) << why;
+  EXPECT_NE(why.find("writable by others"), std::string::npos) << why;
+  ASSERT_EQ(::chmod((top / "shared").c_str(), 01777), 0); // like /tmp
+  EXPECT_TRUE(trustedAncestors(root, &why)) << why;
+  // The cache refuses such a root with the reason, before it loads or builds anything.
+  ASSERT_EQ(::chmod((top / "shared").c_str(), 0777), 0);
+  try {
+    getOrBuildCacheEntry(root, "k", {"x"}, "the test cache", [](const fs::path&) {});
+    ADD_FAILURE() << "an untrusted cache root was used";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Io);
+    EXPECT_NE(std::string(e.what()).find("is not trusted"), std::string::npos) << e.what();
+  }
+  fs::remove_all(top);
+}
