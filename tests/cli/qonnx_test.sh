@@ -158,8 +158,8 @@ done
 # float path, measured faster): the layers are QLinearConv / MatMulInteger, the outputs equal
 # ONNX Runtime 1.20.1's reference (graph optimizations off) within the tolerance above, and the
 # quantized logits (the model cut before Softmax, whose ORT-fused QLinearSoftmax is a table)
-# equal live ONNX Runtime with all optimizations (its QLinearConv/QGemm) in every value but
-# float rounding ties (at most 0.2%, one level).
+# equal live ONNX Runtime's reference and, on a CPU with VNNI, its optimized QLinearConv/QGemm,
+# in every value but float rounding ties (at most 0.2%, one level).
 for q in jet_mlp_qdq jet_mlp_qdq_pc resblock_cnn_qdq; do
   QX=$X; QB=2000; KIND=MatMulInteger
   [[ $q == resblock_cnn_qdq ]] && QX=$SRC/models/digits_test_x.npy && QB=360 && KIND=QLinearConv
@@ -191,18 +191,30 @@ o = ort.SessionOptions()
 o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
 s = ort.InferenceSession(sys.argv[2], o, providers=["CPUExecutionProvider"])
 np.save(sys.argv[4], s.run(None, {s.get_inputs()[0].name: np.load(sys.argv[3])})[0])
+o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+s = ort.InferenceSession(sys.argv[2], o, providers=["CPUExecutionProvider"])
+np.save(sys.argv[4].replace(".npy", "_ref.npy"),
+        s.run(None, {s.get_inputs()[0].name: np.load(sys.argv[3])})[0])
 PYEOF
   check "$q logits on cpu with integer kernels" 0 "" -- env TRIAD_CPU_QDQ=int \
     "$TRIAD" run "$TMP/${q}_logits.onnx" --target cpu --batch $QB -i "$QX" -o "$TMP/${q}_logits.npy"
-  if $PY - "$TMP/${q}_logits.npy" "$TMP/${q}_ort_logits.npy" <<'PYEOF'
+  # ONNX Runtime's fused u8s8 kernels are exact only with VNNI: without it (AVX2's vpmaddubsw)
+  # they saturate pairs of products, and differ from its own reference by several levels. Triad
+  # is held to the reference everywhere, and to the fused kernels where they are exact.
+  vnni=0
+  grep -qE 'avx512_vnni|avx_vnni' /proc/cpuinfo && vnni=1
+  if $PY - "$TMP/${q}_logits.npy" "$TMP/${q}_ort_logits_ref.npy" "$TMP/${q}_ort_logits.npy" $vnni <<'PYEOF'
 import sys
 import numpy as np
-a, b = np.load(sys.argv[1]).astype(np.int32), np.load(sys.argv[2]).astype(np.int32)
-d = np.abs(a - b)
-print(f"{a.size} quantized logits, {int((d > 0).sum())} differ from ONNX Runtime (fused), max {d.max()}")
-assert d.max() <= 1 and (d > 0).mean() <= 0.002
+a, r, f = (np.load(p).astype(np.int32) for p in sys.argv[1:4])
+for name, b, required in (("reference", r, True), ("fused kernels", f, sys.argv[4] == "1")):
+    d = np.abs(a - b)
+    print(f"{a.size} quantized logits, {int((d > 0).sum())} differ from ONNX Runtime's {name}, "
+          f"max {d.max()}" + ("" if required else " (not required: no VNNI on this CPU)"))
+    if required:
+        assert d.max() <= 1 and (d > 0).mean() <= 0.002
 PYEOF
-  then good "$q quantized logits equal ONNX Runtime's fused kernels"; else bad "$q logits"; fi
+  then good "$q quantized logits equal ONNX Runtime's"; else bad "$q logits"; fi
 done
 
 # QDQ on the FPGA (integer grids, fpga/layers/Quant.cpp): ORT's calibrated scales and zero

@@ -22,6 +22,19 @@
 
 namespace triad::gputest {
 
+/// Why there is no OpenCL device, or empty when there is one (selected once per process).
+inline const std::string& noDeviceReason() {
+  static const std::string reason = [] {
+    try {
+      gpu::selectDevice();
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  }();
+  return reason;
+}
+
 struct ContextOrReason {
   std::unique_ptr<gpu::Context> context;
   std::string reason; // why there is none

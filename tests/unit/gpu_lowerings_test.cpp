@@ -7,6 +7,7 @@
 // naming the node), and the losses. Nodes are imported the way the frontend does (OpTestUtil's
 // runNode: ONNX attributes, shape operands folded into attributes).
 #include "GraphBuild.h"
+#include "gpu_TestUtil.h"
 #include "OpTestUtil.h"
 #include "gpu/GpuCodeGen.h"
 #include "gpu/GpuTarget.h"
@@ -24,17 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string& noDeviceReason() {
-  static const std::string reason = [] {
-    try {
-      gpu::selectDevice();
-      return std::string();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-  }();
-  return reason;
-}
+using gputest::noDeviceReason;
 
 #define SKIP_WITHOUT_OPENCL()                                                                      \
   if (!noDeviceReason().empty()) GTEST_SKIP() << "no OpenCL device: " << noDeviceReason()

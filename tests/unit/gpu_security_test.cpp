@@ -4,6 +4,7 @@
 // and the program still compiles with -Werror and computes what the interpreter does where an
 // OpenCL device exists), and the program-binary cache loads only its own private files.
 #include "GraphBuild.h"
+#include "gpu_TestUtil.h"
 #include "gpu/BinaryCache.h"
 #include "gpu/GpuCodeGen.h"
 #include "gpu/GpuTarget.h"
@@ -31,17 +32,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string& noDeviceReason() {
-  static const std::string reason = [] {
-    try {
-      gpu::selectDevice();
-      return std::string();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-  }();
-  return reason;
-}
+using gputest::noDeviceReason;
 
 /// Names that would be code if formatted by hand, names that legalise alike, names that are
 /// OpenCL built-ins, macros or Triad helpers, and a 4 KiB name.

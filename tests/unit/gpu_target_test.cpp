@@ -5,6 +5,7 @@
 // views and output aliases, host fallback), plus profiling, the tuning database and errors.
 // Without an OpenCL platform every test reports itself skipped with the reason.
 #include "GraphBuild.h"
+#include "gpu_TestUtil.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
 #include "gpu/GpuCodeGen.h"
@@ -37,18 +38,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Why there is no OpenCL device, or empty when there is one.
-const std::string& noDeviceReason() {
-  static const std::string reason = [] {
-    try {
-      gpu::selectDevice();
-      return std::string();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-  }();
-  return reason;
-}
+using gputest::noDeviceReason;
 
 #define SKIP_WITHOUT_OPENCL()                                                                      \
   if (!noDeviceReason().empty()) GTEST_SKIP() << "no OpenCL device: " << noDeviceReason()
