@@ -7,10 +7,10 @@
 // naming the node), and the losses. Nodes are imported the way the frontend does (OpTestUtil's
 // runNode: ONNX attributes, shape operands folded into attributes).
 #include "GraphBuild.h"
-#include "gpu_TestUtil.h"
 #include "OpTestUtil.h"
 #include "gpu/GpuCodeGen.h"
 #include "gpu/GpuTarget.h"
+#include "gpu_TestUtil.h"
 #include "ir/Interpreter.h"
 #include "ir/ops/Movement.h"
 

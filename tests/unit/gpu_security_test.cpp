@@ -4,11 +4,11 @@
 // and the program still compiles with -Werror and computes what the interpreter does where an
 // OpenCL device exists), and the program-binary cache loads only its own private files.
 #include "GraphBuild.h"
-#include "gpu_TestUtil.h"
 #include "gpu/BinaryCache.h"
 #include "gpu/GpuCodeGen.h"
 #include "gpu/GpuTarget.h"
 #include "gpu/KernelGen.h"
+#include "gpu_TestUtil.h"
 #include "ir/Escape.h"
 #include "ir/Interpreter.h"
 #include "ir/ops/Linear.h"

@@ -5,12 +5,12 @@
 // views and output aliases, host fallback), plus profiling, the tuning database and errors.
 // Without an OpenCL platform every test reports itself skipped with the reason.
 #include "GraphBuild.h"
-#include "gpu_TestUtil.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
 #include "gpu/GpuCodeGen.h"
 #include "gpu/GpuTarget.h"
 #include "gpu/Tuner.h"
+#include "gpu_TestUtil.h"
 #include "ir/Interpreter.h"
 #include "ir/ops/Activation.h"
 #include "ir/ops/Conv.h"
