@@ -18,7 +18,7 @@ constexpr size_t kMaxCommentLine = 1024;
 // Every name the printer writes is a plain identifier: a model string that reached one unescaped
 // is a bug, never Verilog.
 const std::string& ident(const std::string& s, const char* what) {
-  TRIAD_ASSERT(isIdentifier(s), "the Verilog printer got {} '{}', not an identifier", what,
+  TRIAD_ASSERT(escape::isIdentifier(s), "the Verilog printer got {} '{}', not an identifier", what,
                escape::printable(s));
   return s;
 }
@@ -28,13 +28,6 @@ std::string range(int64_t width) {
 }
 
 } // namespace
-
-bool isIdentifier(const std::string& s) {
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (s.empty() || !alpha(s[0])) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
-}
 
 std::string hexLiteral(int64_t v, int width) {
   uint64_t u = static_cast<uint64_t>(v);

@@ -14,9 +14,6 @@
 
 namespace triad::fpga::hdl {
 
-/// Whether `s` is a plain identifier (letters, digits and '_', not starting with a digit): what
-/// the printer accepts for module, port, parameter, wire and instance names.
-bool isIdentifier(const std::string& s);
 /// A sized hexadecimal literal of `width` bits ("16'h03ff"); negative values in two's complement.
 std::string hexLiteral(int64_t v, int width);
 

@@ -135,16 +135,7 @@ bool BinaryCache::store(std::string_view name, std::string_view key, std::string
       if (why) *why = fmt::format("not writing the cache entry: {}", untrusted);
       return false;
     }
-    fs::path target = pathFor(name, key);
-    fs::path tmp = writeTempFile(target, entry);
-    try {
-      makePrivateFile(tmp);
-    } catch (const Error&) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw;
-    }
-    publishFile(tmp, target);
+    writePrivateFileAtomic(pathFor(name, key), entry);
     return true;
   } catch (const Error& e) {
     if (why) *why = e.what();

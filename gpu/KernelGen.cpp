@@ -12,13 +12,6 @@ namespace triad::gpu {
 
 namespace {
 
-bool isIdentifier(std::string_view s) {
-  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-  });
-}
-
 // Words a kernel or variable name must not be (OpenCL C keywords, types and builtins we use).
 const std::set<std::string, std::less<>>& reservedWords() {
   static const std::set<std::string, std::less<>> words = {
@@ -364,7 +357,7 @@ GeneratedKernel generateElementwiseChain(std::string_view layer, const Elementwi
   std::set<std::string, std::less<>> names;
   std::vector<std::vector<int64_t>> strides;
   for (const ElementwiseInput& in : inputs) {
-    if (!isIdentifier(in.name) || reservedWords().count(in.name) || in.name == "Y" ||
+    if (!escape::isIdentifier(in.name) || reservedWords().count(in.name) || in.name == "Y" ||
         in.name == "idx" || in.name == "item" ||
         (in.name.size() > 1 && in.name[0] == 'd' && isdigit(in.name[1])))
       fail(ErrorKind::Usage, "elementwise '{}': input name '{}' is not a usable identifier", layer,

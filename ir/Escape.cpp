@@ -149,6 +149,14 @@ std::string identifier(std::string_view s, Lang lang, std::string_view fallback)
   return r;
 }
 
+bool isIdentifier(std::string_view s) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (s.empty() || !alpha(s[0])) return false;
+  for (char c : s)
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  return true;
+}
+
 std::string Uniquer::operator()(std::string_view name) {
   std::string key(name);
   if (auto it = of_.find(key); it != of_.end()) return it->second;

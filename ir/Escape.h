@@ -36,6 +36,10 @@ enum class Lang {
 std::string identifier(std::string_view s, Lang lang, std::string_view fallback = "l");
 inline constexpr size_t kMaxIdentifier = 64;
 
+/// Whether `s` is already a plain identifier ([A-Za-z_][A-Za-z0-9_]*): what a printer or a
+/// command line may take as it is.
+bool isIdentifier(std::string_view s);
+
 /// Hands out identifiers in one scope: the same name always gets the same identifier, two
 /// different names never do (base, base_2, base_3, ...).
 class Uniquer {

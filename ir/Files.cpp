@@ -175,6 +175,18 @@ void writeFileAtomic(const fs::path& path, std::string_view bytes) {
   publishFile(writeTempFile(path, bytes), path);
 }
 
+void writePrivateFileAtomic(const fs::path& path, std::string_view bytes) {
+  fs::path tmp = writeTempFile(path, bytes);
+  try {
+    makePrivateFile(tmp);
+  } catch (const Error&) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+  publishFile(tmp, path);
+}
+
 void createDirectories(const fs::path& dir, std::string_view what) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -206,11 +218,17 @@ bool cacheEntryValid(const fs::path& dir, std::string* why) {
   };
   // An entry is loaded as code: only one that this user made, and nobody else can change, is
   // trusted (ir/TrustedFile.h); any other is rebuilt like a damaged one.
-  std::string untrusted;
-  if (!fs::exists(dir / kManifest)) return bad("no manifest (absent, or an interrupted build)");
-  if (!trustedForLoading(dir / kManifest, &untrusted)) return bad("not trusted: " + untrusted);
-  std::ifstream m(dir / kManifest);
-  if (!m) return bad("no manifest (absent, or an interrupted build)");
+  std::string text, untrusted;
+  switch (readTrustedFile(dir / kManifest, &text, &untrusted)) {
+  case TrustedRead::Ok:
+    break;
+  case TrustedRead::Untrusted:
+    return bad("not trusted: " + untrusted);
+  case TrustedRead::Missing:
+  case TrustedRead::Unreadable:
+    return bad("no manifest (absent, or an interrupted build)");
+  }
+  std::istringstream m(text);
   std::string line;
   if (!std::getline(m, line) || line != kManifestHeader) return bad("unknown manifest format");
   int files = 0;
@@ -248,9 +266,7 @@ void sealCacheEntry(const fs::path& dir, const std::vector<std::string>& files) 
     syncPath(dir / f);
     manifest += fmt::format("{} {:016x} {}\n", size, hash, f);
   }
-  fs::path tmp = writeTempFile(dir / kManifest, manifest);
-  makePrivateFile(tmp);
-  publishFile(tmp, dir / kManifest);
+  writePrivateFileAtomic(dir / kManifest, manifest);
 }
 
 bool getOrBuildCacheEntry(const fs::path& root, const std::string& key,

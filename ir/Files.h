@@ -30,6 +30,10 @@ std::filesystem::path tempPathFor(const std::filesystem::path& target);
 /// ("No space left on device", "Read-only file system", ...); nothing is left behind then.
 void writeFileAtomic(const std::filesystem::path& path, std::string_view bytes);
 
+/// writeFileAtomic for a file that will be trusted (ir/TrustedFile.h): mode 0600 whatever the
+/// umask, before it is published. The temporary is removed on failure.
+void writePrivateFileAtomic(const std::filesystem::path& path, std::string_view bytes);
+
 /// The first half of writeFileAtomic: `bytes` in a new temporary beside `target`, on disk;
 /// returns its path. Publish it with publishFile, or remove it.
 std::filesystem::path writeTempFile(const std::filesystem::path& target, std::string_view bytes);

@@ -5,7 +5,6 @@
 #include "ir/Escape.h"
 #include "ir/Files.h"
 #include "ir/System.h"
-#include "ir/TrustedFile.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -26,25 +25,10 @@ std::string pathQuote(const fs::path& p) {
   return shellQuote(p.string());
 }
 
-// Moves the cache entry `dir` out of the way (then removes what it can): under the entry's lock.
-void discardEntry(const fs::path& dir) {
-  std::error_code ec;
-  fs::path aside = tempPathFor(dir);
-  fs::rename(dir, aside, ec);
-  if (!ec) fs::remove_all(aside, ec);
-}
-
 } // namespace
 
-bool isPlainIdentifier(std::string_view s) {
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (s.empty() || !alpha(s[0])) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
-}
-
 void requireModuleName(std::string_view name, std::string_view where) {
-  if (!isPlainIdentifier(name))
+  if (!escape::isIdentifier(name))
     fail(ErrorKind::Usage,
          "{}: the module name '{}' is not a Verilog identifier (write the folder "
          "with triad compile --target fpga)",
@@ -100,51 +84,31 @@ fs::path buildModel(const fs::path& outdirArg, const std::string& top, bool* cac
   // binary's size and hash, which every later run checks (ir/Files.h): a kill at any point leaves
   // no build or a valid one, and concurrent runs on one design verilate it once.
   std::string key = fmt::format("{:016x}", h);
-  // The build is a program this process runs (ir/TrustedFile.h): the cache folder is private
-  // (0700 when created here) and a build in it runs only when this user's own, in a folder of
-  // this user's own that its group and others cannot write; any other is built again.
-  const fs::path root = outdir / "obj";
-  std::string why;
-  if (!makePrivateDir(root, "the Verilator build cache", &why))
-    fail(ErrorKind::Io,
-         "the Verilator build cache is not private, so nothing in it is run: {} (remove it, or "
-         "make it this user's own with mode 0700)",
-         why);
-  fs::path exe = root / key / "tb";
-  auto build = [&](const fs::path& dir) {
-    // Private whatever the umask, so that a later run trusts the build.
-    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
-    std::string cmd = fmt::format("verilator --cc --exe --build -j 2 -Wno-fatal --top-module {} "
-                                  "-Mdir {} -o tb --output-split 20000 -LDFLAGS -pthread "
-                                  "-MAKEFLAGS 'OPT_FAST={} OPT_SLOW=-O0 OPT_GLOBAL={}'",
-                                  shellQuote(top), pathQuote(dir), opt, opt);
-    cmd += traceFlags;
-    for (const fs::path& p : sources) {
-      cmd.push_back(' ');
-      cmd.append(pathQuote(p));
-    }
-    cmd.push_back(' ');
-    cmd.append(pathQuote(tb));
-    cmd.append(" 2>&1");
-    int brc = 0;
-    std::string log = runCapture(cmd, &brc);
-    if (brc != 0 || !fs::exists(dir / "tb"))
-      fail(ErrorKind::Runtime, "verilator failed ({}):\n{}", cmd,
-           log.size() > 4000 ? log.substr(log.size() - 4000) : log);
-    fs::permissions(dir / "tb", fs::perms::owner_all, fs::perm_options::replace);
-  };
-  bool hit = false;
-  for (int attempt = 0;; ++attempt) {
-    // An entry whose build is not trusted is removed (under its lock) and built again.
-    if (std::error_code ec; fs::exists(root / key, ec) && !trustedForLoading(exe)) {
-      FileLock lock(root / (key + ".lock"));
-      if (fs::exists(root / key, ec) && !trustedForLoading(exe)) discardEntry(root / key);
-    }
-    hit = getOrBuildCacheEntry(root, key, {"tb"}, "the Verilator build cache", build);
-    // Checked as the last step before it runs: another process may have published the entry.
-    if (trustedForLoading(exe, &why)) break;
-    if (attempt > 0) fail(ErrorKind::Io, "not running the Verilator build: {}", why);
-  }
+  // The build is a program this process runs: getOrBuildCacheEntry keeps the cache private and
+  // loads only an entry this user made and nobody else can change (ir/TrustedFile.h); any other
+  // is built again.
+  fs::path exe = outdir / "obj" / key / "tb";
+  bool hit = getOrBuildCacheEntry(
+      outdir / "obj", key, {"tb"}, "the Verilator build cache", [&](const fs::path& dir) {
+        std::string cmd =
+            fmt::format("verilator --cc --exe --build -j 2 -Wno-fatal --top-module {} "
+                        "-Mdir {} -o tb --output-split 20000 -LDFLAGS -pthread "
+                        "-MAKEFLAGS 'OPT_FAST={} OPT_SLOW=-O0 OPT_GLOBAL={}'",
+                        shellQuote(top), pathQuote(dir), opt, opt);
+        cmd += traceFlags;
+        for (const fs::path& p : sources) {
+          cmd.push_back(' ');
+          cmd.append(pathQuote(p));
+        }
+        cmd.push_back(' ');
+        cmd.append(pathQuote(tb));
+        cmd.append(" 2>&1");
+        int brc = 0;
+        std::string log = runCapture(cmd, &brc);
+        if (brc != 0 || !fs::exists(dir / "tb"))
+          fail(ErrorKind::Runtime, "verilator failed ({}):\n{}", cmd,
+               log.size() > 4000 ? log.substr(log.size() - 4000) : log);
+      });
   if (cached) *cached = hit;
   return exe;
 }

@@ -39,10 +39,9 @@ Trace traceKind(const std::filesystem::path& file);
 
 /// Verilator on PATH?
 bool haveVerilator();
-/// Whether `s` is a plain Verilog identifier ([A-Za-z_][A-Za-z0-9_]*): module names read back
-/// from a design folder (summary.json) go into command lines and scripts only as such.
-bool isPlainIdentifier(std::string_view s);
-/// Usage error naming `where` unless `name` is a plain identifier.
+/// Usage error naming `where` unless `name` is a plain identifier (escape::isIdentifier): module
+/// names read back from a design folder (summary.json) go into command lines and scripts only
+/// as such.
 void requireModuleName(std::string_view name, std::string_view where);
 /// Verilates OUTDIR/rtl/*.v with OUTDIR/tb/tb.cpp (top `top`) unless a build with the same
 /// content hash (sources, Verilator version, trace mode) exists under OUTDIR/obj/<hash>; returns

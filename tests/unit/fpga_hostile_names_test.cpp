@@ -7,6 +7,7 @@
 #include "fpga/Emulator.h"
 #include "fpga/Hdl.h"
 #include "fpga/VerilogEmitter.h"
+#include "ir/Escape.h"
 #include "ir/Graph.h"
 #include "ir/ops/Linear.h"
 #include "sim/Simulator.h"
@@ -271,10 +272,10 @@ TEST(FpgaHostileNames, PrinterChecksNamesAndEscapesComments) {
   badWire.name = "ok";
   badWire.add(fpga::hdl::Wire{"a\nb", 1, {}});
   EXPECT_THROW(badWire.print(), Error);
-  EXPECT_TRUE(sim::isPlainIdentifier("top_1"));
-  EXPECT_FALSE(sim::isPlainIdentifier("top; rm -rf ~"));
-  EXPECT_FALSE(sim::isPlainIdentifier("1top"));
-  EXPECT_FALSE(sim::isPlainIdentifier(""));
+  EXPECT_TRUE(escape::isIdentifier("top_1"));
+  EXPECT_FALSE(escape::isIdentifier("top; rm -rf ~"));
+  EXPECT_FALSE(escape::isIdentifier("1top"));
+  EXPECT_FALSE(escape::isIdentifier(""));
 }
 
 // Verilator lints the hostile design clean and it simulates bit-exactly against the emulator
