@@ -24,7 +24,7 @@ const std::vector<std::string>& stringPayloads() {
         fmt::format("*/ static int pwned_y = std::system(\"touch {}\"); /*", m),
         fmt::format("\"); static int pwned_z = std::system(\"touch {}\"); (\"", m),
         "ends in a splice \\",
-        "trigraph ??/",
+        "trigraph \?\?/",
         "\n#error PWNED\n",
         // Verilog.
         fmt::format("m\n`include \"/etc/passwd\"\ninitial $system(\"touch {}\"); // PWNED\n", m),
