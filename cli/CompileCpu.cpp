@@ -1,9 +1,10 @@
 // triad compile --target cpu: the model as standalone C++ (no dependency on Triad): <name>.cpp,
-// <name>.h, the run-time kernels triad_kernels.h (with triad_scalar.h), the weights blob
+// <name>.h, the run-time kernels triad_kernels.h (and the headers it includes), the weights blob
 // <name>.weights, an example main.cpp and a Makefile.
 #include "cli/Commands.h"
 #include "cpu/CodeGen.h"
 #include "cpu/CpuTarget.h"
+#include "cpu/RuntimeFiles.h"
 
 #include <fmt/format.h>
 
@@ -18,9 +19,10 @@ int compileCpu(const ModelOptions& model, const std::string& outdir) {
   co.blockedLayout = cpu::blockedLayoutDefault();
   cpu::GeneratedCode code = cpu::generateCpp(r.graph, co);
   cpu::writeSources(code, outdir, true);
-  fmt::print("wrote {}/{}.cpp, {}.h, triad_kernels.h, triad_scalar.h, {}.weights ({} bytes), "
-             "main.cpp, Makefile\n",
-             outdir, co.stem, co.stem, co.stem, code.weights.size());
+  fmt::print("wrote {}/{}.cpp, {}.h, {}.weights ({} bytes), main.cpp, Makefile and the run-time "
+             "kernels (triad_kernels.h and the {} headers it includes)\n",
+             outdir, co.stem, co.stem, co.stem, code.weights.size(),
+             cpu::runtimeFiles().size() - 1);
   fmt::print("{} nodes in {} functions: {}\n", code.nodes, code.groups, code.fusionSummary);
   fmt::print("arena {} bytes (one buffer per intermediate: {}), {} in place, {} views\n",
              code.arenaBytes, code.unsharedBytes, code.inPlace, code.views);

@@ -297,6 +297,7 @@ void Generator::emitSegment(const FusionGroup& grp, size_t first, bool perElemen
       expr[operands[k]] = fmt::format("p{}[j]", k);
     }
   }
+  body.line("TRIAD_IVDEP // in place or disjoint (triad_scalar.h)");
   body.open("for (int64_t j = 0; j < n; ++j)");
   if (perElement) {
     body.line("const int64_t i = i0 + j;");
@@ -334,7 +335,9 @@ void Generator::emitChain(const FusionGroup& grp, Code& body) {
   int64_t tasks = total / chunk * blocksPerRow;
   body.line("{}* y = {};", typeOf(out), pointer(out, true));
   body.open("auto segment = [&](int64_t i0, int64_t n)");
-  emitSegment(grp, 0, false, body, "", "y[i0 + j]");
+  // A local pointer: stores through an 8-bit y could otherwise alias the captured y itself.
+  body.line("{}* const yo = y + i0;", typeOf(out));
+  emitSegment(grp, 0, false, body, "", "yo[j]");
   body.close("};");
   if (tasks == 1) {
     body.line("segment(0, {});", total);
@@ -382,7 +385,7 @@ void Generator::emitHostCall(const Node& n, Code& body) {
 // anchor reads an NCHW input (and, writing NCHW, a blocked one) through a copy in scratch.
 void Generator::assignLayouts(const std::vector<FusionGroup>& groups) {
   auto blockable = [](const Node* n) {
-    const Lowering* low = n ? findLowering(n->kind()) : nullptr;
+    const Lowering* low = n ? kernelLowering(*n) : nullptr;
     return low && low->blockable && nativeSupport(*n).ok && low->blockable(*n);
   };
   std::unordered_map<const Node*, const FusionGroup*> groupOf;
@@ -478,7 +481,7 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
                   shapeComment(n->output(0)->type()));
   fn.open(fmt::format("int {}(State& m, const void* const* in, void* const* out)", fname));
   fn.line("(void)m; (void)in; (void)out;");
-  const Lowering* low = findLowering(head->kind());
+  const Lowering* low = kernelLowering(*head);
   bool native = nativeSupport(*head).ok;
   if (grp.nodes.size() == 1 && isViewOp(head->kind())) {
     // A view whose output needs its own storage (a graph output): copy.

@@ -138,7 +138,9 @@ int main(int argc, char** argv) {{
 )",
                       prefix);
   frontend::writeFileAtomic(dir / "main.cpp", main);
-  std::string units, headers = stem + ".h triad_kernels.h triad_scalar.h";
+  std::string units, headers = stem + ".h";
+  for (const auto& [name, text] : runtimeFiles())
+    headers += " " + name;
   for (const std::string& u : code.units)
     units += " " + u;
   for (const auto& [name, text] : code.extraFiles)

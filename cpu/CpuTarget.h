@@ -17,11 +17,11 @@ struct CpuOptions {
   std::filesystem::path cacheDir; // empty: $TRIAD_CACHE_DIR/cpu, else ~/.cache/triad/cpu
   bool fuse = true;
   /// QDQ models: DequantizeLinear -> Conv/Gemm/MatMul -> QuantizeLinear computed with integer
-  /// kernels (ir/passes/FuseQdq.cpp, as ONNX Runtime's QLinearConv/QGemm) instead of float
-  /// kernels between the DequantizeLinear and QuantizeLinear nodes. Off by default: measured
-  /// slower than the float path on every shipped QDQ model (docs/performance.md, "QDQ models on
-  /// the CPU"). TRIAD_CPU_QDQ=int turns it on, TRIAD_CPU_QDQ=float off, whatever this says.
-  bool qdqInteger = false;
+  /// kernels (ir/passes/FuseQdq.cpp, as ONNX Runtime's QLinearConv/QGemm; cpu/runtime/
+  /// triad_int8.h) instead of float kernels between the DequantizeLinear and QuantizeLinear
+  /// nodes (docs/performance.md, "QDQ models on the CPU"). TRIAD_CPU_QDQ=int turns it on,
+  /// TRIAD_CPU_QDQ=float off, whatever this says.
+  bool qdqInteger = true;
   int maxUnits = 0;     // translation units compiled in parallel, at most (0: the physical cores)
   size_t unitChars = 0; // least layer code per unit (0: kUnitChars)
 };

@@ -93,10 +93,16 @@ struct Lowering {
   /// Whether the kernel can read input 0 and write its output channel-blocked (NCHW16c) for
   /// this node; null: never. Blocked tensors stay blocked between such nodes.
   bool (*blockable)(const ir::Node&) = nullptr;
+  /// A node that also has a scalar expression (ir/ScalarExpr.h) is fused as an elementwise op;
+  /// this entry computes only the forms without one (QuantizeLinear per axis, ...).
+  bool elementwiseFirst = false;
 };
 
 /// The table entry for `n`'s kind, or nullptr.
 const Lowering* findLowering(ir::OpKind k);
+/// The entry that emits `n` as a kernel: findLowering's, unless `n` is fused as an elementwise
+/// op instead (Lowering::elementwiseFirst); nullptr when there is none.
+const Lowering* kernelLowering(const ir::Node& n);
 
 /// Whether the CPU target compiles `n` natively: a lowering that supports it, an elementwise
 /// op with a scalar expression, or a view op.

@@ -70,6 +70,10 @@ ir::Support requireIndices(const ir::Node& n, size_t input);
 void emitIndexCheck(Code& body, const ir::Node& n, const std::string& var, int64_t dim,
                     const std::string& what);
 
+/// The statements declaring `triad_rt::Conv2dShape s` for a 1-D or 2-D convolution node (Conv,
+/// ConvInteger, QLinearConv: ConvAttrs, input 0 the data, output 0 the result).
+std::vector<std::string> conv2dShapeLines(const ir::Node& n);
+
 /// `v` as int32 bytes: a compile-time table for LowerContext::data.
 std::vector<uint8_t> int32Table(const std::vector<int64_t>& v);
 

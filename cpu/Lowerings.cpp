@@ -196,6 +196,31 @@ void emitStridedCopy(Code& body, const std::string& dst, const std::string& src,
     body.close();
 }
 
+std::vector<std::string> conv2dShapeLines(const Node& n) {
+  const auto& a = n.attrs<ConvAttrs>();
+  const Shape& x = shapeOf(n.input(0));
+  const Shape& y = shapeOf(n.output(0));
+  bool oneD = x.size() == 3;
+  auto k = [&](const std::vector<int64_t>& v, size_t i2d, int64_t dflt) {
+    // 2-D index i2d (0 = H, 1 = W); 1-D convs are 2-D with H = 1.
+    if (oneD) return i2d == 0 ? dflt : v[0];
+    return v[i2d];
+  };
+  size_t sp = oneD ? 1 : 2;
+  std::vector<int64_t> begin(a.pads.begin(), a.pads.begin() + std::ptrdiff_t(sp));
+  std::vector<int64_t> end(a.pads.begin() + std::ptrdiff_t(sp), a.pads.end());
+  return {
+      "triad_rt::Conv2dShape s;",
+      fmt::format("s.N = {}; s.C = {}; s.H = {}; s.W = {};", x[0], x[1], oneD ? 1 : x[2], x.back()),
+      fmt::format("s.OC = {}; s.KH = {}; s.KW = {}; s.group = {};", y[1], k(a.kernel, 0, 1),
+                  k(a.kernel, 1, 1), a.group),
+      fmt::format("s.stride_h = {}; s.stride_w = {}; s.dil_h = {}; s.dil_w = {};",
+                  k(a.strides, 0, 1), k(a.strides, 1, 1), k(a.dilations, 0, 1),
+                  k(a.dilations, 1, 1)),
+      fmt::format("s.pad_t = {}; s.pad_l = {}; s.pad_b = {}; s.pad_r = {};", k(begin, 0, 0),
+                  k(begin, 1, 0), k(end, 0, 0), k(end, 1, 0))};
+}
+
 } // namespace lower
 
 namespace {
@@ -358,29 +383,10 @@ bool blockableConv(const Node& n) {
 
 void emitConv(LowerContext& c) {
   const Node& n = c.node;
-  const auto& a = n.attrs<ConvAttrs>();
-  const Shape& x = shapeOf(n.input(0));
   const Shape& y = shapeOf(n.output(0));
-  bool oneD = x.size() == 3;
-  auto k = [&](const std::vector<int64_t>& v, size_t i2d, int64_t dflt) {
-    // 2-D index i2d (0 = H, 1 = W); 1-D convs are 2-D with H = 1.
-    if (oneD) return i2d == 0 ? dflt : v[0];
-    return v[i2d];
-  };
-  size_t sp = oneD ? 1 : 2;
-  std::vector<int64_t> begin(a.pads.begin(), a.pads.begin() + std::ptrdiff_t(sp));
-  std::vector<int64_t> end(a.pads.begin() + std::ptrdiff_t(sp), a.pads.end());
+  bool oneD = shapeOf(n.input(0)).size() == 3;
   // The shape, at run time and again at creation (weight packing).
-  std::vector<std::string> shapeLines = {
-      "triad_rt::Conv2dShape s;",
-      fmt::format("s.N = {}; s.C = {}; s.H = {}; s.W = {};", x[0], x[1], oneD ? 1 : x[2], x.back()),
-      fmt::format("s.OC = {}; s.KH = {}; s.KW = {}; s.group = {};", y[1], k(a.kernel, 0, 1),
-                  k(a.kernel, 1, 1), a.group),
-      fmt::format("s.stride_h = {}; s.stride_w = {}; s.dil_h = {}; s.dil_w = {};",
-                  k(a.strides, 0, 1), k(a.strides, 1, 1), k(a.dilations, 0, 1),
-                  k(a.dilations, 1, 1)),
-      fmt::format("s.pad_t = {}; s.pad_l = {}; s.pad_b = {}; s.pad_r = {};", k(begin, 0, 0),
-                  k(begin, 1, 0), k(end, 0, 0), k(end, 1, 0))};
+  std::vector<std::string> shapeLines = conv2dShapeLines(n);
   c.body.line("// {} -> {}", shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()));
   for (const std::string& l : shapeLines)
     c.body.line("{}", l);
@@ -1241,10 +1247,16 @@ const Lowering* findLowering(OpKind k) {
   return it == table().end() ? nullptr : &it->second;
 }
 
+const Lowering* kernelLowering(const Node& n) {
+  const Lowering* l = findLowering(n.kind());
+  if (l && l->elementwiseFirst && hasScalarExpr(n, ScalarTypes::all())) return nullptr;
+  return l;
+}
+
 Support nativeSupport(const Node& n) {
   if (isViewOp(n.kind())) return {};
   if (n.kind() == OpKind::Expand) return {};
-  if (const Lowering* l = findLowering(n.kind())) return l->supports ? l->supports(n) : Support{};
+  if (const Lowering* l = kernelLowering(n)) return l->supports ? l->supports(n) : Support{};
   if (hasScalarExpr(n, ScalarTypes::all())) return {};
   for (Value* v : n.inputs())
     if (v && v->type().dtype != DType::F32)
@@ -1256,11 +1268,11 @@ Support nativeSupport(const Node& n) {
 FusionPolicy cpuFusionPolicy() {
   FusionPolicy p;
   p.isAnchor = [](const Node& n) {
-    const Lowering* l = findLowering(n.kind());
+    const Lowering* l = kernelLowering(n);
     return l && l->anchor && nativeSupport(n).ok;
   };
   p.isFusableElementwise = [](const Node& n) {
-    return (hasScalarExpr(n, ScalarTypes::all()) && !findLowering(n.kind())) ||
+    return (hasScalarExpr(n, ScalarTypes::all()) && !kernelLowering(n)) ||
            n.kind() == OpKind::Expand;
   };
   p.isFusableView = [](const Node& n) { return isViewOp(n.kind()); };

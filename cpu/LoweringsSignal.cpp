@@ -10,6 +10,7 @@
 // ROIs, batch indices) is read by the generated loops.
 #include "cpu/LoweringUtil.h"
 
+#include "ir/Escape.h"
 #include "ir/ScalarExpr.h"
 #include "ir/ops/Conv.h"
 #include "ir/ops/Linear.h"
@@ -240,6 +241,162 @@ void emitDynamicQuantize(LowerContext& c) {
   if (c.outputs.size() > 2) c.body.line("*(uint8_t*){} = zp;", c.outputs[2]);
 }
 
+// --- The packed int8 kernels (cpu/runtime/triad_int8.h) ----------------------------------------
+
+bool present(const Node& n, size_t i) {
+  return i < n.inputs().size() && n.input(i) != nullptr;
+}
+int64_t countOf(const Node& n, size_t i) {
+  return numElements(shapeOf(n.input(i)));
+}
+/// A constant zero point with one entry or `channels` entries (absent: fine).
+bool packableZeroPoint(const Node& n, size_t i, int64_t channels) {
+  if (!present(n, i)) return true;
+  int64_t k = countOf(n, i);
+  return n.input(i)->isConstant() && (k == 1 || k == channels);
+}
+std::string optionalInput(const LowerContext& c, size_t i) {
+  return present(c.node, i) ? c.inputs[i] : std::string("nullptr");
+}
+std::string optionalCount(const Node& n, size_t i) {
+  return present(n, i) ? std::to_string(countOf(n, i)) : std::string("1");
+}
+const char* quantLo(DType t) {
+  return t == DType::U8 ? "0" : "-128";
+}
+const char* quantHi(DType t) {
+  return t == DType::U8 ? "255" : "127";
+}
+
+/// Emits `float* mult` (in `scratch`) = x_scale * w_scale[i] / y_scale for i < count, in float as
+/// the reference computes it (w_scale per tensor or with `count` entries), and declares the
+/// requantizing epilogue `epi` over `y` with that multiplier and input `yzi`'s zero point.
+void emitRequantEpi(LowerContext& c, const std::string& scratch, size_t xsi, size_t wsi, size_t ysi,
+                    size_t yzi, int64_t count, const std::string& ldy, bool perCol) {
+  const Node& n = c.node;
+  bool scalarW = countOf(n, wsi) == 1;
+  c.body.line("float* mult = (float*){}; // x_scale * w_scale / y_scale, in float", scratch);
+  c.body.line("const float xs = (float){}[0], ys = (float){}[0];", c.inputs[xsi], c.inputs[ysi]);
+  c.body.line("for (int64_t i = 0; i < {}; ++i) mult[i] = xs * (float){}[{}] / ys;",
+              scalarW ? 1 : count, c.inputs[wsi], scalarW ? "0" : "i");
+  DType yt = dtypeOf(n.output(0));
+  c.body.line("triad_rt::QRequantEpi<{}> epi;", cppTypeName(yt));
+  c.body.line("epi.y = {}; epi.ldy = {}; epi.mult = mult; epi.scalar_mult = {}; epi.per_col = {};",
+              c.outputs[0], ldy, scalarW ? "true" : "false", perCol ? "true" : "false");
+  c.body.line("epi.zp = (int){}[0]; epi.lo = {}; epi.hi = {};", c.inputs[yzi], quantLo(yt),
+              quantHi(yt));
+}
+
+/// Whether an integer convolution runs on the packed kernels: 1-D or 2-D, constant 8-bit
+/// weights with a constant zero point per tensor or per output channel, a per-tensor input zero
+/// point, and (QLinearConv) per-tensor x and y scales and a w scale per tensor or channel.
+bool packedIntConv(const Node& n) {
+  bool q = n.kind() == OpKind::QLinearConv;
+  size_t wi = q ? 3 : 1, wzi = q ? 5 : 3;
+  const Shape& x = shapeOf(n.input(0));
+  const Shape& y = shapeOf(n.output(0));
+  if ((x.size() != 3 && x.size() != 4) || !n.input(wi)->isConstant()) return false;
+  int64_t M = y[1];
+  if (!packableZeroPoint(n, wzi, M) || (present(n, 2) && countOf(n, 2) != 1)) return false;
+  if (q && (countOf(n, 1) != 1 || countOf(n, 6) != 1 || (countOf(n, 4) != 1 && countOf(n, 4) != M)))
+    return false;
+  // int offsets in the kernels: planes, im2col and packed operands below 2^31 bytes
+  const auto& a = n.attrs<ConvAttrs>();
+  int64_t K = x[1] / a.group * numElements(a.kernel), P = numElements(y, 2);
+  return numElements(x) < (int64_t(1) << 31) && numElements(y) < (int64_t(1) << 31) &&
+         K * (P + 16) * 4 < (int64_t(1) << 31);
+}
+
+/// The integer convolution on triad_rt::qconv2d: weights shifted and packed once at creation,
+/// the input packed per run (im2col unless pointwise), the epilogue storing the int32 sums
+/// (ConvInteger) or requantizing them with the bias (QLinearConv).
+void emitPackedIntConv(LowerContext& c) {
+  const Node& n = c.node;
+  bool q = n.kind() == OpKind::QLinearConv;
+  size_t wi = q ? 3 : 1, wzi = q ? 5 : 3;
+  const Shape& y = shapeOf(n.output(0));
+  int64_t M = y[1], P = numElements(y, 2);
+  c.body.line("// {}: {} * {} -> {}, int32 sums of (x - x_zp) * (w - w_zp) on the packed int8 "
+              "kernel (triad_int8.h){}",
+              opKindName(n.kind()), shapeComment(n.input(0)->type()),
+              shapeComment(n.input(wi)->type()), shapeComment(n.output(0)->type()),
+              q ? ", requantized per output channel" : "");
+  std::vector<std::string> shapeLines = conv2dShapeLines(n);
+  for (const std::string& l : shapeLines)
+    c.body.line("{}", l);
+  std::string packed = "pk_" + c.ident;
+  c.fields.line("int16_t* {} = nullptr; // {}: shifted weights packed for the int8 kernel", packed,
+                escape::comment(n.name()));
+  c.create.open("");
+  for (const std::string& l : shapeLines)
+    c.create.line("{}", l);
+  c.create.line("m.{} = (int16_t*)m.alloc(triad_rt::qconv_weights_bytes(s));", packed);
+  c.create.line("triad_rt::qconv_pack_weights(s, {}, {}, {}, m.{});", c.inputs[wi],
+                optionalInput(c, wzi), optionalCount(n, wzi), packed);
+  int64_t multBytes = q ? (M * 4 + 63) / 64 * 64 : 0;
+  std::string scratch = c.scratch(fmt::format("{} + triad_rt::qconv_scratch_bytes(s)", multBytes));
+  c.create.close();
+  std::string xzp = present(n, 2) ? fmt::format("(int){}[0]", c.inputs[2]) : std::string("0");
+  if (q) {
+    emitRequantEpi(c, scratch, 1, 4, 6, 7, M, std::to_string(P), false);
+    c.body.line("epi.period = {}; epi.bias = {};", M, optionalInput(c, 8));
+  } else {
+    c.body.line("triad_rt::QStoreEpi epi{{{}, {}}};", c.outputs[0], P);
+  }
+  c.body.line("triad_rt::qconv2d(s, {}, {}, m.{}, (char*){} + {}, epi);", c.inputs[0], xzp, packed,
+              scratch, multBytes);
+}
+
+/// Whether an integer MatMul runs on the packed kernels: a constant rank-2 B with a constant
+/// zero point per tensor or per column, a per-tensor A zero point, and (QLinearMatMul)
+/// per-tensor a and y scales and a b scale per tensor or column.
+bool packedIntMatMul(const Node& n) {
+  bool q = n.kind() == OpKind::QLinearMatMul;
+  size_t ib = q ? 3 : 1, iaz = 2, ibz = q ? 5 : 3;
+  const Shape& as = shapeOf(n.input(0));
+  const Shape& bs = shapeOf(n.input(ib));
+  if (as.size() < 2 || bs.size() != 2 || !n.input(ib)->isConstant()) return false;
+  int64_t N = bs[1];
+  if (!packableZeroPoint(n, ibz, N) || (present(n, iaz) && countOf(n, iaz) != 1)) return false;
+  if (present(n, ibz) && shapeOf(n.input(ibz)).size() > 1) return false;
+  if (q && (countOf(n, 1) != 1 || countOf(n, 6) != 1 || (countOf(n, 4) != 1 && countOf(n, 4) != N)))
+    return false;
+  int64_t rows = numElements(as) / as.back();
+  return numElements(as) < (int64_t(1) << 31) && rows * N < (int64_t(1) << 31) &&
+         (bs[0] + 1) * (N + 16) * 4 < (int64_t(1) << 31);
+}
+
+/// MatMulInteger / QLinearMatMul on triad_rt::qmatmul: B shifted and packed once at creation,
+/// A's rows (every batch) packed per run.
+void emitPackedIntMatMul(LowerContext& c) {
+  const Node& n = c.node;
+  bool q = n.kind() == OpKind::QLinearMatMul;
+  size_t ib = q ? 3 : 1, ibz = q ? 5 : 3;
+  const Shape& as = shapeOf(n.input(0));
+  int64_t K = as.back(), N = shapeOf(n.input(ib))[1], rows = numElements(as) / K;
+  c.body.line("// {}: {} x {} -> {} ({} rows), int32 sums of (a - a_zp) * (b - b_zp) on the packed "
+              "int8 kernel (triad_int8.h){}",
+              opKindName(n.kind()), shapeComment(n.input(0)->type()),
+              shapeComment(n.input(ib)->type()), shapeComment(n.output(0)->type()), rows,
+              q ? ", requantized" : "");
+  std::string packed = "pk_" + c.ident;
+  c.fields.line("int16_t* {} = nullptr; // {}: shifted B packed for the int8 kernel", packed,
+                escape::comment(n.name()));
+  c.create.line("m.{} = (int16_t*)m.alloc(triad_rt::q_packed_b_bytes({}, {}));", packed, K, N);
+  c.create.line("triad_rt::qmatmul_pack_b({}, {}, {}, {}, {}, m.{});", K, N, c.inputs[ib],
+                optionalInput(c, ibz), optionalCount(n, ibz), packed);
+  int64_t multBytes = q ? (N * 4 + 63) / 64 * 64 : 0;
+  std::string scratch =
+      c.scratch(fmt::format("{} + triad_rt::qmatmul_scratch_bytes({}, {})", multBytes, rows, K));
+  std::string azp = present(n, 2) ? fmt::format("(int){}[0]", c.inputs[2]) : std::string("0");
+  if (q)
+    emitRequantEpi(c, scratch, 1, 4, 6, 7, N, std::to_string(N), true);
+  else
+    c.body.line("triad_rt::QStoreEpi epi{{{}, {}}};", c.outputs[0], N);
+  c.body.line("triad_rt::qmatmul({}, {}, {}, {}, {}, {}, m.{}, (char*){} + {}, epi);", rows, N, K,
+              c.inputs[0], K, azp, packed, scratch, multBytes);
+}
+
 // --- MatMulInteger, QLinearMatMul ---------------------------------------------------------------
 
 /// The zero point's shape as it broadcasts against A / B (the reference's zpShapeForA/B).
@@ -270,6 +427,7 @@ Support supportsIntMatMul(const Node& n) {
 /// a_scale[m] * b_scale[n] / y_scale in float.
 void emitIntMatMul(LowerContext& c) {
   const Node& n = c.node;
+  if (packedIntMatMul(n)) return emitPackedIntMatMul(c);
   bool q = n.kind() == OpKind::QLinearMatMul;
   size_t ia = 0, ib = q ? 3 : 1, iaz = q ? 2 : 2, ibz = q ? 5 : 3;
   const Shape& as = shapeOf(n.input(ia));
@@ -378,6 +536,7 @@ Support supportsIntConv(const Node& n) {
 /// adds the int32 bias and requantizes with x_scale * w_scale[m] / y_scale in float.
 void emitIntConv(LowerContext& c) {
   const Node& n = c.node;
+  if (packedIntConv(n)) return emitPackedIntConv(c);
   const auto& a = n.attrs<ConvAttrs>();
   bool q = n.kind() == OpKind::QLinearConv;
   size_t wi = q ? 3 : 1, xzi = 2, wzi = q ? 5 : 3;
@@ -947,8 +1106,9 @@ void emitSTFT(LowerContext& c) {
 } // namespace
 
 void addSignalLowerings(LoweringTable& t) {
-  t[OpKind::QuantizeLinear] = {supportsQuantize, emitQuantize, false};
-  t[OpKind::DequantizeLinear] = {supportsDequantize, emitDequantize, false};
+  // Per tensor, both are elementwise (ir/ScalarExpr.cpp) and fuse with their neighbours.
+  t[OpKind::QuantizeLinear] = {supportsQuantize, emitQuantize, false, nullptr, true};
+  t[OpKind::DequantizeLinear] = {supportsDequantize, emitDequantize, false, nullptr, true};
   t[OpKind::DynamicQuantizeLinear] = {supportsDynamicQuantize, emitDynamicQuantize, false};
   t[OpKind::MatMulInteger] = {supportsIntMatMul, emitIntMatMul, false};
   t[OpKind::QLinearMatMul] = {supportsIntMatMul, emitIntMatMul, false};

@@ -621,7 +621,7 @@ Support gpuSupport(const Node& n) {
   if (const GpuLowering* l = findGpuLowering(n.kind()))
     return l->supports ? l->supports(n) : Support{};
   if (elementwiseOnGpu(n)) return {};
-  if (hasScalarExpr(n, ScalarTypes::all()) || n.kind() == OpKind::Expand)
+  if (hasScalarExpr(n, gpuScalarTypes()) || n.kind() == OpKind::Expand)
     return no("a tensor exceeds 32-bit indexing");
   for (Value* v : n.inputs())
     if (v && v->type().dtype != DType::F32)

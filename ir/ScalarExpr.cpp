@@ -2,6 +2,7 @@
 
 #include "ir/ops/Activation.h"
 #include "ir/ops/Elementwise.h"
+#include "ir/ops/Quantize.h"
 #include "ir/ops/QuantizeQonnx.h"
 
 #include <cmath>
@@ -535,10 +536,48 @@ std::string qonnxExpr(const Node& n, Operands o) {
   return fmt::format("(({} - {}) * {})", r, o[2], o[1]);
 }
 
+// QuantizeLinear and DequantizeLinear per tensor (one scale, one zero point) in float32, as the
+// reference computes them (ir/ops/Quantize.cpp): y = quantize_linear<Q>(x / scale, zp) and
+// y = float(int32(x - zp)) * scale. C++ only (ScalarTypes::exactDivision): x / scale must be
+// correctly rounded. Per-axis and blocked forms keep their own lowering.
+
+bool isQdq(const Node& n) {
+  return n.kind() == OpKind::QuantizeLinear || n.kind() == OpKind::DequantizeLinear;
+}
+
+bool hasQdqExpr(const Node& n, ScalarTypes types) {
+  if (!types.exactDivision || n.outputs().size() != 1) return false;
+  for (size_t i : {size_t(1), size_t(2)})
+    if (i < n.inputs().size() && n.input(i) && n.input(i)->type().numElements() != 1) return false;
+  DType x = n.input(0)->type().dtype, out = n.output(0)->type().dtype;
+  if (n.input(1)->type().dtype != DType::F32) return false;
+  auto q16 = [](DType t) {
+    return t == DType::U8 || t == DType::I8 || t == DType::U16 || t == DType::I16;
+  };
+  if (n.kind() == OpKind::QuantizeLinear)
+    return n.attrs<QuantizeLinearAttrs>().blockSize == 0 && x == DType::F32 && q16(out);
+  return n.attrs<QuantAxisAttrs>().blockSize == 0 && (q16(x) || x == DType::I32) &&
+         out == DType::F32;
+}
+
+std::string qdqExpr(const Node& n, Operands o) {
+  bool zp = n.inputs().size() > 2 && n.input(2);
+  if (n.kind() == OpKind::QuantizeLinear)
+    return fmt::format("triad_rt::quantize_linear<{}>({} / {}, {})",
+                       cppTypeName(n.output(0)->type().dtype), o[0], o[1],
+                       zp ? fmt::format("(int32_t){}", o[2]) : std::string("0"));
+  if (n.input(0)->type().dtype == DType::I32) // the difference wraps to int32
+    return fmt::format("((float)(int32_t)((int64_t){} - (int64_t){}) * {})", o[0],
+                       zp ? o[2] : std::string("0"), o[1]);
+  return fmt::format("((float)((int32_t){} - (int32_t){}) * {})", o[0],
+                     zp ? o[2] : std::string("0"), o[1]);
+}
+
 } // namespace
 
 bool hasScalarExpr(const Node& n, ScalarTypes types) {
   if (isQonnxQuantizer(n)) return hasQonnxExpr(n, types);
+  if (isQdq(n)) return hasQdqExpr(n, types);
   auto it = table().find(n.kind());
   if (it == table().end()) return false;
   const Entry& entry = it->second;
@@ -598,6 +637,7 @@ bool hasScalarExpr(const Node& n, ScalarTypes types) {
 
 std::string scalarExpr(const Node& n, std::span<const std::string> operands, ScalarDialect d) {
   if (isQonnxQuantizer(n)) return qonnxExpr(n, operands);
+  if (isQdq(n)) return qdqExpr(n, operands);
   auto it = table().find(n.kind());
   TRIAD_ASSERT(it != table().end(), "no scalar expression for {}", opKindName(n.kind()));
   const Entry& entry = it->second;

@@ -9,11 +9,24 @@
 // Header-only C++17, no dependency beyond the standard library.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+
+// Before a generated elementwise loop: its operands are either the output itself (in place, same
+// index) or disjoint from it, so no iteration depends on another. Compilers cannot see that
+// through the arena's pointers and would version the loop on an overlap check that an in-place
+// loop fails, running it unvectorized.
+#if defined(__clang__)
+#define TRIAD_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define TRIAD_IVDEP _Pragma("GCC ivdep")
+#else
+#define TRIAD_IVDEP
+#endif
 
 namespace triad_rt {
 
@@ -143,6 +156,20 @@ template <bool fmod, typename T> T int_mod(T a, T b) {
   } else {
     return T(a % b);
   }
+}
+
+/// QuantizeLinear's last step (ir/ops/Quantize.h, quantizeValue) on v = x / scale:
+/// saturate(round_half_even(v) + zp) into Q, NaN giving the zero point. nearbyint rounds half to
+/// even in the default rounding mode (as the QONNX quantizers' rint); max(0, r) + min(0, r) is r,
+/// or 0 for NaN (each keeps its second operand then). Written so that loops of it vectorize
+/// (gcc if-converts none of the equivalent conditionals).
+template <typename Q> inline Q quantize_linear(float v, int32_t zp) {
+  const float r = std::nearbyint(v);
+  const float z = std::max(0.0f, r) + std::min(0.0f, r);
+  constexpr float lo = static_cast<float>(std::numeric_limits<Q>::min());
+  constexpr float hi = static_cast<float>(std::numeric_limits<Q>::max());
+  return static_cast<Q>(
+      static_cast<int32_t>(std::min(std::max(z + static_cast<float>(zp), lo), hi)));
 }
 
 } // namespace triad_rt

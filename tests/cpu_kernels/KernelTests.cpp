@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -968,6 +969,175 @@ TEST(Conv2dNchwc, ReorderRoundTrip) {
 // ---------------------------------------------------------------------------------------------
 // Pooling
 // ---------------------------------------------------------------------------------------------
+
+// ---- Integer kernels (triad_int8.h): int32 sums exact, requantization as the reference -------
+
+/// The reference's requantization (ir/ops/Quantize.h, quantizeValue of float(acc + bias) * mult)
+/// written independently: std::nearbyint in the default rounding mode rounds half to even.
+int requantRef(int32_t acc, int32_t bias, float mult, int zp, int lo, int hi) {
+  float v = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(acc) + bias)) * mult;
+  float r = (std::isnan(v) ? 0.0f : std::nearbyint(v)) + static_cast<float>(zp);
+  return static_cast<int>(std::min(std::max(r, static_cast<float>(lo)), static_cast<float>(hi)));
+}
+
+template <class X, class W> void checkQconv(const triad_rt::Conv2dShape& s, std::mt19937& rng) {
+  const int OH = s.OH(), OW = s.OW(), P = OH * OW, Cg = s.Cg(), Mg = s.OCg();
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<X> x(static_cast<size_t>(s.N) * s.C * s.H * s.W);
+  for (auto& v : x)
+    v = static_cast<X>(byte(rng));
+  std::vector<W> w(static_cast<size_t>(s.OC) * s.Kg()), wz(static_cast<size_t>(s.OC));
+  for (auto& v : w)
+    v = static_cast<W>(byte(rng));
+  for (auto& v : wz)
+    v = static_cast<W>(byte(rng));
+  const int xz = static_cast<X>(byte(rng));
+  std::vector<int16_t> pw(triad_rt::qconv_weights_bytes(s) / sizeof(int16_t));
+  triad_rt::qconv_pack_weights(s, w.data(), wz.data(), s.OC, pw.data());
+  std::vector<char> scratch(triad_rt::qconv_scratch_bytes(s));
+  std::vector<int32_t> acc(static_cast<size_t>(s.N) * s.OC * P, 0x5a5a5a5a);
+  triad_rt::qconv2d(s, x.data(), xz, pw.data(), scratch.data(), triad_rt::QStoreEpi{acc.data(), P});
+  // Requantized to uint8 with a bias and per-channel multipliers (one NaN, one huge), a fused
+  // Relu's lower bound (the zero point).
+  std::vector<float> mult(static_cast<size_t>(s.OC));
+  std::vector<int32_t> bias(static_cast<size_t>(s.OC));
+  for (int oc = 0; oc < s.OC; ++oc) {
+    mult[size_t(oc)] = 1e-4f * static_cast<float>(1 + byte(rng));
+    bias[size_t(oc)] = byte(rng) * 97 - 12000;
+  }
+  mult[0] = std::nanf("");
+  if (s.OC > 1) mult[1] = 1e30f;
+  std::vector<uint8_t> y(acc.size(), 0xee);
+  triad_rt::QRequantEpi<uint8_t> rq;
+  rq.y = y.data();
+  rq.ldy = P;
+  rq.bias = bias.data();
+  rq.mult = mult.data();
+  rq.period = s.OC;
+  rq.zp = 9;
+  rq.lo = 9;
+  rq.hi = 255;
+  triad_rt::qconv2d(s, x.data(), xz, pw.data(), scratch.data(), rq);
+  int bad = 0;
+  for (int n = 0; n < s.N; ++n)
+    for (int oc = 0; oc < s.OC; ++oc)
+      for (int oh = 0; oh < OH; ++oh)
+        for (int ow = 0; ow < OW; ++ow) {
+          const int g = oc / Mg;
+          int64_t sum = 0;
+          for (int ci = 0; ci < Cg; ++ci)
+            for (int kh = 0; kh < s.KH; ++kh)
+              for (int kw = 0; kw < s.KW; ++kw) {
+                const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+                const int iw = ow * s.stride_w - s.pad_l + kw * s.dil_w;
+                const bool in = ih >= 0 && ih < s.H && iw >= 0 && iw < s.W;
+                const int xv = in ? x[((size_t(n) * s.C + g * Cg + ci) * s.H + ih) * s.W + iw] : xz;
+                const int wv = w[(size_t(oc) * Cg + ci) * s.KH * s.KW + kh * s.KW + kw];
+                sum += int64_t(xv - xz) * (wv - wz[size_t(oc)]);
+              }
+          const size_t i = ((size_t(n) * s.OC + oc) * OH + oh) * OW + ow;
+          const int32_t expect = static_cast<int32_t>(static_cast<uint32_t>(sum));
+          const int q = requantRef(expect, bias[size_t(oc)], mult[size_t(oc)], 9, 9, 255);
+          if ((acc[i] != expect || y[i] != q) && bad++ < 5)
+            ADD_FAILURE() << "n " << n << " oc " << oc << " (" << oh << ", " << ow << "): sum "
+                          << acc[i] << " expected " << expect << ", requantized " << int(y[i])
+                          << " expected " << q;
+        }
+  EXPECT_EQ(bad, 0);
+}
+
+void qconvCases(int threads) {
+  ThreadScope scope(threads);
+  std::mt19937 rng(17);
+  // N, C, H, W, OC, KH, KW, group, strides, pads (t, l, b, r), dilations
+  const int cases[][16] = {
+      {1, 3, 13, 11, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // odd K (27), padded, edge tiles
+      {2, 8, 9, 9, 17, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},    // pointwise, two images
+      {1, 6, 14, 14, 12, 3, 3, 2, 2, 2, 1, 1, 0, 0, 1, 1},  // groups, stride 2, asymmetric pads
+      {1, 5, 7, 9, 7, 7, 7, 1, 2, 2, 3, 3, 3, 3, 1, 1},     // a 7x7 stem
+      {1, 4, 8, 8, 4, 3, 3, 4, 1, 1, 2, 2, 2, 2, 2, 2},     // depthwise, dilated
+      {1, 32, 12, 12, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, // several row and column panels
+  };
+  for (const auto& c : cases) {
+    triad_rt::Conv2dShape s;
+    s.N = c[0], s.C = c[1], s.H = c[2], s.W = c[3], s.OC = c[4], s.KH = c[5], s.KW = c[6];
+    s.group = c[7], s.stride_h = c[8], s.stride_w = c[9];
+    s.pad_t = c[10], s.pad_l = c[11], s.pad_b = c[12], s.pad_r = c[13];
+    s.dil_h = c[14], s.dil_w = c[15];
+    SCOPED_TRACE(testing::Message()
+                 << "C " << s.C << " OC " << s.OC << " k " << s.KH << " g " << s.group);
+    checkQconv<uint8_t, int8_t>(s, rng);
+    checkQconv<int8_t, uint8_t>(s, rng);
+  }
+}
+
+TEST(Int8Conv, MatchesNaiveOneThread) {
+  qconvCases(1);
+}
+TEST(Int8Conv, MatchesNaiveTwoThreads) {
+  qconvCases(2);
+}
+
+TEST(Int8Conv, RequantizationRoundsHalfToEvenAndSaturates) {
+  // Ties of the product (float(acc) * 0.5) go to the even neighbour; beyond the range saturates.
+  EXPECT_EQ(triad_rt::detail::q_requant1(5, 0, 0.5f, 0, 0, 255), 2); // 2.5 -> 2
+  EXPECT_EQ(triad_rt::detail::q_requant1(7, 0, 0.5f, 0, 0, 255), 4); // 3.5 -> 4
+  EXPECT_EQ(triad_rt::detail::q_requant1(-5, 0, 0.5f, 0, -128, 127), -2);
+  EXPECT_EQ(triad_rt::detail::q_requant1(1 << 30, 0, 1.0f, 3, 0, 255), 255);
+  EXPECT_EQ(triad_rt::detail::q_requant1(5, 0, std::nanf(""), 3, 0, 255), 3); // NaN: zero point
+  EXPECT_EQ(triad_rt::detail::q_requant1(INT32_MAX, 1, 1.0f, 0, -128, 127), -128); // wraps
+}
+
+TEST(Int8MatMul, MatchesNaive) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int threads : {1, 2}) {
+    ThreadScope scope(threads);
+    for (auto [M, N, K] : {std::array<int, 3>{1, 1000, 2048}, {7, 33, 5}, {128, 64, 768}}) {
+      std::vector<uint8_t> a(size_t(M) * K);
+      std::vector<int8_t> b(size_t(K) * N), bz(static_cast<size_t>(N));
+      for (auto& v : a)
+        v = static_cast<uint8_t>(byte(rng));
+      for (auto& v : b)
+        v = static_cast<int8_t>(byte(rng));
+      for (auto& v : bz)
+        v = static_cast<int8_t>(byte(rng) % 7 - 3);
+      const int az = 128;
+      std::vector<int16_t> pb(triad_rt::q_packed_b_bytes(K, N) / sizeof(int16_t));
+      triad_rt::qmatmul_pack_b(K, N, b.data(), bz.data(), N, pb.data());
+      std::vector<char> scratch(triad_rt::qmatmul_scratch_bytes(M, K));
+      std::vector<int32_t> c(size_t(M) * N);
+      triad_rt::qmatmul(M, N, K, a.data(), K, az, pb.data(), scratch.data(),
+                        triad_rt::QStoreEpi{c.data(), N});
+      std::vector<float> mult(static_cast<size_t>(N));
+      for (auto& m : mult)
+        m = 1e-5f * static_cast<float>(1 + byte(rng));
+      std::vector<int8_t> y(size_t(M) * N);
+      triad_rt::QRequantEpi<int8_t> rq;
+      rq.y = y.data();
+      rq.ldy = N;
+      rq.mult = mult.data();
+      rq.per_col = true;
+      rq.zp = -3;
+      rq.lo = -128;
+      rq.hi = 127;
+      triad_rt::qmatmul(M, N, K, a.data(), K, az, pb.data(), scratch.data(), rq);
+      int bad = 0;
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+          int64_t sum = 0;
+          for (int k = 0; k < K; ++k)
+            sum += int64_t(a[size_t(i) * K + k] - az) * (b[size_t(k) * N + j] - bz[size_t(j)]);
+          const int32_t expect = static_cast<int32_t>(sum);
+          const int q = requantRef(expect, 0, mult[size_t(j)], -3, -128, 127);
+          if ((c[size_t(i) * N + j] != expect || y[size_t(i) * N + j] != q) && bad++ < 5)
+            ADD_FAILURE() << M << "x" << N << "x" << K << " (" << i << ", " << j
+                          << "): " << c[size_t(i) * N + j] << " expected " << expect;
+        }
+      EXPECT_EQ(bad, 0);
+    }
+  }
+}
 
 TEST(Pool, MaxAndAverageMatchNaive) {
   std::mt19937 rng(5);

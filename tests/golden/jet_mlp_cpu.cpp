@@ -75,6 +75,7 @@ static int layer_fc1_Gemm_Relu(State& m, const void* const* in, void* const* out
   const float* __restrict bias = ((const float*)(m.W + 4096));
   auto epi_chain = [&](float* c, int row, int col0, int n) {
   const int64_t i0 = int64_t(row) * 64 + col0; (void)i0; (void)row; (void)col0;
+  TRIAD_IVDEP // in place or disjoint (triad_scalar.h)
   for (int64_t j = 0; j < n; ++j) {
     const float t1 = (c[j] < 0.0f ? 0.0f : c[j]); // /Relu (Relu)
     c[j] = t1;
@@ -93,6 +94,7 @@ static int layer_fc2_Gemm_Relu_1(State& m, const void* const* in, void* const* o
   const float* __restrict bias = ((const float*)(m.W + 12544));
   auto epi_chain = [&](float* c, int row, int col0, int n) {
   const int64_t i0 = int64_t(row) * 32 + col0; (void)i0; (void)row; (void)col0;
+  TRIAD_IVDEP // in place or disjoint (triad_scalar.h)
   for (int64_t j = 0; j < n; ++j) {
     const float t1 = (c[j] < 0.0f ? 0.0f : c[j]); // /Relu_1 (Relu)
     c[j] = t1;
@@ -111,6 +113,7 @@ static int layer_fc3_Gemm_Relu_2(State& m, const void* const* in, void* const* o
   const float* __restrict bias = ((const float*)(m.W + 16768));
   auto epi_chain = [&](float* c, int row, int col0, int n) {
   const int64_t i0 = int64_t(row) * 32 + col0; (void)i0; (void)row; (void)col0;
+  TRIAD_IVDEP // in place or disjoint (triad_scalar.h)
   for (int64_t j = 0; j < n; ++j) {
     const float t1 = (c[j] < 0.0f ? 0.0f : c[j]); // /Relu_2 (Relu)
     c[j] = t1;

@@ -22,6 +22,7 @@
 #include "ir/ops/Movement.h"
 #include "ir/ops/Normalization.h"
 #include "ir/ops/Pool.h"
+#include "ir/ops/Quantize.h"
 #include "ir/ops/Reduce.h"
 #include "ir/passes/Pass.h"
 
@@ -150,6 +151,104 @@ TEST(CpuTarget, FusedConvolutionEpilogueAndBroadcastChains) {
   EXPECT_EQ(code.groups, 3u) << code.fusionSummary;
   EXPECT_NE(code.source.find("epi_chain"), std::string::npos);
   checkAgainstInterpreter(g, {randomTensor({2, 3, 9, 9}, rng)});
+}
+
+/// A tensor of `dt` (8-bit or int32) with values drawn uniformly from [lo, hi].
+Tensor intTensor(Shape s, DType dt, int lo, int hi, std::mt19937& rng) {
+  Tensor t(DType::F32, std::move(s));
+  std::uniform_int_distribution<int> d(lo, hi);
+  for (float& v : t.values<float>())
+    v = float(d(rng));
+  return t.castTo(dt);
+}
+
+// The packed int8 kernels (cpu/runtime/triad_int8.h) behind QLinearConv, ConvInteger,
+// QLinearMatMul and MatMulInteger with constant weights: grouped and strided convolutions,
+// per-channel and per-tensor zero points of both signs, bias, batched MatMul rows; and
+// QuantizeLinear / DequantizeLinear per tensor as fused elementwise code (NaN, infinities,
+// ties). Integer results are exact: equal to the interpreter in every element.
+TEST(CpuTarget, PackedIntegerKernelsAndElementwiseQdqMatchTheInterpreter) {
+  std::mt19937 rng(29);
+  Graph g;
+  Value* x = g.addInput("x", {DType::U8, {2, 6, 11, 9}, {}});
+  auto scalar = [&](const std::string& name, float v) {
+    return g.addConstant(name, Tensor::fromVector<float>({}, {v}));
+  };
+  auto conv3 = attrs<ConvAttrs>([](ConvAttrs& a) {
+    a.kernel = {3, 3};
+    a.strides = {1, 2};
+    a.pads = {1, 0, 2, 1};
+    a.dilations = {1, 1};
+    a.group = 2;
+  });
+  Tensor wscale(DType::F32, {8});
+  for (int i = 0; i < 8; ++i)
+    wscale.values<float>()[size_t(i)] = 0.002f * float(i + 1);
+  Node* qconv =
+      add(g, OpKind::QLinearConv, "qconv",
+          {x, scalar("xs", 0.05f), g.addConstant("xz", intTensor({}, DType::U8, 7, 7, rng)),
+           g.addConstant("w", intTensor({8, 3, 3, 3}, DType::I8, -128, 127, rng)),
+           g.addConstant("ws", wscale), g.addConstant("wz", intTensor({8}, DType::I8, -5, 5, rng)),
+           scalar("ys", 0.11f), g.addConstant("yz", intTensor({}, DType::U8, 120, 120, rng)),
+           g.addConstant("bias", intTensor({8}, DType::I32, -3000, 3000, rng))},
+          conv3);
+  auto conv1 = attrs<ConvAttrs>([](ConvAttrs& a) {
+    a.kernel = {1, 1};
+    a.strides = {2, 2};
+    a.pads = {0, 0, 0, 0};
+    a.dilations = {1, 1};
+  });
+  Node* iconv = add(g, OpKind::ConvInteger, "iconv",
+                    {x, g.addConstant("w1", intTensor({5, 6, 1, 1}, DType::U8, 0, 255, rng)),
+                     g.addConstant("xz1", intTensor({}, DType::U8, 200, 200, rng)),
+                     g.addConstant("wz1", intTensor({}, DType::U8, 131, 131, rng))},
+                    conv1);
+  Value* a = g.addInput("a", {DType::U8, {2, 3, 37}, {}});
+  Tensor bscale(DType::F32, {10});
+  for (int i = 0; i < 10; ++i)
+    bscale.values<float>()[size_t(i)] = 0.01f / float(i + 1);
+  Node* qmm =
+      add(g, OpKind::QLinearMatMul, "qmm",
+          {a, scalar("as", 0.02f), g.addConstant("az", intTensor({}, DType::U8, 128, 128, rng)),
+           g.addConstant("b", intTensor({37, 10}, DType::I8, -128, 127, rng)),
+           g.addConstant("bs", bscale), g.addConstant("bz", intTensor({10}, DType::I8, -3, 3, rng)),
+           scalar("mys", 0.07f), g.addConstant("myz", intTensor({}, DType::I8, -4, -4, rng))});
+  Value* a2 = g.addInput("a2", {DType::I8, {4, 37}, {}});
+  Node* imm = add(g, OpKind::MatMulInteger, "imm",
+                  {a2, g.addConstant("b2", intTensor({37, 21}, DType::U8, 0, 255, rng)),
+                   g.addConstant("a2z", intTensor({}, DType::I8, -9, -9, rng)),
+                   g.addConstant("b2z", intTensor({21}, DType::U8, 100, 140, rng))});
+  // Per-tensor QuantizeLinear -> DequantizeLinear -> Add -> QuantizeLinear, fused into one loop.
+  Value* f = g.addInput("f", {DType::F32, {3, 17}, {}});
+  auto q8 = [](DType t) {
+    return attrs<QuantizeLinearAttrs>([t](QuantizeLinearAttrs& qa) { qa.outputType = t; });
+  };
+  Node* q1 = add(g, OpKind::QuantizeLinear, "q1",
+                 {f, scalar("qs", 0.5f), g.addConstant("qz", intTensor({}, DType::U8, 3, 3, rng))},
+                 q8(DType::U8));
+  Node* dq = add(g, OpKind::DequantizeLinear, "dq",
+                 {q1->output(0), scalar("qs2", 0.5f),
+                  g.addConstant("qz2", intTensor({}, DType::U8, 3, 3, rng))},
+                 std::make_shared<QuantAxisAttrs>());
+  Node* sum = add(g, OpKind::Add, "sum", {dq->output(0), f});
+  Node* q2 = add(g, OpKind::QuantizeLinear, "q2",
+                 {sum->output(0), scalar("qs3", 0.25f),
+                  g.addConstant("qz3", intTensor({}, DType::I8, -2, -2, rng))},
+                 q8(DType::I8));
+  for (Node* n : {qconv, iconv, qmm, imm, q2})
+    g.addOutput(n->output(0));
+  cpu::GeneratedCode code = cpu::generateCpp(g);
+  EXPECT_EQ(occurrences(code.source, "triad_rt::qconv2d("), 2u);
+  EXPECT_EQ(occurrences(code.source, "triad_rt::qmatmul("), 2u);
+  EXPECT_EQ(occurrences(code.source, "triad_rt::quantize_linear<"), 2u) << code.fusionSummary;
+  Tensor fv = randomTensor({3, 17}, rng);
+  float special[] = {NAN, INFINITY, -INFINITY, 1.25f, 1.75f, -1.25f, 300.0f, -300.0f, 0.0f, -0.0f};
+  for (size_t i = 0; i < std::size(special); ++i)
+    fv.values<float>()[i] = special[i];
+  std::vector<Tensor> in = {intTensor({2, 6, 11, 9}, DType::U8, 0, 255, rng),
+                            intTensor({2, 3, 37}, DType::U8, 0, 255, rng),
+                            intTensor({4, 37}, DType::I8, -128, 127, rng), fv};
+  checkAgainstInterpreter(g, in, 0, 0);
 }
 
 // Channel-blocked (NCHW16c) convolutions: the layouts chosen between them and at the edges
