@@ -178,8 +178,11 @@ fs::path Bench::peersDir() const {
 
 std::string Bench::python() const {
   if (const char* p = std::getenv("TRIAD_PYTHON"); p && *p) return p;
-  fs::path venv = fs::path(TRIAD_SOURCE_DIR) / ".venv" / "bin" / "python";
-  if (fs::exists(venv)) return venv.string();
+  // The peers' environment (the newest ONNX Runtime and OpenVINO), else the project's.
+  for (const char* venv : {".venv-peers", ".venv"}) {
+    fs::path py = fs::path(TRIAD_SOURCE_DIR) / venv / "bin" / "python";
+    if (fs::exists(py)) return py.string();
+  }
   return "/usr/bin/python3";
 }
 

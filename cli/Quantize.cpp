@@ -1,5 +1,7 @@
 // triad quantize: run a model through the bit-accurate fixed-point emulator (the FPGA target's
-// golden model) and report where precision is lost.
+// golden model) and report where precision is lost; with --format qdq, write an int8 QDQ copy of
+// the model made by ONNX Runtime's post-training quantizer (python/triad/qdq.py) and report its
+// accuracy against the float model on the CPU target.
 #include "cli/Commands.h"
 #include "cli/FpgaOptions.h"
 #include "fpga/Emulator.h"
@@ -26,6 +28,9 @@ struct QuantizeOptions {
   std::string config, calibrate, input, output, json, labels, defaultPrecision, plot;
   std::vector<std::string> precision;
   bool report = false;
+  // --format qdq
+  std::string format = "fixed", method = "minmax", activations = "uint8", target = "cpu";
+  bool perTensor = false;
 };
 
 ir::Tensor readInput(const std::string& path) {
@@ -53,13 +58,17 @@ frontend::ImportResult loadFor(const QuantizeOptions& o, const ir::Tensor& x,
 // --plot: the numerical profile (fpga/Profile.h) drawn by the Python package's plot script
 // (python/triad/plot.py, run on its own) with matplotlib from the project's venv (TRIAD_PYTHON
 // overrides it, as for triad bench's peers).
+/// TRIAD_PYTHON, else the first of the project's environments `venvs` that exists, else python3.
+std::string findPython(std::initializer_list<const char*> venvs) {
+  if (const char* p = std::getenv("TRIAD_PYTHON"); p && *p) return p;
+  for (const char* v : venvs)
+    if (fs::path py = fs::path(TRIAD_SOURCE_DIR) / v / "bin" / "python"; fs::exists(py))
+      return py.string();
+  return "python3";
+}
+
 void drawPlot(const nlohmann::json& profile, const std::string& out) {
-  std::string python = "python3";
-  if (const char* p = std::getenv("TRIAD_PYTHON"); p && *p)
-    python = p;
-  else if (fs::path venv = fs::path(TRIAD_SOURCE_DIR) / ".venv" / "bin" / "python";
-           fs::exists(venv))
-    python = venv.string();
+  std::string python = findPython({".venv"});
   fs::path script = fs::path(TRIAD_SOURCE_DIR) / "python" / "triad" / "plot.py";
   if (const char* p = std::getenv("TRIAD_PLOT_SCRIPT"); p && *p) script = p;
   if (!fs::exists(script))
@@ -191,9 +200,120 @@ int runQuantize(const QuantizeOptions& o) {
   return 0;
 }
 
+/// The model's outputs on `target` for input `x` (read from `path`), the model at `model`.
+std::vector<ir::Tensor> runModel(const QuantizeOptions& o, const ir::Target& target,
+                                 const std::string& model, const ir::Tensor& x,
+                                 const std::string& path) {
+  QuantizeOptions m = o;
+  m.model.model = model;
+  frontend::ImportResult r = loadFor(m, x, path);
+  return target.compile(r.graph)->run(std::span<const ir::Tensor>(&x, 1));
+}
+
+// --format qdq: ONNX Runtime's quantize_static (run by python/triad/qdq.py in the peers' Python,
+// which has the newest onnxruntime and onnx) writes the QDQ model; then both models run on the
+// target (the CPU by default: the QDQ one on its integer kernels) on --input, else the
+// calibration data, and the outputs are compared.
+int runQuantizeQdq(const QuantizeOptions& o, const ir::TargetRegistry& targets) {
+  if (o.calibrate.empty())
+    fail(ErrorKind::Usage, "--format qdq needs --calibrate (inputs to calibrate the ranges on)");
+  if (o.output.empty() || fs::path(o.output).extension() != ".onnx")
+    fail(ErrorKind::Usage, "--format qdq writes a model: -o FILE.onnx");
+  if (!o.config.empty() || !o.precision.empty() || !o.defaultPrecision.empty() || !o.plot.empty())
+    fail(ErrorKind::Usage, "--config, --precision and --plot are for --format fixed");
+  const ir::Target* target = targets.find(o.target);
+  if (!target)
+    fail(ErrorKind::Usage, "--target '{}' is not available (available: {})", o.target,
+         targets.names());
+  std::string python = findPython({".venv-peers", ".venv"});
+  fs::path script = fs::path(TRIAD_SOURCE_DIR) / "python" / "triad" / "qdq.py";
+  if (!fs::exists(script))
+    fail(ErrorKind::Unsupported,
+         "--format qdq needs the triad Python package's qdq.py, not "
+         "found at '{}'",
+         script.string());
+  std::string cmd = fmt::format(
+      "{} {} {} {} {} --method {} --activations {}{} 2>&1", shellQuote(python),
+      shellQuote(script.string()), shellQuote(o.model.model), shellQuote(o.calibrate),
+      shellQuote(o.output), o.method, o.activations, o.perTensor ? " --per-tensor" : "");
+  int rc = 0;
+  std::string log = runCapture(cmd, &rc);
+  int code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  // The quantizer's summary is the last line that is a JSON object.
+  std::string last;
+  for (size_t p = 0, e; p < log.size(); p = e + 1) {
+    e = log.find('\n', p);
+    if (e == std::string::npos) e = log.size();
+    std::string line = log.substr(p, e - p);
+    if (!line.empty() && line.front() == '{') last = line;
+  }
+  if (code == 3 || code == 126 || code == 127)
+    fail(ErrorKind::Unsupported,
+         "--format qdq needs Python with onnxruntime's quantization tools; '{}' has none "
+         "(scripts/setup.sh makes .venv-peers; or set TRIAD_PYTHON): {}",
+         python, terminalText(log));
+  if (code != 0 || last.empty())
+    fail(code == 2 ? ErrorKind::Runtime : ErrorKind::Io, "{}: quantizing to QDQ failed: {}",
+         o.model.model, terminalText(log));
+  nlohmann::json summary = nlohmann::json::parse(last);
+  std::string ops;
+  for (const auto& [k, v] : summary["ops"].items())
+    ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", k, v.get<int>());
+  fmt::print("wrote {} ({} calibration batches of {}, {}; {} int8 weights, {} activations): {}\n",
+             o.output, summary["calibration_batches"].get<int>(),
+             summary["rows_per_batch"].get<int>(), o.method,
+             o.perTensor ? "per-tensor" : "per-channel", o.activations, terminalText(ops));
+
+  // Accuracy of the QDQ model against the float model.
+  const std::string& path = o.input.empty() ? o.calibrate : o.input;
+  ir::Tensor x = readInput(path);
+  if (x.dtype() != ir::DType::F32) x = x.castTo(ir::DType::F32);
+  std::vector<ir::Tensor> f = runModel(o, *target, o.model.model, x, path);
+  std::vector<ir::Tensor> q = runModel(o, *target, o.output, x, path);
+  nlohmann::json j = {{"model", o.model.model}, {"qdq_model", o.output},
+                      {"quantizer", summary},   {"target", o.target},
+                      {"data", path},           {"outputs", nlohmann::json::array()}};
+  std::optional<ir::Tensor> labels;
+  if (!o.labels.empty()) labels = readInput(o.labels);
+  for (size_t i = 0; i < f.size() && i < q.size(); ++i) {
+    double err = 0;
+    for (int64_t k = 0; k < f[i].numElements(); ++k)
+      err = std::max(err, std::fabs(q[i].getDouble(k) - f[i].getDouble(k)));
+    nlohmann::json oj = {{"max_abs_error", err}};
+    fmt::print("output {}: max |int8 - float| = {:.4g} on {} ({})\n", i, err, o.target, path);
+    if (q[i].rank() >= 1 && q[i].shape().back() > 1) {
+      auto a = argmaxRows(q[i]), b = argmaxRows(f[i]);
+      int64_t agree = 0;
+      for (size_t k = 0; k < a.size(); ++k)
+        agree += a[k] == b[k];
+      oj["top1_agreement"] = double(agree) / double(a.size());
+      fmt::print("  top-1 agreement with float: {}/{} ({:.2f}%)\n", agree, a.size(),
+                 100.0 * double(agree) / double(a.size()));
+      if (labels && i == 0) {
+        if (labels->numElements() != int64_t(a.size()))
+          fail(ErrorKind::Runtime, "--labels '{}' holds {} labels for {} samples", o.labels,
+               labels->numElements(), a.size());
+        int64_t okF = 0, okQ = 0;
+        for (size_t k = 0; k < a.size(); ++k) {
+          okQ += a[k] == labels->getInt(int64_t(k));
+          okF += b[k] == labels->getInt(int64_t(k));
+        }
+        oj["accuracy_int8"] = double(okQ) / double(a.size());
+        oj["accuracy_float"] = double(okF) / double(a.size());
+        fmt::print("  accuracy: int8 {:.4f}, float {:.4f} ({:+.2f} points)\n",
+                   double(okQ) / double(a.size()), double(okF) / double(a.size()),
+                   100.0 * double(okQ - okF) / double(a.size()));
+      }
+    }
+    j["outputs"].push_back(oj);
+  }
+  if (!o.json.empty()) frontend::writeFileAtomic(o.json, j.dump(2) + "\n");
+  return 0;
+}
+
 } // namespace
 
-Action addQuantize(CLI::App& app, const ir::TargetRegistry&) {
+Action addQuantize(CLI::App& app, const ir::TargetRegistry& targets) {
   auto o = std::make_shared<QuantizeOptions>();
   CLI::App* cmd = app.add_subcommand(
       "quantize", "Run a model in fixed point (the FPGA emulator) and report precision loss");
@@ -205,16 +325,34 @@ Action addQuantize(CLI::App& app, const ir::TargetRegistry&) {
                   "Calibration inputs (.npy/.pb) for \"auto\" precisions (default: --input)");
   cmd->add_option("-i,--input", o->input,
                   "Input tensor file (.npy or .pb); the model's dynamic dimensions (the "
-                  "batch, dim_params) take its sizes unless --batch or --dim fix them")
-      ->required();
+                  "batch, dim_params) take its sizes unless --batch or --dim fix them (required "
+                  "for --format fixed; --format qdq evaluates on it, default --calibrate)");
+  cmd->add_option("--format", o->format,
+                  "fixed: the FPGA's fixed-point emulation (default); qdq: write an int8 QDQ "
+                  "ONNX model (-o FILE.onnx) calibrated on --calibrate, with ONNX Runtime's "
+                  "quantizer, and report its accuracy against float")
+      ->check(CLI::IsMember({"fixed", "qdq"}));
+  cmd->add_option("--calibration-method", o->method, "qdq: minmax (default), percentile, entropy")
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy"}));
+  cmd->add_option("--activations", o->activations, "qdq: uint8 (default) or int8 activations")
+      ->check(CLI::IsMember({"uint8", "int8"}));
+  cmd->add_flag("--per-tensor", o->perTensor, "qdq: per-tensor weights (default: per channel)");
+  cmd->add_option("--target", o->target,
+                  "qdq: where both models run for the accuracy report (default cpu)");
   cmd->add_option("--labels", o->labels, "Class labels (.npy) to report top-1 accuracy");
   cmd->add_flag("--report", o->report, "Print the per-layer table");
   cmd->add_option("--json", o->json, "Write the report as JSON");
-  cmd->add_option("-o,--output", o->output, "Write the (dequantized) first output (.npy or .pb)");
+  cmd->add_option("-o,--output", o->output,
+                  "Write the (dequantized) first output (.npy or .pb); with --format qdq, the "
+                  "QDQ model (.onnx)");
   cmd->add_option("--plot", o->plot,
                   "Draw the numerical profile (per-layer value ranges against the formats, "
                   "overflows, error vs float) to FILE.png/.svg/.pdf (Python with matplotlib)");
-  return [o] { return runQuantize(*o); };
+  return [o, &targets] {
+    if (o->format == "qdq") return runQuantizeQdq(*o, targets);
+    if (o->input.empty()) fail(ErrorKind::Usage, "--input is required (--format fixed)");
+    return runQuantize(*o);
+  };
 }
 
 } // namespace triad::cli

@@ -4,8 +4,9 @@
 #     Python, Verilator, Yosys and nextpnr-ice40 + IceStorm for the FPGA flow, PoCL for OpenCL,
 #     OpenBLAS as a benchmark peer, clang and its libFuzzer run-time for the fuzz targets),
 #     installed with apt-get when missing (needs root, as on CI);
-#   - the project's Python environment .venv/ with pinned packages (requirements.txt), rebuilt
-#     only when requirements.txt changes.
+#   - the project's Python environment .venv/ with pinned packages (requirements.txt), and the
+#     benchmark peers' .venv-peers/ (requirements-peers.txt: the newest ONNX Runtime and
+#     OpenVINO), each rebuilt only when its requirements file changes.
 # With --zoo it also installs Debian's CPU-only PyTorch, torchvision and scikit-learn, which the
 # model-zoo scripts (scripts/zoo/) need to train or export models; tests never need them.
 set -euo pipefail
@@ -40,13 +41,18 @@ fi
 
 # Python environment: Debian's python3 (3.11) unless TRIAD_PYTHON names another.
 PY=${TRIAD_PYTHON:-python3}
-stamp=.venv/.requirements.sha256
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
-if [[ ! -x .venv/bin/python || ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
-  echo "setup: creating .venv with $($PY --version)"
-  "$PY" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -r requirements.txt
-  echo "$want" > "$stamp"
-fi
-echo "setup: ok ($(.venv/bin/python -c 'import onnx; print("onnx", onnx.__version__)'))"
+make_venv() { # DIR REQUIREMENTS
+  local stamp=$1/.requirements.sha256 want
+  want=$(sha256sum "$2" | cut -d' ' -f1)
+  if [[ ! -x $1/bin/python || ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+    echo "setup: creating $1 with $($PY --version)"
+    "$PY" -m venv "$1"
+    "$1/bin/python" -m pip install -q --upgrade pip
+    "$1/bin/python" -m pip install -q -r "$2"
+    echo "$want" > "$stamp"
+  fi
+}
+make_venv .venv requirements.txt
+make_venv .venv-peers requirements-peers.txt
+echo "setup: ok ($(.venv/bin/python -c 'import onnx; print("onnx", onnx.__version__)'); peers:" \
+  "$(.venv-peers/bin/python -c 'import onnxruntime as o, openvino as v; print("onnxruntime", o.__version__, "openvino", v.__version__)'))"

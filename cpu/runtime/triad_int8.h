@@ -286,8 +286,15 @@ inline void q_pack_b_rows(int K, int N, const X* const* rows, int zp, int16_t* d
 
 // ---- Convolution --------------------------------------------------------------------------
 
+/// Depthwise convolutions (one input channel per output channel) run a direct kernel over each
+/// plane instead of per-group GEMMs of one row; their weights are the shifted taps as int32.
+inline bool qconv_depthwise(const Conv2dShape& s) {
+  return s.group > 1 && s.group == s.C && s.OC == s.C;
+}
+
 /// Bytes of the packed weights of an integer convolution (per group, q_packed_a layout).
 inline size_t qconv_weights_bytes(const Conv2dShape& s) {
+  if (qconv_depthwise(s)) return static_cast<size_t>(s.OC) * s.KH * s.KW * sizeof(int32_t);
   return static_cast<size_t>(s.group) * q_packed_a_bytes(s.OCg(), s.Kg());
 }
 
@@ -297,6 +304,15 @@ template <class W>
 inline void qconv_pack_weights(const Conv2dShape& s, const W* w, const W* w_zp, int n_wzp,
                                int16_t* dst) {
   const int Mg = s.OCg(), K = s.Kg();
+  if (qconv_depthwise(s)) {
+    int32_t* d = reinterpret_cast<int32_t*>(dst);
+    for (int oc = 0; oc < s.OC; ++oc)
+      for (int k = 0; k < K; ++k)
+        d[static_cast<size_t>(oc) * K + k] =
+            static_cast<int32_t>(w[static_cast<size_t>(oc) * K + k]) -
+            (w_zp ? static_cast<int32_t>(w_zp[n_wzp == 1 ? 0 : oc]) : 0);
+    return;
+  }
   for (int g = 0; g < s.group; ++g) {
     const W* wg = w + static_cast<size_t>(g) * Mg * K;
     q_pack_a(
@@ -316,9 +332,61 @@ inline bool qconv_pointwise(const Conv2dShape& s) {
          s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0;
 }
 
+namespace detail {
+/// The depthwise kernel: per (image, channel) plane and output row, int32 sums over the taps
+/// that fall inside the input (the padding reads x_zp, contributing 0), vectorized over the
+/// row's outputs; epi gets each row in pieces of at most kQNR columns (mr = 1).
+template <class X, class Epi>
+void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const int32_t* w,
+                            const Epi& epi) {
+  const int OH = s.OH(), OW = s.OW(), taps = s.KH * s.KW;
+  const size_t plane = static_cast<size_t>(s.H) * s.W;
+  constexpr int kMaxRow = 1024; // output row pieces summed at once (stack)
+  parallel_for(
+      static_cast<ptrdiff_t>(s.N) * s.C, static_cast<double>(OH) * OW * taps, [&](ptrdiff_t pc) {
+        const int c = static_cast<int>(pc % s.C);
+        const X* xc = x + static_cast<size_t>(pc) * plane;
+        const int32_t* wc = w + static_cast<size_t>(c) * taps;
+        alignas(64) int32_t acc[kMaxRow];
+        for (int oh = 0; oh < OH; ++oh)
+          for (int ow0 = 0; ow0 < OW; ow0 += kMaxRow) {
+            const int n = std::min(kMaxRow, OW - ow0);
+            for (int j = 0; j < n; ++j)
+              acc[j] = 0;
+            for (int kh = 0; kh < s.KH; ++kh) {
+              const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+              if (ih < 0 || ih >= s.H) continue;
+              const X* xr = xc + static_cast<size_t>(ih) * s.W;
+              for (int kw = 0; kw < s.KW; ++kw) {
+                const int32_t wv = wc[kh * s.KW + kw];
+                const int iw0 = (ow0 * s.stride_w) - s.pad_l + kw * s.dil_w;
+                const int sw = s.stride_w;
+                // outputs j in [lo, hi) read inside the row
+                const int lo = std::min(n, iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw);
+                const int hi =
+                    std::max(lo, std::min(n, s.W - iw0 > 0 ? (s.W - iw0 + sw - 1) / sw : 0));
+                const X* src = xr + iw0;
+                if (sw == 1) {
+                  for (int j = lo; j < hi; ++j)
+                    acc[j] += (static_cast<int32_t>(src[j]) - x_zp) * wv;
+                } else {
+                  for (int j = lo; j < hi; ++j)
+                    acc[j] += (static_cast<int32_t>(src[j * sw]) - x_zp) * wv;
+                }
+              }
+            }
+            const int row = static_cast<int>(pc) / s.C * s.OC + c;
+            for (int j = 0; j < n; j += kQNR)
+              epi(acc + j, row, 1, oh * OW + ow0 + j, std::min(kQNR, n - j));
+          }
+      });
+}
+} // namespace detail
+
 /// Bytes of caller-owned scratch qconv2d needs: the 8-bit im2col of one group (unless
 /// pointwise), its row pointers and the packed B operand.
 inline size_t qconv_scratch_bytes(const Conv2dShape& s) {
+  if (qconv_depthwise(s)) return 0; // a row of sums per thread, on the stack
   const size_t K = static_cast<size_t>(s.Kg()), P = static_cast<size_t>(s.OH()) * s.OW();
   const size_t cols = qconv_pointwise(s) ? 0 : (K * P + 63) / 64 * 64;
   return cols + (K * sizeof(void*) + 63) / 64 * 64 + q_packed_b_bytes(s.Kg(), s.OH() * s.OW()) + 64;
@@ -333,6 +401,10 @@ void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const int16_t* packed_w
              const Epi& epi) {
   const int OH = s.OH(), OW = s.OW(), P = OH * OW, K = s.Kg(), Mg = s.OCg();
   const size_t plane = static_cast<size_t>(s.H) * s.W;
+  if (qconv_depthwise(s)) {
+    detail::qconv_depthwise_planes(s, x, x_zp, reinterpret_cast<const int32_t*>(packed_w), epi);
+    return;
+  }
   char* base = static_cast<char*>(scratch);
   base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
   X* cols = reinterpret_cast<X*>(base);

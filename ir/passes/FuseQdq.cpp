@@ -18,14 +18,18 @@
 //  - the bias (if any) is int32 with zero point 0 and scale s_x * s_w per channel (within 2^-20
 //    relative: the quantizers round that product in float32 or float64);
 //  - Gemm has alpha = beta = 1, no transA, a rank-2 W and a bias of [N] (transB is handled);
-//  - the float result has one reader, the QuantizeLinear (a Relu in between is not fused: a
-//    model that needs one is left as written), which quantizes per tensor to int8/uint8.
+//  - the float result has one reader, the QuantizeLinear, which quantizes per tensor to
+//    int8/uint8 with a positive scale; or one reader that is a Relu or a Clip with constant
+//    bounds, whose one reader is that QuantizeLinear. The activation then becomes a Clip of the
+//    quantized result to [Q(lo), Q(hi)]: Q is non-decreasing, so Q(clamp(v, lo, hi)) =
+//    clamp(Q(v), Q(lo), Q(hi)) exactly (Relu: lo = 0, Q(0) = the zero point).
 // The DequantizeLinear of x may have other readers: it stays for them. Everything else is left
 // alone. Results differ from the float path only where float rounding decides a tie in the
 // final rounding (docs/models.md, "QDQ models").
 //
 // Not in the default pipeline: the interpreter, the oracle, runs the model as written; the CPU
 // target runs this pass on its copy of the graph (cpu/CpuTarget.cpp).
+#include "ir/ops/Activation.h"
 #include "ir/ops/Conv.h"
 #include "ir/ops/Linear.h"
 #include "ir/ops/Quantize.h"
@@ -33,6 +37,8 @@
 #include "ir/passes/Patterns.h"
 
 #include <cmath>
+#include <limits>
+#include <optional>
 
 namespace triad::ir {
 
@@ -137,13 +143,21 @@ public:
     for (Node* op : candidates) {
       std::optional<DqInput> x = op->input(0) ? dqInput(op->input(0)) : std::nullopt;
       if (!x) continue;
-      Node* q = soleQuantize(readers, op->output(0));
-      if (!q) continue;
+      // An activation between the op and the QuantizeLinear: Relu, or Clip with constant bounds.
+      act_ = nullptr;
+      Value* y = op->output(0);
+      if (Node* r = readers.sole(y); r && !readers.isGraphOutput(y) && activationBounds(*r)) {
+        act_ = r;
+        y = r->output(0);
+      }
+      Node* q = soleQuantize(readers, y);
+      if (!q || (act_ && !(q->input(1)->constant().getDouble(0) > 0))) continue; // Q monotone
       bool done = false;
       if (op->kind() == OpKind::Conv) done = fuseConv(g, *op, *x, *q);
       if (op->kind() == OpKind::MatMul) done = fuseMatMul(g, *op, *x, *q);
       if (op->kind() == OpKind::Gemm) done = fuseGemm(g, *op, *x, *q);
       if (done) dead.insert(dead.end(), {q, op});
+      if (done && act_) dead.push_back(act_);
     }
     if (dead.empty()) return false;
     removeMatched(g, dead);
@@ -156,6 +170,58 @@ public:
   }
 
 private:
+  const Node* act_ = nullptr;                        // the activation being fused, if any
+  std::optional<std::pair<float, float>> actBounds_; // its bounds (float; +-inf when open)
+
+  /// Whether `n` is Relu, or Clip whose bounds are constant scalars or attributes; sets
+  /// actBounds_.
+  bool activationBounds(const Node& n) {
+    actBounds_.reset();
+    float inf = std::numeric_limits<float>::infinity();
+    if (n.kind() == OpKind::Relu) {
+      actBounds_ = std::make_pair(0.0f, inf);
+      return true;
+    }
+    if (n.kind() != OpKind::Clip || n.input(0)->type().dtype != DType::F32) return false;
+    const auto& a = n.attrs<ClipAttrs>();
+    std::pair<float, float> b{a.min.value_or(-inf), a.max.value_or(inf)};
+    for (size_t i : {size_t(1), size_t(2)}) {
+      Value* v = i < n.inputs().size() ? n.input(i) : nullptr;
+      if (!v) continue;
+      if (!v->isConstant() || !isScalar(v->constant())) return false;
+      (i == 1 ? b.first : b.second) = float(v->constant().getDouble(0));
+    }
+    if (!(b.first <= b.second)) return false;
+    actBounds_ = b;
+    return true;
+  }
+
+  /// Makes the node computing q's output: `kind` itself, or with an activation fused, `kind`
+  /// into a fresh value and a Clip of it to the activation's bounds quantized as q quantizes.
+  void produce(Graph& g, Node& q, OpKind kind, const std::string& name, std::vector<Value*> ins,
+               std::shared_ptr<const Attrs> attrs) {
+    if (!act_) {
+      replaceWith(g, q.output(0), kind, name, std::move(ins), std::move(attrs));
+      return;
+    }
+    const TensorType& yt = q.output(0)->type();
+    Node* raw = g.addNode(kind, name, std::move(ins), std::move(attrs),
+                          {freshValueName(g, q.output(0)->name() + ":unclipped")}, {yt});
+    float s = float(q.input(1)->constant().getDouble(0));
+    int64_t zp = q.input(2) ? q.input(2)->constant().getInt(0) : 0;
+    auto bound = [&](float v, const std::string& suffix) {
+      Tensor t(TensorType{yt.dtype, {}, {}});
+      if (yt.dtype == DType::U8)
+        t.data<uint8_t>()[0] = ops::quantizeValue<uint8_t>(v / s, zp);
+      else
+        t.data<int8_t>()[0] = ops::quantizeValue<int8_t>(v / s, zp);
+      return constant(g, name + suffix, std::move(t));
+    };
+    replaceWith(g, q.output(0), OpKind::Clip, name + "/" + std::string(opKindName(act_->kind())),
+                {raw->output(0), bound(actBounds_->first, "/lo"), bound(actBounds_->second, "/hi")},
+                std::make_shared<ClipAttrs>());
+  }
+
   /// A constant sharing `t` (a tensor the importer kept) named after `base`.
   static Value* constant(Graph& g, const std::string& base, std::shared_ptr<const Tensor> t) {
     return g.addConstant(freshValueName(g, base), std::move(t));
@@ -193,7 +259,7 @@ private:
     std::string base = conv.name();
     std::vector<Value*> ins = qlinearInputs(g, x, *w, *dw, q);
     if (db) ins.push_back(constant(g, conv.input(2)->name() + "_quantized", db->q));
-    replaceWith(g, q.output(0), OpKind::QLinearConv, base + "/QLinearConv", ins, conv.attrsPtr());
+    produce(g, q, OpKind::QLinearConv, base + "/QLinearConv", ins, conv.attrsPtr());
     return true;
   }
 
@@ -218,8 +284,8 @@ private:
     const DequantizedFrom* dw = dqWeights(w, 1, n);
     if (!dw) return false;
     std::vector<Value*> ins = qlinearInputs(g, x, *w, *dw, q);
-    replaceWith(g, q.output(0), OpKind::QLinearMatMul, mm.name() + "/QLinearMatMul", ins,
-                std::make_shared<NoAttrs>());
+    produce(g, q, OpKind::QLinearMatMul, mm.name() + "/QLinearMatMul", ins,
+            std::make_shared<NoAttrs>());
     return true;
   }
 
@@ -280,7 +346,7 @@ private:
                   {freshValueName(g, base + "/acc_float")}, {TensorType{DType::F32, yShape, {}}});
     std::vector<Value*> qin = {deq->output(0), q.input(1)};
     if (q.input(2)) qin.push_back(q.input(2));
-    replaceWith(g, q.output(0), OpKind::QuantizeLinear, base + "/Requantize", qin, q.attrsPtr());
+    produce(g, q, OpKind::QuantizeLinear, base + "/Requantize", qin, q.attrsPtr());
     return true;
   }
 };

@@ -45,6 +45,25 @@ PYEOF
 "$SRC/.venv/bin/python" -c "import numpy as n; n.save('$TMP/x4.npy', n.ones((3, 4), n.float32))"
 check quantize-unsupported-op 5 "/act/Exp' .Exp." -- "$TRIAD" quantize "$TMP/exp.onnx" --input "$TMP/x4.npy"
 check quantize-cnn 0 "" -- "$TRIAD" quantize "$CNN" --input "$X"
+# An int8 QDQ model from ONNX Runtime's quantizer (.venv-peers), run on the CPU's integer
+# kernels: it keeps the float model's accuracy on the digits (within two points, 95% top-1
+# agreement), is a QDQ model, and runs with triad run like any model.
+check quantize-qdq 0 "top-1 agreement with float" -- "$TRIAD" quantize "$SRC/models/resblock_cnn.onnx" \
+  --format qdq --calibrate "$X" --labels "$SRC/models/digits_test_y.npy" -o "$TMP/rb_int8.onnx" --json "$TMP/qdq.json"
+"$SRC/.venv/bin/python" - "$TMP/qdq.json" "$TMP/rb_int8.onnx" <<'PYEOF' && echo "ok   quantize-qdq-accuracy" && pass=$((pass + 1)) || { echo "FAIL quantize-qdq-accuracy"; failn=$((failn + 1)); }
+import json, sys
+import onnx
+j = json.load(open(sys.argv[1]))["outputs"][0]
+ops = [n.op_type for n in onnx.load(sys.argv[2]).graph.node]
+print(j, ops.count("QuantizeLinear"), "QuantizeLinear")
+assert j["top1_agreement"] >= 0.95 and j["accuracy_int8"] >= j["accuracy_float"] - 0.02
+assert ops.count("QuantizeLinear") >= 5 and ops.count("DequantizeLinear") >= 10
+PYEOF
+check run-qdq-cpu 0 "probs" -- "$TRIAD" run "$TMP/rb_int8.onnx" --target cpu --batch 360 --input "$X"
+check quantize-qdq-needs-calibration 2 "needs --calibrate" -- "$TRIAD" quantize "$CNN" --format qdq -o "$TMP/x.onnx"
+check quantize-qdq-needs-onnx-output 2 "FILE.onnx" -- "$TRIAD" quantize "$CNN" --format qdq --calibrate "$X" -o "$TMP/x.npy"
+check quantize-qdq-no-quantizer 5 "quantization tools" -- env TRIAD_PYTHON=/usr/bin/python3 "$TRIAD" quantize "$CNN" \
+  --format qdq --calibrate "$X" -o "$TMP/y.onnx"
 
 # CPU target: compiled C++ gives the interpreter's answers; standalone sources build and run alone.
 export TRIAD_CACHE_DIR=$TMP/cache TRIAD_CXXFLAGS="-O1 -march=native"

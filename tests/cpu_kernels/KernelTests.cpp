@@ -1051,12 +1051,14 @@ void qconvCases(int threads) {
   std::mt19937 rng(17);
   // N, C, H, W, OC, KH, KW, group, strides, pads (t, l, b, r), dilations
   const int cases[][16] = {
-      {1, 3, 13, 11, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // odd K (27), padded, edge tiles
-      {2, 8, 9, 9, 17, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},    // pointwise, two images
-      {1, 6, 14, 14, 12, 3, 3, 2, 2, 2, 1, 1, 0, 0, 1, 1},  // groups, stride 2, asymmetric pads
-      {1, 5, 7, 9, 7, 7, 7, 1, 2, 2, 3, 3, 3, 3, 1, 1},     // a 7x7 stem
-      {1, 4, 8, 8, 4, 3, 3, 4, 1, 1, 2, 2, 2, 2, 2, 2},     // depthwise, dilated
-      {1, 32, 12, 12, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, // several row and column panels
+      {1, 3, 13, 11, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},   // odd K (27), padded, edge tiles
+      {2, 8, 9, 9, 17, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},     // pointwise, two images
+      {1, 6, 14, 14, 12, 3, 3, 2, 2, 2, 1, 1, 0, 0, 1, 1},   // groups, stride 2, asymmetric pads
+      {1, 5, 7, 9, 7, 7, 7, 1, 2, 2, 3, 3, 3, 3, 1, 1},      // a 7x7 stem
+      {1, 4, 8, 8, 4, 3, 3, 4, 1, 1, 2, 2, 2, 2, 2, 2},      // depthwise, dilated
+      {1, 32, 12, 12, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // several row and column panels
+      {2, 16, 15, 13, 16, 3, 3, 16, 2, 2, 1, 1, 1, 1, 1, 1}, // depthwise, stride 2 (MobileNet)
+      {1, 2, 1, 1100, 2, 1, 3, 2, 1, 1, 0, 1, 0, 1, 1, 1},   // depthwise rows wider than a piece
   };
   for (const auto& c : cases) {
     triad_rt::Conv2dShape s;

@@ -325,10 +325,25 @@ TEST(FuseQdq, LeavesFloatResultWithOtherReadersAlone) {
   fused(import(l), false);
 }
 
-TEST(FuseQdq, LeavesReluBetweenAlone) {
-  Layer l;
-  l.relu = true;
-  fused(import(l), false);
+TEST(FuseQdq, ReluBetweenBecomesAClipOfTheQuantizedResult) {
+  for (const char* op : {"Conv", "Gemm", "MatMul"}) {
+    SCOPED_TRACE(op);
+    Layer l;
+    l.op = op;
+    l.bias = l.op != "MatMul";
+    l.relu = true;
+    Graph g = import(l);
+    Graph f = fused(g, true);
+    EXPECT_EQ(countKind(f, OpKind::Relu), 0) << printGraph(f);
+    ASSERT_EQ(countKind(f, OpKind::Clip), 1) << printGraph(f);
+    // Q(0) = the zero point (-2) is the lower bound; the upper one is int8's 127.
+    for (const auto& n : f.nodes())
+      if (n->kind() == OpKind::Clip) {
+        EXPECT_EQ(n->input(1)->constant().getInt(0), -2);
+        EXPECT_EQ(n->input(2)->constant().getInt(0), 127);
+      }
+    compare(g, f, l);
+  }
 }
 
 TEST(FuseQdq, LeavesScaledGemmAlone) {
