@@ -108,6 +108,41 @@ std::vector<int64_t> argmaxRows(const ir::Tensor& t) {
   return r;
 }
 
+/// Compares an output `q` (of the `kind` model: "fixed", "int8") with the float one `f` into
+/// `oj`, printing as it goes: max |q - f|, and for classifiers the top-1 agreement and, with
+/// `labels` (read from `labelsPath`), both accuracies.
+void compareWithFloat(const ir::Tensor& q, const ir::Tensor& f, const std::string& kind,
+                      const std::optional<ir::Tensor>& labels, const std::string& labelsPath,
+                      nlohmann::json& oj) {
+  double err = 0;
+  for (int64_t k = 0; k < q.numElements(); ++k)
+    err = std::max(err, std::fabs(q.getDouble(k) - f.getDouble(k)));
+  oj["max_abs_error"] = err;
+  fmt::print("  max |{} - float| = {:.4g}\n", kind, err);
+  if (q.rank() < 1 || q.shape().back() <= 1) return; // not a classifier
+  auto a = argmaxRows(q), b = argmaxRows(f);
+  int64_t agree = 0;
+  for (size_t k = 0; k < a.size(); ++k)
+    agree += a[k] == b[k];
+  double agreement = double(agree) / double(a.size());
+  oj["top1_agreement"] = agreement;
+  fmt::print("  top-1 agreement with float: {}/{} ({:.2f}%)\n", agree, a.size(), 100 * agreement);
+  if (!labels) return;
+  if (labels->numElements() != int64_t(a.size()))
+    fail(ErrorKind::Runtime, "--labels '{}' holds {} labels for {} samples", labelsPath,
+         labels->numElements(), a.size());
+  int64_t okF = 0, okQ = 0;
+  for (size_t k = 0; k < a.size(); ++k) {
+    okQ += a[k] == labels->getInt(int64_t(k));
+    okF += b[k] == labels->getInt(int64_t(k));
+  }
+  double accQ = double(okQ) / double(a.size()), accF = double(okF) / double(a.size());
+  oj["accuracy_" + kind] = accQ;
+  oj["accuracy_float"] = accF;
+  fmt::print("  accuracy: {} {:.4f}, float {:.4f} ({:+.2f} points)\n", kind, accQ, accF,
+             100 * (accQ - accF));
+}
+
 int runQuantize(const QuantizeOptions& o) {
   fpga::QuantConfig cfg =
       fpga::QuantConfig::fromCommandLine(o.config, o.defaultPrecision, o.precision);
@@ -160,39 +195,9 @@ int runQuantize(const QuantizeOptions& o) {
   for (size_t i = 0; i < res.values.size(); ++i) {
     const ir::Tensor& q = res.values[i];
     const ir::Value* v = g.outputs()[i];
-    nlohmann::json oj = {
-        {"name", v->name()}, {"format", typeToString(res.raw[i].type())}, {"max_abs_error", 0.0}};
-    double err = 0;
-    for (int64_t k = 0; k < q.numElements(); ++k)
-      err = std::max(err, std::fabs(q.getDouble(k) - res.floatRef[i].getDouble(k)));
-    oj["max_abs_error"] = err;
-    fmt::print("{} {} max |fixed - float| = {:.4g}\n", terminalText(v->name()),
-               terminalText(typeToString(res.raw[i].type())), err);
-    if (q.rank() >= 1 && q.shape().back() > 1) { // a classifier: compare top-1
-      auto a = argmaxRows(q), b = argmaxRows(res.floatRef[i]);
-      int64_t agree = 0;
-      for (size_t k = 0; k < a.size(); ++k)
-        agree += a[k] == b[k];
-      double agreement = double(agree) / double(a.size());
-      oj["top1_agreement"] = agreement;
-      fmt::print("  top-1 agreement with float: {}/{} ({:.2f}%)\n", agree, a.size(),
-                 100 * agreement);
-      if (labels && i == 0) {
-        if (labels->numElements() != int64_t(a.size()))
-          fail(ErrorKind::Runtime, "--labels '{}' holds {} labels for {} samples", o.labels,
-               labels->numElements(), a.size());
-        int64_t okF = 0, okQ = 0;
-        for (size_t k = 0; k < a.size(); ++k) {
-          okQ += a[k] == labels->getInt(int64_t(k));
-          okF += b[k] == labels->getInt(int64_t(k));
-        }
-        double accQ = double(okQ) / double(a.size()), accF = double(okF) / double(a.size());
-        oj["accuracy_fixed"] = accQ;
-        oj["accuracy_float"] = accF;
-        fmt::print("  accuracy: fixed {:.4f}, float {:.4f} ({:+.2f} points)\n", accQ, accF,
-                   100 * (accQ - accF));
-      }
-    }
+    nlohmann::json oj = {{"name", v->name()}, {"format", typeToString(res.raw[i].type())}};
+    fmt::print("{} {}\n", terminalText(v->name()), terminalText(typeToString(res.raw[i].type())));
+    compareWithFloat(q, res.floatRef[i], "fixed", i == 0 ? labels : std::nullopt, o.labels, oj);
     j["outputs"].push_back(oj);
   }
   if (!o.output.empty()) frontend::writeTensorFile(o.output, res.values[0], g.outputs()[0]->name());
@@ -276,35 +281,9 @@ int runQuantizeQdq(const QuantizeOptions& o, const ir::TargetRegistry& targets) 
   std::optional<ir::Tensor> labels;
   if (!o.labels.empty()) labels = readInput(o.labels);
   for (size_t i = 0; i < f.size() && i < q.size(); ++i) {
-    double err = 0;
-    for (int64_t k = 0; k < f[i].numElements(); ++k)
-      err = std::max(err, std::fabs(q[i].getDouble(k) - f[i].getDouble(k)));
-    nlohmann::json oj = {{"max_abs_error", err}};
-    fmt::print("output {}: max |int8 - float| = {:.4g} on {} ({})\n", i, err, o.target, path);
-    if (q[i].rank() >= 1 && q[i].shape().back() > 1) {
-      auto a = argmaxRows(q[i]), b = argmaxRows(f[i]);
-      int64_t agree = 0;
-      for (size_t k = 0; k < a.size(); ++k)
-        agree += a[k] == b[k];
-      oj["top1_agreement"] = double(agree) / double(a.size());
-      fmt::print("  top-1 agreement with float: {}/{} ({:.2f}%)\n", agree, a.size(),
-                 100.0 * double(agree) / double(a.size()));
-      if (labels && i == 0) {
-        if (labels->numElements() != int64_t(a.size()))
-          fail(ErrorKind::Runtime, "--labels '{}' holds {} labels for {} samples", o.labels,
-               labels->numElements(), a.size());
-        int64_t okF = 0, okQ = 0;
-        for (size_t k = 0; k < a.size(); ++k) {
-          okQ += a[k] == labels->getInt(int64_t(k));
-          okF += b[k] == labels->getInt(int64_t(k));
-        }
-        oj["accuracy_int8"] = double(okQ) / double(a.size());
-        oj["accuracy_float"] = double(okF) / double(a.size());
-        fmt::print("  accuracy: int8 {:.4f}, float {:.4f} ({:+.2f} points)\n",
-                   double(okQ) / double(a.size()), double(okF) / double(a.size()),
-                   100.0 * double(okQ - okF) / double(a.size()));
-      }
-    }
+    nlohmann::json oj;
+    fmt::print("output {} on {} ({}):\n", i, o.target, path);
+    compareWithFloat(q[i], f[i], "int8", i == 0 ? labels : std::nullopt, o.labels, oj);
     j["outputs"].push_back(oj);
   }
   if (!o.json.empty()) frontend::writeFileAtomic(o.json, j.dump(2) + "\n");

@@ -28,6 +28,8 @@
 
 #include "triad_conv.h" // Conv2dShape
 
+#include <vector>
+
 namespace triad_rt {
 
 constexpr int kQMR = 6, kQNR = 16;
@@ -42,28 +44,29 @@ inline size_t q_packed_b_bytes(int K, int N) {
   return static_cast<size_t>((N + kQNR - 1) / kQNR) * kQNR * q_kpairs(K) * 2 * sizeof(int16_t);
 }
 
+/// Packs `rows` vectors of K shifted values, v(r, k), in panels of W (kQMR: A's rows; kQNR: B's
+/// columns): per pair of K indices kp, W int16 pairs (v(r, 2kp), v(r, 2kp+1)); past `rows` and K,
+/// 0.
+template <int W, class Get> inline void q_pack_pairs(int rows, int K, Get v, int16_t* dst) {
+  const int kp = q_kpairs(K);
+  for (int r0 = 0; r0 < rows; r0 += W)
+    for (int p = 0; p < kp; ++p)
+      for (int i = 0; i < W; ++i, dst += 2) {
+        const int r = r0 + i, k = 2 * p;
+        dst[0] = r < rows ? static_cast<int16_t>(v(r, k)) : int16_t(0);
+        dst[1] = r < rows && k + 1 < K ? static_cast<int16_t>(v(r, k + 1)) : int16_t(0);
+      }
+}
+
 /// Packs A (M x K) with a(i, k) giving the shifted value: panels of kQMR rows (layout above).
 template <class Get> inline void q_pack_a(int M, int K, Get a, int16_t* dst) {
-  const int kp = q_kpairs(K);
-  for (int i0 = 0; i0 < M; i0 += kQMR)
-    for (int p = 0; p < kp; ++p)
-      for (int i = 0; i < kQMR; ++i, dst += 2) {
-        const int r = i0 + i, k = 2 * p;
-        dst[0] = r < M ? static_cast<int16_t>(a(r, k)) : int16_t(0);
-        dst[1] = r < M && k + 1 < K ? static_cast<int16_t>(a(r, k + 1)) : int16_t(0);
-      }
+  q_pack_pairs<kQMR>(M, K, a, dst);
 }
 
 /// Packs B (K x N) with b(k, j) giving the shifted value: panels of kQNR columns.
 template <class Get> inline void q_pack_b(int K, int N, Get b, int16_t* dst) {
-  const int kp = q_kpairs(K);
-  for (int j0 = 0; j0 < N; j0 += kQNR)
-    for (int p = 0; p < kp; ++p)
-      for (int j = 0; j < kQNR; ++j, dst += 2) {
-        const int c = j0 + j, k = 2 * p;
-        dst[0] = c < N ? static_cast<int16_t>(b(k, c)) : int16_t(0);
-        dst[1] = c < N && k + 1 < K ? static_cast<int16_t>(b(k + 1, c)) : int16_t(0);
-      }
+  q_pack_pairs<kQNR>(
+      N, K, [&](int j, int k) { return b(k, j); }, dst);
 }
 
 namespace detail {
@@ -198,7 +201,8 @@ template <class Y> inline __m128i q_narrow16(__m256i r0, __m256i r1) {
 #endif
 } // namespace detail
 
-/// Requantizing epilogue: C (rows x cols, row-major at y with row stride ldy) as 8-bit Y.
+/// Requantizing epilogue: C (rows x cols, row-major at y with row stride ldy) as 8-bit Y. Each
+/// tile row must hold kQNR readable sums even when fewer (nr) are stored.
 /// bias (int32) and mult are per row (a convolution's output channels: row % period when period
 /// is set, rows being n * OC + oc) or, with per_col, per column (a MatMul's); bias may be null;
 /// mult has one entry when scalar_mult.
@@ -217,7 +221,7 @@ template <class Y> struct QRequantEpi {
       const int32_t* t = tile + i * kQNR;
       Y* out = y + row * ldy + col0;
 #if defined(__AVX2__)
-      if (!per_col && nr == kQNR) {
+      if (!per_col) { // all kQNR lanes of the tile row are computed, nr of them stored
         const __m256i b = _mm256_set1_epi32(bias ? bias[prow] : 0);
         const __m256 m = _mm256_set1_ps(mult[scalar_mult ? 0 : prow]);
         const __m256i z = _mm256_set1_epi32(zp), l = _mm256_set1_epi32(lo),
@@ -226,7 +230,14 @@ template <class Y> struct QRequantEpi {
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t)), b, m, z, l, h);
         const __m256i r1 = detail::q_requant8(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 8)), b, m, z, l, h);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out), detail::q_narrow16<Y>(r0, r1));
+        const __m128i v = detail::q_narrow16<Y>(r0, r1);
+        if (nr == kQNR) {
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
+        } else {
+          alignas(16) Y part[kQNR];
+          _mm_store_si128(reinterpret_cast<__m128i*>(part), v);
+          std::memcpy(out, part, sizeof(Y) * static_cast<size_t>(nr));
+        }
         continue;
       }
 #endif
@@ -333,53 +344,63 @@ inline bool qconv_pointwise(const Conv2dShape& s) {
 }
 
 namespace detail {
-/// The depthwise kernel: per (image, channel) plane and output row, int32 sums over the taps
-/// that fall inside the input (the padding reads x_zp, contributing 0), vectorized over the
-/// row's outputs; epi gets each row in pieces of at most kQNR columns (mr = 1).
+/// The depthwise kernel, per (image, channel) plane: the plane shifted by x_zp into int16 with a
+/// zero halo of the padding, split by column into its stride phases (a tap of stride-2 outputs
+/// then reads one phase contiguously), in a per-thread buffer; then per output row int32 sums
+/// over the taps, vectorized over the row; epi gets each row in pieces of at most kQNR columns
+/// (mr = 1).
 template <class X, class Epi>
 void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const int32_t* w,
                             const Epi& epi) {
-  const int OH = s.OH(), OW = s.OW(), taps = s.KH * s.KW;
+  const int OH = s.OH(), OW = s.OW(), taps = s.KH * s.KW, sw = s.stride_w;
+  const int Hp = s.H + s.pad_t + s.pad_b, Wp = s.W + s.pad_l + s.pad_r;
+  const int Wq = (Wp + sw - 1) / sw; // columns per phase
+  const size_t phase = static_cast<size_t>(Hp) * Wq;
   const size_t plane = static_cast<size_t>(s.H) * s.W;
-  constexpr int kMaxRow = 1024; // output row pieces summed at once (stack)
-  parallel_for(
-      static_cast<ptrdiff_t>(s.N) * s.C, static_cast<double>(OH) * OW * taps, [&](ptrdiff_t pc) {
-        const int c = static_cast<int>(pc % s.C);
-        const X* xc = x + static_cast<size_t>(pc) * plane;
-        const int32_t* wc = w + static_cast<size_t>(c) * taps;
-        alignas(64) int32_t acc[kMaxRow];
-        for (int oh = 0; oh < OH; ++oh)
-          for (int ow0 = 0; ow0 < OW; ow0 += kMaxRow) {
-            const int n = std::min(kMaxRow, OW - ow0);
-            for (int j = 0; j < n; ++j)
-              acc[j] = 0;
-            for (int kh = 0; kh < s.KH; ++kh) {
-              const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
-              if (ih < 0 || ih >= s.H) continue;
-              const X* xr = xc + static_cast<size_t>(ih) * s.W;
-              for (int kw = 0; kw < s.KW; ++kw) {
-                const int32_t wv = wc[kh * s.KW + kw];
-                const int iw0 = (ow0 * s.stride_w) - s.pad_l + kw * s.dil_w;
-                const int sw = s.stride_w;
-                // outputs j in [lo, hi) read inside the row
-                const int lo = std::min(n, iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw);
-                const int hi =
-                    std::max(lo, std::min(n, s.W - iw0 > 0 ? (s.W - iw0 + sw - 1) / sw : 0));
-                const X* src = xr + iw0;
-                if (sw == 1) {
-                  for (int j = lo; j < hi; ++j)
-                    acc[j] += (static_cast<int32_t>(src[j]) - x_zp) * wv;
-                } else {
-                  for (int j = lo; j < hi; ++j)
-                    acc[j] += (static_cast<int32_t>(src[j * sw]) - x_zp) * wv;
-                }
-              }
-            }
-            const int row = static_cast<int>(pc) / s.C * s.OC + c;
-            for (int j = 0; j < n; j += kQNR)
-              epi(acc + j, row, 1, oh * OW + ow0 + j, std::min(kQNR, n - j));
-          }
-      });
+  parallel_for(static_cast<ptrdiff_t>(s.N) * s.C, static_cast<double>(OH) * OW * taps,
+               [&](ptrdiff_t pc) {
+                 // Locals: the sums are int32 stores, which could alias the captured ints.
+                 const int ow_n = OW, oh_n = OH, kh_n = s.KH, kw_n = s.KW, sh = s.stride_h;
+                 const int dh = s.dil_h, dw = s.dil_w, swl = sw;
+                 const size_t wq = static_cast<size_t>(Wq), ph = phase;
+                 thread_local std::vector<int16_t> grid;
+                 thread_local std::vector<int32_t> acc;
+                 grid.assign(phase * sw, 0);
+                 acc.resize(static_cast<size_t>(OW + kQNR)); // whole tile rows for epi
+                 const int c = static_cast<int>(pc % s.C);
+                 const X* xc = x + static_cast<size_t>(pc) * plane;
+                 for (int h = 0; h < s.H; ++h) {
+                   const X* xr = xc + static_cast<size_t>(h) * s.W;
+                   for (int p = 0; p < sw; ++p) {
+                     // phase p holds padded columns q * sw + p, input columns q * sw + p - pad_l
+                     const int q0 = std::max(0, (s.pad_l - p + sw - 1) / sw);
+                     const int q1 = (s.W + s.pad_l - p + sw - 1) / sw;
+                     int16_t* d = grid.data() + p * phase + static_cast<size_t>(h + s.pad_t) * Wq;
+                     const int off = p - s.pad_l; // q * sw + off >= 0 for q >= q0
+                     for (int q = q0; q < q1; ++q)
+                       d[q] = static_cast<int16_t>(static_cast<int>(xr[q * sw + off]) - x_zp);
+                   }
+                 }
+                 const int32_t* wc = w + static_cast<size_t>(c) * taps;
+                 const int row = static_cast<int>(pc) / s.C * s.OC + c;
+                 int32_t* a = acc.data();
+                 for (int oh = 0; oh < oh_n; ++oh) {
+                   for (int j = 0; j < ow_n; ++j)
+                     a[j] = 0;
+                   for (int kh = 0; kh < kh_n; ++kh) {
+                     const size_t r = static_cast<size_t>(oh * sh + kh * dh) * wq;
+                     for (int kw = 0; kw < kw_n; ++kw) {
+                       const int pcol = kw * dw; // output j reads padded column j * sw + pcol
+                       const int16_t* src = grid.data() + (pcol % swl) * ph + r + pcol / swl;
+                       const int32_t wv = wc[kh * kw_n + kw];
+                       for (int j = 0; j < ow_n; ++j)
+                         a[j] += static_cast<int32_t>(src[j]) * wv;
+                     }
+                   }
+                   for (int j = 0; j < ow_n; j += kQNR)
+                     epi(a + j, row, 1, oh * ow_n + j, std::min(kQNR, ow_n - j));
+                 }
+               });
 }
 } // namespace detail
 

@@ -16,7 +16,7 @@
 //  - W is int8/uint8 per tensor or per output channel (Conv: axis 0; Gemm: the N axis; MatMul:
 //    axis 1), its zero point of W's type;
 //  - the bias (if any) is int32 with zero point 0 and scale s_x * s_w per channel (within 2^-20
-//    relative: the quantizers round that product in float32 or float64);
+//    relative: the quantizers round that product in float32 or float64), or all zeros;
 //  - Gemm has alpha = beta = 1, no transA, a rank-2 W and a bias of [N] (transB is handled);
 //  - the float result has one reader, the QuantizeLinear, which quantizes per tensor to
 //    int8/uint8 with a positive scale; or one reader that is a Relu or a Clip with constant
@@ -105,6 +105,12 @@ const DequantizedFrom* dqBias(const Value* b, int64_t channels, double sx,
   if (d.zeroPoint)
     for (double z : d.zeroPoint->toDoubleVector())
       if (z != 0) return nullptr;
+  // An all-zero bias adds nothing whatever its scale (and CSE may have merged it with another
+  // zero bias quantized with another scale).
+  bool zero = true;
+  for (int64_t j = 0; j < channels && zero; ++j)
+    zero = d.q->getInt(j) == 0;
+  if (zero) return &d;
   std::vector<double> sb = scalesOf(*d.scale, channels);
   if (sb.empty()) return nullptr;
   for (int64_t j = 0; j < channels; ++j) {

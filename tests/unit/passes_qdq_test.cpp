@@ -74,6 +74,7 @@ struct Layer {
   bool transB = true;            // Gemm
   float alpha = 1.0f;            // Gemm
   float biasScaleFactor = 1.0f;  // != 1: a bias scale that is not s_x * s_w
+  bool zeroBias = false;         // every bias integer 0
   bool weightsAtRunTime = false; // W dequantized from a graph input (not a constant)
   bool relu = false;
   bool int32Input = false; // x dequantized from int32 (not an 8-bit tensor)
@@ -147,7 +148,7 @@ onnx::ModelProto build(const Layer& l) {
   if (l.bias) {
     std::vector<int32_t> bq(static_cast<size_t>(out));
     for (size_t i = 0; i < bq.size(); ++i)
-      bq[i] = int32_t(i * 37) - 60;
+      bq[i] = l.zeroBias ? 0 : int32_t(i * 37) - 60;
     std::vector<float> sb(sw.size());
     for (size_t i = 0; i < sb.size(); ++i)
       sb[i] = sx * sw[i] * l.biasScaleFactor;
@@ -305,6 +306,18 @@ TEST(FuseQdq, LeavesMismatchedBiasScaleAlone) {
   fused(import(l), false);
   l.op = "Gemm";
   fused(import(l), false);
+}
+
+// A zero bias adds nothing whatever its scale (CSE merges the zero biases of different layers,
+// keeping one layer's scale: MobileNetV2's expand convolutions).
+TEST(FuseQdq, ZeroBiasFusesWhateverItsScale) {
+  Layer l;
+  l.biasScaleFactor = 1.5f;
+  l.zeroBias = true;
+  Graph g = import(l);
+  Graph f = fused(g, true);
+  EXPECT_EQ(countKind(f, OpKind::QLinearConv), 1) << printGraph(f);
+  compare(g, f, l);
 }
 
 TEST(FuseQdq, LeavesRunTimeWeightsAlone) {
