@@ -394,7 +394,8 @@ void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const in
                        const int16_t* src = grid.data() + (pcol % swl) * ph + r + pcol / swl;
                        const int32_t wv = wc[kh * kw_n + kw];
                        for (int j = 0; j < ow_n; ++j)
-                         a[j] += static_cast<int32_t>(src[j]) * wv;
+                         a[j] = static_cast<int32_t>(static_cast<uint32_t>(a[j]) +
+                                                     static_cast<uint32_t>(src[j] * wv)); // wraps
                      }
                    }
                    for (int j = 0; j < ow_n; j += kQNR)
