@@ -177,13 +177,8 @@ fs::path Bench::peersDir() const {
 }
 
 std::string Bench::python() const {
-  if (const char* p = std::getenv("TRIAD_PYTHON"); p && *p) return p;
   // The peers' environment (the newest ONNX Runtime and OpenVINO), else the project's.
-  for (const char* venv : {".venv-peers", ".venv"}) {
-    fs::path py = fs::path(TRIAD_SOURCE_DIR) / venv / "bin" / "python";
-    if (fs::exists(py)) return py.string();
-  }
-  return "/usr/bin/python3";
+  return projectPython(TRIAD_SOURCE_DIR, {".venv-peers", ".venv"}, "/usr/bin/python3");
 }
 
 // The model's description, the data checked against it, and the OpenCL platforms, from a probe

@@ -58,17 +58,8 @@ frontend::ImportResult loadFor(const QuantizeOptions& o, const ir::Tensor& x,
 // --plot: the numerical profile (fpga/Profile.h) drawn by the Python package's plot script
 // (python/triad/plot.py, run on its own) with matplotlib from the project's venv (TRIAD_PYTHON
 // overrides it, as for triad bench's peers).
-/// TRIAD_PYTHON, else the first of the project's environments `venvs` that exists, else python3.
-std::string findPython(std::initializer_list<const char*> venvs) {
-  if (const char* p = std::getenv("TRIAD_PYTHON"); p && *p) return p;
-  for (const char* v : venvs)
-    if (fs::path py = fs::path(TRIAD_SOURCE_DIR) / v / "bin" / "python"; fs::exists(py))
-      return py.string();
-  return "python3";
-}
-
 void drawPlot(const nlohmann::json& profile, const std::string& out) {
-  std::string python = findPython({".venv"});
+  std::string python = projectPython(TRIAD_SOURCE_DIR, {".venv"}, "python3");
   fs::path script = fs::path(TRIAD_SOURCE_DIR) / "python" / "triad" / "plot.py";
   if (const char* p = std::getenv("TRIAD_PLOT_SCRIPT"); p && *p) script = p;
   if (!fs::exists(script))
@@ -230,7 +221,7 @@ int runQuantizeQdq(const QuantizeOptions& o, const ir::TargetRegistry& targets) 
   if (!target)
     fail(ErrorKind::Usage, "--target '{}' is not available (available: {})", o.target,
          targets.names());
-  std::string python = findPython({".venv-peers", ".venv"});
+  std::string python = projectPython(TRIAD_SOURCE_DIR, {".venv-peers", ".venv"}, "python3");
   fs::path script = fs::path(TRIAD_SOURCE_DIR) / "python" / "triad" / "qdq.py";
   if (!fs::exists(script))
     fail(ErrorKind::Unsupported,

@@ -3,6 +3,8 @@
 #include "ir/Diagnostics.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sched.h>
 #include <set>
@@ -39,6 +41,16 @@ int physicalCores() {
     cores.insert({p, c});
   }
   return cores.empty() ? fallback : int(cores.size());
+}
+
+std::string projectPython(std::string_view root, std::initializer_list<const char*> venvs,
+                          std::string_view fallback) {
+  if (const char* p = std::getenv("TRIAD_PYTHON"); p && *p) return p;
+  for (const char* v : venvs)
+    if (std::filesystem::path py = std::filesystem::path(root) / v / "bin" / "python";
+        std::filesystem::exists(py))
+      return py.string();
+  return std::string(fallback);
 }
 
 std::string shellQuote(std::string_view s) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,12 @@ std::string runCapture(const std::string& cmd, int* rc);
 
 /// `s` in single quotes, safe as one shell word.
 std::string shellQuote(std::string_view s);
+
+/// The Python that runs the project's helper scripts: $TRIAD_PYTHON, else the first of the
+/// virtual environments `venvs` (folders under the source tree `root`) that has bin/python,
+/// else `fallback`.
+std::string projectPython(std::string_view root, std::initializer_list<const char*> venvs,
+                          std::string_view fallback);
 
 /// Physical cores this process may run on: the distinct (package, core) pairs of the CPUs in
 /// its affinity mask, from /sys (SMT siblings count once); the logical CPU count where that is

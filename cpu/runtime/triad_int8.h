@@ -158,25 +158,14 @@ inline void q_ukernel(int kp, const int16_t* __restrict a, const int16_t* __rest
 #endif
 }
 
-/// Round half to even of a float whatever the FP environment's rounding mode (as the generated
-/// QuantizeLinear code): exact below 2^23, larger magnitudes are whole already.
-inline float q_round_half_even(float v) {
-  const float s = v + 0.5f;
-  const float r = std::floor(s);
-  const float even = r - ((r == s && r != 2.0f * std::floor(r * 0.5f)) ? 1.0f : 0.0f);
-  return std::fabs(v) < 8388608.0f ? even : v;
-}
-
 /// One requantized value: saturate(round_half_even(float(int32(acc + bias)) * mult) + zp) in
-/// [lo, hi]; NaN gives the zero point.
+/// [lo, hi]; NaN gives the zero point. QuantizeLinear's own step (triad_scalar.h) into int16,
+/// wide enough for every 8-bit [lo, hi].
 inline int q_requant1(int32_t acc, int32_t bias, float mult, int zp, int lo, int hi) {
-  float v = static_cast<float>(
-                static_cast<int32_t>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(bias))) *
-            mult;
-  if (v != v) v = 0.0f;
-  v = std::min(std::max(v, -65536.0f), 65536.0f); // beyond every 8-bit range, exact to round
-  const int r = static_cast<int>(q_round_half_even(v)) + zp;
-  return std::min(std::max(r, lo), hi);
+  const float v = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(acc) +
+                                                          static_cast<uint32_t>(bias))) *
+                  mult;
+  return std::min(std::max(static_cast<int>(quantize_linear<int16_t>(v, zp)), lo), hi);
 }
 
 #if defined(__AVX2__)
