@@ -221,6 +221,19 @@ int runQuantizeQdq(const QuantizeOptions& o, const ir::TargetRegistry& targets) 
   if (!target)
     fail(ErrorKind::Usage, "--target '{}' is not available (available: {})", o.target,
          targets.names());
+  // The model and the calibration data are checked here first, so that their errors name them
+  // as every other command does (the quantizer's own would be Python tracebacks).
+  {
+    frontend::ImportResult r = o.model.load();
+    ir::Tensor c = readInput(o.calibrate);
+    if (r.graph.inputs().size() != 1)
+      fail(ErrorKind::Unsupported, "{}: --format qdq takes models with one input (this has {})",
+           o.model.model, r.graph.inputs().size());
+    const ir::TensorType& want = r.graph.inputs()[0]->type();
+    if (c.rank() != want.rank())
+      fail(ErrorKind::Runtime, "--calibrate '{}' holds {}; input '{}' is {}", o.calibrate,
+           typeToString(c.type()), r.graph.inputs()[0]->name(), typeToString(want));
+  }
   std::string python = projectPython(TRIAD_SOURCE_DIR, {".venv-peers", ".venv"}, "python3");
   fs::path script = fs::path(TRIAD_SOURCE_DIR) / "python" / "triad" / "qdq.py";
   if (!fs::exists(script))

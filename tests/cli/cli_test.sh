@@ -62,6 +62,11 @@ PYEOF
 check run-qdq-cpu 0 "probs" -- "$TRIAD" run "$TMP/rb_int8.onnx" --target cpu --batch 360 --input "$X"
 check quantize-qdq-needs-calibration 2 "needs --calibrate" -- "$TRIAD" quantize "$CNN" --format qdq -o "$TMP/x.onnx"
 check quantize-qdq-needs-onnx-output 2 "FILE.onnx" -- "$TRIAD" quantize "$CNN" --format qdq --calibrate "$X" -o "$TMP/x.npy"
+check quantize-qdq-wrong-calibration-rank 6 "holds f32.2000,16.; input 'input'" -- "$TRIAD" quantize "$CNN" \
+  --format qdq --calibrate "$SRC/models/jet_test_x.npy" -o "$TMP/z.onnx"
+printf 'garbage' >"$TMP/garbage.onnx"
+check quantize-qdq-corrupt-model 4 "garbage.onnx: cannot parse" -- "$TRIAD" quantize "$TMP/garbage.onnx" \
+  --format qdq --calibrate "$X" -o "$TMP/z.onnx"
 check quantize-qdq-no-quantizer 5 "quantization tools" -- env TRIAD_PYTHON=/usr/bin/python3 "$TRIAD" quantize "$CNN" \
   --format qdq --calibrate "$X" -o "$TMP/y.onnx"
 
