@@ -20,7 +20,7 @@ export TRIAD_CXXFLAGS="-O1"
 MARKER=$TMP/MARKER
 H=$TMP/hostile
 "$PY" "$SRC/tests/security/hostile_names.py" "$MARKER" "$SEED" "$H" "$SRC/models/jet_mlp.onnx" \
-  "$SRC/models/digits_cnn.onnx" "$SRC/models/resblock_cnn.onnx" ||
+  "$SRC/models/digits_cnn.onnx" "$SRC/models/resblock_cnn.onnx" "$SRC/models/resblock_cnn_qdq.onnx" ||
   { echo "FAIL model generation"; exit 1; }
 "$PY" -c "import numpy as np; np.save('$TMP/jet8.npy', np.load('$SRC/models/jet_test_x.npy')[:8]); \
 np.save('$TMP/dig4.npy', np.load('$SRC/models/digits_test_x.npy')[:4])" || exit 1
@@ -50,7 +50,7 @@ for t in interp cpu fpga; do
   same "jet_mlp --target $t" "$TMP/jet_plain_$t.npy" "$TMP/jet_host_$t.npy"
   no_marker "jet_mlp run --target $t"
 done
-for m in digits_cnn resblock_cnn; do
+for m in digits_cnn resblock_cnn resblock_cnn_qdq; do # the QDQ one on the int8 kernels
   for t in cpu interp; do
     check "$m run --target $t --profile (hostile)" 0 "" -- T run "$H/$m.onnx" --target $t --input "$TMP/dig4.npy" --output "$TMP/${m}_host_$t.npy" --profile
     clean_text "$m run --target $t --profile" "$TMP/out" "$TMP/err"
