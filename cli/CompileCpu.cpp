@@ -17,7 +17,9 @@ int compileCpu(const ModelOptions& model, const std::string& outdir) {
   co.prefix = co.stem = cpu::cIdentifier(base);
   co.standalone = true;
   co.blockedLayout = cpu::blockedLayoutDefault();
-  cpu::GeneratedCode code = cpu::generateCpp(r.graph, co);
+  // As the CPU target compiles it: a QDQ model on the integer kernels (TRIAD_CPU_QDQ=float: not).
+  std::shared_ptr<ir::Graph> rewritten = cpu::cpuGraph(r.graph);
+  cpu::GeneratedCode code = cpu::generateCpp(rewritten ? *rewritten : r.graph, co);
   cpu::writeSources(code, outdir, true);
   fmt::print("wrote {}/{}.cpp, {}.h, {}.weights ({} bytes), main.cpp, Makefile and the run-time "
              "kernels (triad_kernels.h and the {} headers it includes)\n",

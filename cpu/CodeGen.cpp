@@ -259,6 +259,10 @@ std::string Generator::pointer(const Value* v, bool writable) const {
 
 void Generator::placeConstants() {
   for (Value* c : g_.constants()) {
+    // Only what the code reads: a constant left without users by a pass is not shipped.
+    if (c->users().empty() &&
+        std::find(g_.outputs().begin(), g_.outputs().end(), c) == g_.outputs().end())
+      continue;
     int64_t off = alignUp(int64_t(weights_.size()));
     weights_.resize(size_t(off), 0);
     const Tensor& t = c->constant();

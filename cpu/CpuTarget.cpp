@@ -96,41 +96,94 @@ void writeSources(const GeneratedCode& code, const fs::path& dir, bool example) 
       dir / (stem + ".weights"),
       std::string_view(reinterpret_cast<const char*>(code.weights.data()), code.weights.size()));
   if (!example) return;
-  std::string main =
-      fmt::format(R"(// Example: runs {0} once on zero inputs and prints the first output values.
+  std::string main = fmt::format(
+      R"(// Example: runs {0} and prints the first output values; optionally times it on this machine.
 // Build: make   (or: c++ -std=c++17 -O3 -march=native -pthread main.cpp {2} -o {0})
+// Usage: ./{0} [WEIGHTS] [--threads N] [--repeat N] [--input FILE]... [--output FILE]
+//   --input FILE   one per model input, in order: its dense bytes (zeros when not given)
+//   --output FILE  writes the first output's dense bytes
+//   --repeat N     runs N more times after the first and prints the median and fastest time
 #include "{0}.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
-int main(int argc, char** argv) {{
-  const char* path = argc > 1 ? argv[1] : "{0}.weights";
+static bool read_file(const char* path, unsigned char* dst, size_t n) {{
   FILE* f = std::fopen(path, "rb");
-  if (!f) {{ std::fprintf(stderr, "cannot open %s\n", path); return 1; }}
+  if (!f) {{ std::fprintf(stderr, "cannot open %s\n", path); return false; }}
+  bool ok = std::fread(dst, 1, n, f) == n && std::fgetc(f) == EOF;
+  std::fclose(f);
+  if (!ok) std::fprintf(stderr, "%s does not hold exactly %zu bytes\n", path, n);
+  return ok;
+}}
+
+int main(int argc, char** argv) {{
+  const char* path = "{0}.weights";
+  const char* output = nullptr;
+  int threads = 1, repeat = 0;
+  std::vector<const char*> inputs;
+  for (int i = 1; i < argc; ++i) {{
+    std::string a = argv[i];
+    bool more = i + 1 < argc;
+    if (a == "--threads" && more) threads = std::atoi(argv[++i]);
+    else if (a == "--repeat" && more) repeat = std::atoi(argv[++i]);
+    else if (a == "--input" && more) inputs.push_back(argv[++i]);
+    else if (a == "--output" && more) output = argv[++i];
+    else if (a.rfind("--", 0) != 0) path = argv[i];
+    else {{ std::fprintf(stderr, "unknown or incomplete option %s\n", argv[i]); return 2; }}
+  }}
   size_t n = {1}_weights_bytes();
   unsigned char* w = static_cast<unsigned char*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
-  if (std::fread(w, 1, n, f) != n) {{ std::fprintf(stderr, "%s is truncated\n", path); return 1; }}
-  std::fclose(f);
-  void* model = {1}_create(w, 1, nullptr, nullptr);
+  if (!read_file(path, w, n)) return 1;
+  void* model = {1}_create(w, threads, nullptr, nullptr);
 )",
-                  stem, prefix, fmt::join(code.units, " "));
+      stem, prefix, fmt::join(code.units, " "));
   main += "  // One dense buffer per input and output, in graph order.\n";
   main += "  std::vector<std::vector<unsigned char>> in_buf, out_buf;\n";
   for (const auto& [bytes, isIn] : code.ioBytes)
     main += fmt::format("  {}.emplace_back({});\n", isIn ? "in_buf" : "out_buf", bytes);
-  main += fmt::format(R"(  std::vector<const void*> in;
+  main += fmt::format(R"(  if (inputs.size() > in_buf.size()) {{
+    std::fprintf(stderr, "the model has %zu inputs\n", in_buf.size());
+    return 2;
+  }}
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!read_file(inputs[i], in_buf[i].data(), in_buf[i].size())) return 1;
+  std::vector<const void*> in;
   std::vector<void*> out;
   for (auto& b : in_buf) in.push_back(b.data());
   for (auto& b : out_buf) out.push_back(b.data());
-  if ({0}_run(model, in.data(), out.data()) != 0) {{
-    std::fprintf(stderr, "%s\n", {0}_error(model));
-    return 1;
+  std::vector<double> ms;
+  for (int r = 0; r <= repeat; ++r) {{
+    auto t0 = std::chrono::steady_clock::now();
+    if ({0}_run(model, in.data(), out.data()) != 0) {{
+      std::fprintf(stderr, "%s\n", {0}_error(model));
+      return 1;
+    }}
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                     .count());
   }}
   const float* y = reinterpret_cast<const float*>(out_buf[0].data());
   for (size_t i = 0; i < out_buf[0].size() / sizeof(float) && i < 8; ++i) std::printf("%g ", y[i]);
   std::printf("\n");
+  if (repeat > 0) {{
+    std::vector<double> t(ms.begin() + 1, ms.end()); // the first run warms up
+    std::sort(t.begin(), t.end());
+    std::printf("%d threads, %d runs: median %.3f ms, fastest %.3f ms\n", threads, repeat,
+                t[t.size() / 2], t[0]);
+  }}
+  if (output) {{
+    FILE* f = std::fopen(output, "wb");
+    if (!f || std::fwrite(out_buf[0].data(), 1, out_buf[0].size(), f) != out_buf[0].size() ||
+        std::fclose(f) != 0) {{
+      std::fprintf(stderr, "cannot write %s\n", output);
+      return 1;
+    }}
+  }}
   {0}_destroy(model);
   std::free(w);
   return 0;
@@ -485,6 +538,21 @@ bool hasQdq(const Graph& g) {
   return false;
 }
 
+} // namespace
+
+std::shared_ptr<Graph> cpuGraph(const Graph& g, bool qdqIntegerOption) {
+  std::shared_ptr<Graph> owned;
+  if (qdqInteger(qdqIntegerOption) && hasQdq(g)) {
+    owned = std::make_shared<Graph>(g.clone());
+    if (!createFuseQdqPass()->run(*owned)) return nullptr;
+    // The float paths the integer nodes replaced (DequantizeLinear of the weights, ...).
+    createDeadCodeEliminationPass()->run(*owned);
+  }
+  return owned;
+}
+
+namespace {
+
 class CpuTarget final : public Target {
 public:
   explicit CpuTarget(CpuOptions o) : opts_(std::move(o)) {}
@@ -497,11 +565,7 @@ public:
   std::unique_ptr<Executable> compile(const Graph& input,
                                       const CompileSettings& cs) const override {
     // QDQ models: the integer kernels, on a rewritten copy (the caller's graph stays as is).
-    std::shared_ptr<Graph> owned;
-    if (qdqInteger(opts_.qdqInteger) && hasQdq(input)) {
-      owned = std::make_shared<Graph>(input.clone());
-      if (!createFuseQdqPass()->run(*owned)) owned.reset();
-    }
+    std::shared_ptr<Graph> owned = cpuGraph(input, opts_.qdqInteger);
     const Graph& g = owned ? *owned : input;
     CodeGenOptions co;
     co.fuse = opts_.fuse;

@@ -6,6 +6,7 @@
 #include "ir/Target.h"
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
 namespace triad::cpu {
@@ -41,6 +42,11 @@ void writeSources(const GeneratedCode& code, const std::filesystem::path& dir, b
 
 /// Builds (or finds in the cache) the shared object for `code`.
 BuildInfo buildSharedObject(GeneratedCode code, const CpuOptions& opts);
+
+/// The graph the CPU target compiles from `g`: a QDQ model rewritten by fuse-qdq onto the
+/// integer kernels when `qdqInteger` says so (CpuOptions::qdqInteger, after TRIAD_CPU_QDQ); null
+/// when `g` is compiled as it is. The target and the standalone export both use it.
+std::shared_ptr<ir::Graph> cpuGraph(const ir::Graph& g, bool qdqInteger = true);
 
 /// Threads used when CpuOptions::threads is 0: the physical cores this process may use.
 int defaultThreads();

@@ -325,12 +325,12 @@ void emitPackedIntConv(LowerContext& c) {
   for (const std::string& l : shapeLines)
     c.body.line("{}", l);
   std::string packed = "pk_" + c.ident;
-  c.fields.line("int16_t* {} = nullptr; // {}: shifted weights packed for the int8 kernel", packed,
+  c.fields.line("void* {} = nullptr; // {}: shifted weights packed for the int8 kernel", packed,
                 escape::comment(n.name()));
   c.create.open("");
   for (const std::string& l : shapeLines)
     c.create.line("{}", l);
-  c.create.line("m.{} = (int16_t*)m.alloc(triad_rt::qconv_weights_bytes(s));", packed);
+  c.create.line("m.{} = m.alloc(triad_rt::qconv_weights_bytes(s));", packed);
   c.create.line("triad_rt::qconv_pack_weights(s, {}, {}, {}, m.{});", c.inputs[wi],
                 optionalInput(c, wzi), optionalCount(n, wzi), packed);
   int64_t multBytes = q ? (M * 4 + 63) / 64 * 64 : 0;
@@ -380,9 +380,9 @@ void emitPackedIntMatMul(LowerContext& c) {
               shapeComment(n.input(ib)->type()), shapeComment(n.output(0)->type()), rows,
               q ? ", requantized" : "");
   std::string packed = "pk_" + c.ident;
-  c.fields.line("int16_t* {} = nullptr; // {}: shifted B packed for the int8 kernel", packed,
+  c.fields.line("void* {} = nullptr; // {}: shifted B packed for the int8 kernel", packed,
                 escape::comment(n.name()));
-  c.create.line("m.{} = (int16_t*)m.alloc(triad_rt::q_packed_b_bytes({}, {}));", packed, K, N);
+  c.create.line("m.{} = m.alloc(triad_rt::qmatmul_weights_bytes({}, {}));", packed, K, N);
   c.create.line("triad_rt::qmatmul_pack_b({}, {}, {}, {}, {}, m.{});", K, N, c.inputs[ib],
                 optionalInput(c, ibz), optionalCount(n, ibz), packed);
   int64_t multBytes = q ? (N * 4 + 63) / 64 * 64 : 0;

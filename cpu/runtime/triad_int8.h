@@ -21,6 +21,17 @@
 // NCHW planes; a MatMul is C[m][n] = x[m][k] * W[k][n] (activations packed as A per run,
 // weights as B at load).
 //
+// With VNNI (AVX512-VNNI, AVX-VNNI) there is a second, byte layout for the common case of
+// signed weights with zero point 0 (unsigned ones with 128): vpdpbusd multiplies unsigned by
+// signed bytes and sums four products into an int32 lane without saturating, four times the work
+// of an int16 pair per instruction. The activations stay bytes (int8 ones XOR 0x80, their zero
+// point + 128); the weights are bytes; the activations' zero point comes out as a compensation,
+// sum((x - x_zp) * w) = sum(x * w) - x_zp * sum(w), with sum(w) per output taken at pack time;
+// wrapping int32 arithmetic keeps it exact. Layout q8: panels of kQ8MR (broadcast operand) and
+// kQ8NR (vector operand) lines, per quad of K indices kq four consecutive bytes per line.
+// Packed weights begin with a 64-byte header saying which layout they hold (QPacked), decided at
+// pack time from the zero points and the instruction set the code was compiled for.
+//
 // Requantization (the reference's, ir/ops/QuantizeProducts.cpp): y = saturate(round_half_even(
 // float(int32(acc + bias)) * mult) + y_zp), where mult = x_scale * w_scale / y_scale in float and
 // NaN gives the zero point; the caller may narrow [lo, hi] (a fused Relu or Clip).
@@ -33,6 +44,52 @@
 namespace triad_rt {
 
 constexpr int kQMR = 6, kQNR = 16;
+
+// The byte (u8 x s8) layout: 512-bit VNNI, 256-bit VNNI, or (TRIAD_Q8_SCALAR, for the kernel
+// tests on machines without VNNI) its layouts with a scalar micro-kernel; otherwise absent.
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define TRIAD_Q8_ISA 512
+constexpr int kQ8MR = 8, kQ8NR = 32;
+#elif defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
+#define TRIAD_Q8_ISA 256
+constexpr int kQ8MR = 6, kQ8NR = 16;
+#elif defined(TRIAD_Q8_SCALAR)
+#define TRIAD_Q8_ISA 1
+constexpr int kQ8MR = 8, kQ8NR = 32;
+#endif
+
+/// Quads of K indices in the byte layout.
+inline int q8_quads(int K) {
+  return (K + 3) / 4;
+}
+
+/// Header of packed weights: which layout follows, 64 bytes after the start.
+struct QPacked {
+  int32_t q8 = 0; // 1: the byte layout (with its sums of weights after the panels); 0: int16 pairs
+  static constexpr size_t kHeader = 64;
+  static const QPacked& of(const void* p) { return *static_cast<const QPacked*>(p); }
+  template <class T> static const T* data(const void* p) {
+    return reinterpret_cast<const T*>(static_cast<const char*>(p) + kHeader);
+  }
+  template <class T> static T* data(void* p) {
+    return reinterpret_cast<T*>(static_cast<char*>(p) + kHeader);
+  }
+};
+
+/// Whether weights of type W with these zero points take the byte layout: representable as
+/// signed bytes with zero point 0 (int8 with zero point 0, uint8 with 128) on a VNNI build.
+template <class W> inline bool q8_weights(const W* zp, int n) {
+#if defined(TRIAD_Q8_ISA)
+  const int want = std::is_signed_v<W> ? 0 : 128;
+  if (!zp) return want == 0;
+  for (int i = 0; i < n; ++i)
+    if (static_cast<int>(zp[i]) != want) return false;
+  return true;
+#else
+  (void)zp, (void)n;
+  return false;
+#endif
+}
 
 inline int q_kpairs(int K) {
   return (K + 1) / 2;
@@ -158,6 +215,109 @@ inline void q_ukernel(int kp, const int16_t* __restrict a, const int16_t* __rest
 #endif
 }
 
+#if defined(TRIAD_Q8_ISA)
+/// The byte micro-kernel: c[i * kQ8NR + j] = sum over kq quads of the broadcast panel's line i
+/// times the vector panel's line j, four byte products each, the unsigned operand being the
+/// broadcast one when BcastU8 (a MatMul's activations) and the vector one otherwise (a
+/// convolution's im2col); int32, wrapping.
+template <bool BcastU8>
+inline void q8_ukernel(int kq, const uint8_t* __restrict a, const uint8_t* __restrict b,
+                       int32_t* __restrict c) {
+#if TRIAD_Q8_ISA == 512
+  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+          c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
+          c70 = c00, c71 = c00;
+  for (int p = 0; p < kq; ++p, a += 4 * kQ8MR, b += 4 * kQ8NR) {
+    const __m512i b0 = _mm512_loadu_si512(b);
+    const __m512i b1 = _mm512_loadu_si512(b + 64);
+    auto step = [&](int i, __m512i& x0, __m512i& x1) {
+      int32_t w;
+      std::memcpy(&w, a + 4 * i, sizeof w);
+      const __m512i av = _mm512_set1_epi32(w);
+      if constexpr (BcastU8) {
+        x0 = _mm512_dpbusd_epi32(x0, av, b0);
+        x1 = _mm512_dpbusd_epi32(x1, av, b1);
+      } else {
+        x0 = _mm512_dpbusd_epi32(x0, b0, av);
+        x1 = _mm512_dpbusd_epi32(x1, b1, av);
+      }
+    };
+    step(0, c00, c01);
+    step(1, c10, c11);
+    step(2, c20, c21);
+    step(3, c30, c31);
+    step(4, c40, c41);
+    step(5, c50, c51);
+    step(6, c60, c61);
+    step(7, c70, c71);
+  }
+  auto put = [&](int i, __m512i x0, __m512i x1) {
+    _mm512_storeu_si512(c + i * kQ8NR, x0);
+    _mm512_storeu_si512(c + i * kQ8NR + 16, x1);
+  };
+  put(0, c00, c01);
+  put(1, c10, c11);
+  put(2, c20, c21);
+  put(3, c30, c31);
+  put(4, c40, c41);
+  put(5, c50, c51);
+  put(6, c60, c61);
+  put(7, c70, c71);
+#elif TRIAD_Q8_ISA == 256
+  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+          c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (int p = 0; p < kq; ++p, a += 4 * kQ8MR, b += 4 * kQ8NR) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32));
+    auto step = [&](int i, __m256i& x0, __m256i& x1) {
+      int32_t w;
+      std::memcpy(&w, a + 4 * i, sizeof w);
+      const __m256i av = _mm256_set1_epi32(w);
+      const __m256i u0 = BcastU8 ? av : b0, s0 = BcastU8 ? b0 : av;
+      const __m256i u1 = BcastU8 ? av : b1, s1 = BcastU8 ? b1 : av;
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+      x0 = _mm256_dpbusd_epi32(x0, u0, s0);
+      x1 = _mm256_dpbusd_epi32(x1, u1, s1);
+#else
+      x0 = _mm256_dpbusd_avx_epi32(x0, u0, s0);
+      x1 = _mm256_dpbusd_avx_epi32(x1, u1, s1);
+#endif
+    };
+    step(0, c00, c01);
+    step(1, c10, c11);
+    step(2, c20, c21);
+    step(3, c30, c31);
+    step(4, c40, c41);
+    step(5, c50, c51);
+  }
+  auto put = [&](int i, __m256i x0, __m256i x1) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * kQ8NR), x0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * kQ8NR + 8), x1);
+  };
+  put(0, c00, c01);
+  put(1, c10, c11);
+  put(2, c20, c21);
+  put(3, c30, c31);
+  put(4, c40, c41);
+  put(5, c50, c51);
+#else
+  for (int i = 0; i < kQ8MR * kQ8NR; ++i)
+    c[i] = 0;
+  for (int p = 0; p < kq; ++p, a += 4 * kQ8MR, b += 4 * kQ8NR)
+    for (int i = 0; i < kQ8MR; ++i)
+      for (int j = 0; j < kQ8NR; ++j) {
+        uint32_t sum = static_cast<uint32_t>(c[i * kQ8NR + j]);
+        for (int t = 0; t < 4; ++t) {
+          const uint8_t x = a[4 * i + t], y = b[4 * j + t];
+          const int u = BcastU8 ? x : y, v = static_cast<int8_t>(BcastU8 ? y : x);
+          sum += static_cast<uint32_t>(u * v);
+        }
+        c[i * kQ8NR + j] = static_cast<int32_t>(sum);
+      }
+#endif
+}
+#endif
+
 /// One requantized value: saturate(round_half_even(float(int32(acc + bias)) * mult) + zp) in
 /// [lo, hi]; NaN gives the zero point. QuantizeLinear's own step (triad_scalar.h) into int16,
 /// wide enough for every 8-bit [lo, hi].
@@ -190,8 +350,9 @@ template <class Y> inline __m128i q_narrow16(__m256i r0, __m256i r1) {
 #endif
 } // namespace detail
 
-/// Requantizing epilogue: C (rows x cols, row-major at y with row stride ldy) as 8-bit Y. Each
-/// tile row must hold kQNR readable sums even when fewer (nr) are stored.
+/// Requantizing epilogue: C (rows x cols, row-major at y with row stride ldy) as 8-bit Y, from
+/// tiles of sums with row stride ldt whose rows hold whole multiples of 16 readable sums even
+/// when fewer (nr) are stored.
 /// bias (int32) and mult are per row (a convolution's output channels: row % period when period
 /// is set, rows being n * OC + oc) or, with per_col, per column (a MatMul's); bias may be null;
 /// mult has one entry when scalar_mult.
@@ -204,28 +365,30 @@ template <class Y> struct QRequantEpi {
   int period = 0;
   int zp = 0, lo = 0, hi = 255;
 
-  void operator()(const int32_t* tile, int row0, int mr, int col0, int nr) const {
+  void operator()(const int32_t* tile, int ldt, int row0, int mr, int col0, int nr) const {
     for (int i = 0; i < mr; ++i) {
       const int row = row0 + i, prow = period ? row % period : row;
-      const int32_t* t = tile + i * kQNR;
+      const int32_t* t = tile + static_cast<ptrdiff_t>(i) * ldt;
       Y* out = y + row * ldy + col0;
 #if defined(__AVX2__)
-      if (!per_col) { // all kQNR lanes of the tile row are computed, nr of them stored
+      if (!per_col) {
         const __m256i b = _mm256_set1_epi32(bias ? bias[prow] : 0);
         const __m256 m = _mm256_set1_ps(mult[scalar_mult ? 0 : prow]);
         const __m256i z = _mm256_set1_epi32(zp), l = _mm256_set1_epi32(lo),
                       h = _mm256_set1_epi32(hi);
-        const __m256i r0 = detail::q_requant8(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t)), b, m, z, l, h);
-        const __m256i r1 = detail::q_requant8(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + 8)), b, m, z, l, h);
-        const __m128i v = detail::q_narrow16<Y>(r0, r1);
-        if (nr == kQNR) {
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(out), v);
-        } else {
-          alignas(16) Y part[kQNR];
-          _mm_store_si128(reinterpret_cast<__m128i*>(part), v);
-          std::memcpy(out, part, sizeof(Y) * static_cast<size_t>(nr));
+        for (int j = 0; j < nr; j += 16) { // 16 lanes computed, up to 16 stored
+          const __m256i r0 = detail::q_requant8(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + j)), b, m, z, l, h);
+          const __m256i r1 = detail::q_requant8(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t + j + 8)), b, m, z, l, h);
+          const __m128i v = detail::q_narrow16<Y>(r0, r1);
+          if (nr - j >= 16) {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), v);
+          } else {
+            alignas(16) Y part[16];
+            _mm_store_si128(reinterpret_cast<__m128i*>(part), v);
+            std::memcpy(out + j, part, sizeof(Y) * static_cast<size_t>(nr - j));
+          }
         }
         continue;
       }
@@ -243,36 +406,81 @@ template <class Y> struct QRequantEpi {
 struct QStoreEpi {
   int32_t* y = nullptr;
   ptrdiff_t ldy = 0;
-  void operator()(const int32_t* tile, int row0, int mr, int col0, int nr) const {
+  void operator()(const int32_t* tile, int ldt, int row0, int mr, int col0, int nr) const {
     for (int i = 0; i < mr; ++i)
-      std::memcpy(y + (row0 + i) * ldy + col0, tile + i * kQNR, sizeof(int32_t) * nr);
+      std::memcpy(y + (row0 + i) * ldy + col0, tile + static_cast<ptrdiff_t>(i) * ldt,
+                  sizeof(int32_t) * nr);
   }
 };
 
-/// C[M, N] = A * B from packed operands (q_packed_a_bytes / q_packed_b_bytes layouts), epi(tile,
-/// row0, mr, col0, nr) on each finished kQMR x kQNR tile. Threads take chunks of B's panels small
-/// enough to stay in L2 across every row panel, one row panel at a time.
-template <class Epi>
-void q_gemm(int M, int N, int K, const int16_t* pa, const int16_t* pb, const Epi& epi) {
+namespace detail {
+/// The tile loop of both layouts: C[M, N] from MR-line panels of A (panel_a elements each) and
+/// NR-line panels of B (panel_b); ukernel(a, b, tile) fills an MR x NR tile, epi(tile, NR, row0,
+/// mr, col0, nr) takes it. Threads take chunks of B's panels small enough to stay in L2 across
+/// every row panel, one row panel at a time.
+template <int MR, int NR, class TA, class TB, class Kernel, class Epi>
+void q_tiles(int M, int N, const TA* pa, size_t panel_a, const TB* pb, size_t panel_b,
+             const Kernel& ukernel, const Epi& epi) {
   if (M <= 0 || N <= 0) return;
-  const int kp = q_kpairs(K);
-  const int mb = (M + kQMR - 1) / kQMR, nb = (N + kQNR - 1) / kQNR;
-  const size_t panel_b = static_cast<size_t>(kp) * 2 * kQNR; // int16 per B panel
-  const size_t panel_a = static_cast<size_t>(kp) * 2 * kQMR;
-  const int chunk = std::max(1, std::min(nb, static_cast<int>((192 << 10) / (panel_b * 2 + 1))));
+  const int mb = (M + MR - 1) / MR, nb = (N + NR - 1) / NR;
+  const size_t bytes_b = panel_b * sizeof(TB);
+  const int chunk = std::max(1, std::min(nb, static_cast<int>((192 << 10) / (bytes_b + 1))));
   const int nchunks = (nb + chunk - 1) / chunk;
-  const double work = static_cast<double>(kQMR) * kQNR * chunk * kp * 2;
+  const double work = static_cast<double>(MR) * chunk * panel_b; // multiply-adds per item
   parallel_for(static_cast<ptrdiff_t>(nchunks) * mb, work, [&](ptrdiff_t it) {
     const int ch = static_cast<int>(it / mb), rb = static_cast<int>(it % mb);
-    alignas(64) int32_t tile[kQMR * kQNR];
-    const int16_t* a = pa + rb * panel_a;
-    const int mr = std::min(kQMR, M - rb * kQMR);
+    alignas(64) int32_t tile[MR * NR];
+    const TA* a = pa + rb * panel_a;
+    const int mr = std::min(MR, M - rb * MR);
     for (int q = ch * chunk; q < std::min(nb, (ch + 1) * chunk); ++q) {
-      detail::q_ukernel(kp, a, pb + q * panel_b, tile);
-      epi(tile, rb * kQMR, mr, q * kQNR, std::min(kQNR, N - q * kQNR));
+      ukernel(a, pb + q * panel_b, tile);
+      epi(tile, NR, rb * MR, mr, q * NR, std::min(NR, N - q * NR));
     }
   });
 }
+} // namespace detail
+
+/// C[M, N] = A * B from packed operands (q_packed_a_bytes / q_packed_b_bytes layouts), epi(tile,
+/// ldt, row0, mr, col0, nr) on each finished tile.
+template <class Epi>
+void q_gemm(int M, int N, int K, const int16_t* pa, const int16_t* pb, const Epi& epi) {
+  const int kp = q_kpairs(K);
+  detail::q_tiles<kQMR, kQNR>(
+      M, N, pa, static_cast<size_t>(kp) * 2 * kQMR, pb, static_cast<size_t>(kp) * 2 * kQNR,
+      [kp](const int16_t* a, const int16_t* b, int32_t* t) { detail::q_ukernel(kp, a, b, t); },
+      epi);
+}
+
+#if defined(TRIAD_Q8_ISA)
+/// The byte layout's C[M, N] = A * B - compensation: A's panels (kQ8MR lines) are the
+/// broadcast operand, B's (kQ8NR lines) the vector one; the unsigned one is A when BcastU8.
+/// The compensation x_zp * sum(w) is subtracted per row (row_sums) or per column (col_sums).
+template <bool BcastU8, class Epi>
+void q8_gemm(int M, int N, int K, const uint8_t* pa, const uint8_t* pb, uint32_t x_zp,
+             const int32_t* row_sums, const int32_t* col_sums, const Epi& epi) {
+  const int kq = q8_quads(K);
+  detail::q_tiles<kQ8MR, kQ8NR>(
+      M, N, pa, static_cast<size_t>(kq) * 4 * kQ8MR, pb, static_cast<size_t>(kq) * 4 * kQ8NR,
+      [kq](const uint8_t* a, const uint8_t* b, int32_t* t) {
+        detail::q8_ukernel<BcastU8>(kq, a, b, t);
+      },
+      [&](int32_t* tile, int ldt, int row0, int mr, int col0, int nr) {
+        for (int i = 0; i < mr; ++i) {
+          int32_t* t = tile + static_cast<ptrdiff_t>(i) * ldt;
+          if (row_sums) {
+            const uint32_t c = x_zp * static_cast<uint32_t>(row_sums[row0 + i]);
+            for (int j = 0; j < kQ8NR; ++j)
+              t[j] = static_cast<int32_t>(static_cast<uint32_t>(t[j]) - c);
+          } else {
+            for (int j = 0; j < nr; ++j)
+              t[j] = static_cast<int32_t>(static_cast<uint32_t>(t[j]) -
+                                          x_zp * static_cast<uint32_t>(col_sums[col0 + j]));
+          }
+        }
+        epi(tile, ldt, row0, mr, col0, nr);
+      });
+}
+#endif
 
 /// Packs B (K x N) whose row k is rows[k] (8-bit values shifted by zp), in parallel.
 template <class X>
@@ -284,6 +492,82 @@ inline void q_pack_b_rows(int K, int N, const X* const* rows, int zp, int16_t* d
   });
 }
 
+#if defined(TRIAD_Q8_ISA)
+inline size_t q8_packed_bytes(int lines, int line_panel, int K) {
+  return static_cast<size_t>((lines + line_panel - 1) / line_panel) * line_panel * q8_quads(K) * 4;
+}
+
+namespace detail {
+/// Packs `lines` lines of K signed bytes, v(line, k) (an int in -128 .. 127), into the byte layout
+/// in panels of W lines (0 past `lines` and K); sums[line] = the line's sum when sums is set.
+template <int W, class Get>
+inline void q8_pack_lines(int lines, int K, Get v, uint8_t* dst, int32_t* sums) {
+  const int kq = q8_quads(K);
+  for (int r0 = 0; r0 < lines; r0 += W)
+    for (int p = 0; p < kq; ++p)
+      for (int i = 0; i < W; ++i)
+        for (int t = 0; t < 4; ++t, ++dst) {
+          const int r = r0 + i, k = 4 * p + t;
+          const int x = r < lines && k < K ? v(r, k) : 0;
+          *dst = static_cast<uint8_t>(x);
+          if (sums && r < lines) sums[r] = (t == 0 && p == 0 ? 0 : sums[r]) + x;
+        }
+}
+
+/// Packs the columns [j0, j0 + kQ8NR) of B (K x N, row k at rows[k], bytes XOR flip: unsigned)
+/// into one panel of the byte layout; columns past N and rows past K are 0.
+template <class X>
+inline void q8_pack_b_panel(int K, int N, const X* const* rows, uint8_t flip, int j0,
+                            uint8_t* dst) {
+  const int kq = q8_quads(K), n = std::min(kQ8NR, N - j0);
+  for (int p = 0; p < kq; ++p, dst += 4 * kQ8NR) {
+    const uint8_t* r[4];
+    for (int t = 0; t < 4; ++t)
+      r[t] = 4 * p + t < K ? reinterpret_cast<const uint8_t*>(rows[4 * p + t]) + j0 : nullptr;
+#if defined(__SSE2__)
+    if (n == kQ8NR) {
+      const __m128i f = _mm_set1_epi8(static_cast<char>(flip)), z = _mm_setzero_si128();
+      for (int j = 0; j < kQ8NR; j += 16) {
+        auto ld = [&](int t) {
+          return r[t]
+                     ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[t] + j)), f)
+                     : z;
+        };
+        const __m128i a = ld(0), b = ld(1), c = ld(2), d = ld(3);
+        const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+        const __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+        __m128i* o = reinterpret_cast<__m128i*>(dst + 4 * j); // columns j .. j+3, j+4 .. j+7, ...
+        _mm_storeu_si128(o + 0, _mm_unpacklo_epi16(ab0, cd0));
+        _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
+        _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
+        _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
+      }
+      continue;
+    }
+#endif
+    for (int j = 0; j < kQ8NR; ++j)
+      for (int t = 0; t < 4; ++t)
+        dst[4 * j + t] = j < n && r[t] ? static_cast<uint8_t>(r[t][j] ^ flip) : uint8_t(0);
+  }
+}
+} // namespace detail
+
+/// q8_pack_b_panel over every panel, in parallel.
+template <class X>
+inline void q8_pack_b_rows(int K, int N, const X* const* rows, uint8_t flip, uint8_t* dst) {
+  const int nb = (N + kQ8NR - 1) / kQ8NR;
+  const size_t panel = static_cast<size_t>(q8_quads(K)) * 4 * kQ8NR;
+  parallel_for(nb, static_cast<double>(K) * kQ8NR, [&](ptrdiff_t q) {
+    detail::q8_pack_b_panel(K, N, rows, flip, static_cast<int>(q) * kQ8NR, dst + q * panel);
+  });
+}
+#endif
+
+/// The signed byte of a weight w of type W in the byte layout (q8_weights: zero point 0 or 128).
+template <class W> inline int q8_weight(W w) {
+  return std::is_signed_v<W> ? static_cast<int>(w) : static_cast<int>(w) - 128;
+}
+
 // ---- Convolution --------------------------------------------------------------------------
 
 /// Depthwise convolutions (one input channel per output channel) run a direct kernel over each
@@ -292,37 +576,62 @@ inline bool qconv_depthwise(const Conv2dShape& s) {
   return s.group > 1 && s.group == s.C && s.OC == s.C;
 }
 
-/// Bytes of the packed weights of an integer convolution (per group, q_packed_a layout).
+/// Bytes of the packed weights of an integer convolution: the QPacked header, then per group the
+/// q_packed_a layout, or the byte layout and the OC sums of the weights, whichever is larger.
 inline size_t qconv_weights_bytes(const Conv2dShape& s) {
-  if (qconv_depthwise(s)) return static_cast<size_t>(s.OC) * s.KH * s.KW * sizeof(int32_t);
-  return static_cast<size_t>(s.group) * q_packed_a_bytes(s.OCg(), s.Kg());
+  size_t bytes = static_cast<size_t>(s.OC) * s.KH * s.KW * sizeof(int32_t); // depthwise
+  if (!qconv_depthwise(s)) {
+    const size_t pairs = q_packed_a_bytes(s.OCg(), s.Kg());
+    bytes = static_cast<size_t>(s.group) * pairs;
+#if defined(TRIAD_Q8_ISA)
+    const size_t quads = (q8_packed_bytes(s.OCg(), kQ8MR, s.Kg()) + 63) / 64 * 64;
+    bytes = std::max(bytes, s.group * quads + static_cast<size_t>(s.OC) * sizeof(int32_t));
+#endif
+  }
+  return QPacked::kHeader + bytes;
 }
 
 /// Packs w[OC, C/group, KH, KW] shifted by its zero point (w_zp: n_wzp entries, 1 or OC; null:
-/// 0) once, at load.
+/// 0) once, at load, in the byte layout when q8_weights allows it.
 template <class W>
 inline void qconv_pack_weights(const Conv2dShape& s, const W* w, const W* w_zp, int n_wzp,
-                               int16_t* dst) {
+                               void* dst) {
   const int Mg = s.OCg(), K = s.Kg();
+  QPacked& head = *static_cast<QPacked*>(dst);
+  head = QPacked{};
+  auto zp = [&](int oc) { return w_zp ? static_cast<int>(w_zp[n_wzp == 1 ? 0 : oc]) : 0; };
   if (qconv_depthwise(s)) {
-    int32_t* d = reinterpret_cast<int32_t*>(dst);
+    int32_t* d = QPacked::data<int32_t>(dst);
     for (int oc = 0; oc < s.OC; ++oc)
       for (int k = 0; k < K; ++k)
         d[static_cast<size_t>(oc) * K + k] =
-            static_cast<int32_t>(w[static_cast<size_t>(oc) * K + k]) -
-            (w_zp ? static_cast<int32_t>(w_zp[n_wzp == 1 ? 0 : oc]) : 0);
+            static_cast<int32_t>(w[static_cast<size_t>(oc) * K + k]) - zp(oc);
     return;
   }
+#if defined(TRIAD_Q8_ISA)
+  if (q8_weights(w_zp, n_wzp)) {
+    head.q8 = 1;
+    const size_t quads = (q8_packed_bytes(Mg, kQ8MR, K) + 63) / 64 * 64;
+    uint8_t* d = QPacked::data<uint8_t>(dst);
+    int32_t* sums = reinterpret_cast<int32_t*>(d + s.group * quads);
+    for (int g = 0; g < s.group; ++g) {
+      const W* wg = w + static_cast<size_t>(g) * Mg * K;
+      detail::q8_pack_lines<kQ8MR>(
+          Mg, K, [&](int r, int k) { return q8_weight(wg[static_cast<size_t>(r) * K + k]); },
+          d + g * quads, sums + g * Mg);
+    }
+    return;
+  }
+#endif
   for (int g = 0; g < s.group; ++g) {
     const W* wg = w + static_cast<size_t>(g) * Mg * K;
     q_pack_a(
         Mg, K,
         [&](int r, int k) {
-          const int oc = g * Mg + r;
-          const int z = w_zp ? static_cast<int>(w_zp[n_wzp == 1 ? 0 : oc]) : 0;
-          return static_cast<int>(wg[static_cast<size_t>(r) * K + k]) - z;
+          return static_cast<int>(wg[static_cast<size_t>(r) * K + k]) - zp(g * Mg + r);
         },
-        dst + static_cast<size_t>(g) * q_packed_a_bytes(Mg, K) / sizeof(int16_t));
+        QPacked::data<int16_t>(dst) +
+            static_cast<size_t>(g) * q_packed_a_bytes(Mg, K) / sizeof(int16_t));
   }
 }
 
@@ -333,89 +642,157 @@ inline bool qconv_pointwise(const Conv2dShape& s) {
 }
 
 namespace detail {
-/// The depthwise kernel, per (image, channel) plane: the plane shifted by x_zp into int16 with a
-/// zero halo of the padding, split by column into its stride phases (a tap of stride-2 outputs
-/// then reads one phase contiguously), in a per-thread buffer; then per output row int32 sums
-/// over the taps, vectorized over the row; epi gets each row in pieces of at most kQNR columns
-/// (mr = 1).
+/// The depthwise kernel, per (image, channel) plane. The plane, shifted by x_zp, goes into a
+/// per-thread float grid with a zero halo of the padding, split into its stride phases (rows and
+/// columns), so that every tap is one contiguous shift of the flattened output rows: outputs are
+/// computed Wq to a row (the phase's width; the last Wq - OW columns are discarded) in one long
+/// vector loop per tap. Float is exact here: every product is at most 255 * 255 and the sums are
+/// moved into wrapping int32 every 256 taps, below 2^24. epi gets the whole output plane as one
+/// row (mr = 1; readable to a multiple of 16 past its end).
 template <class X, class Epi>
 void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const int32_t* w,
                             const Epi& epi) {
-  const int OH = s.OH(), OW = s.OW(), taps = s.KH * s.KW, sw = s.stride_w;
+  const int OH = s.OH(), OW = s.OW(), taps = s.KH * s.KW, sh = s.stride_h, sw = s.stride_w;
   const int Hp = s.H + s.pad_t + s.pad_b, Wp = s.W + s.pad_l + s.pad_r;
-  const int Wq = (Wp + sw - 1) / sw; // columns per phase
-  const size_t phase = static_cast<size_t>(Hp) * Wq;
+  const int Hq = (Hp + sh - 1) / sh, Wq = (Wp + sw - 1) / sw; // one phase
+  const size_t phase = static_cast<size_t>(Hq) * Wq, nq = static_cast<size_t>(OH) * Wq;
+  // reads past the last phase row: the junk columns' taps, and whole vectors
+  const size_t tail = static_cast<size_t>((s.KW - 1) * s.dil_w / sw) + 4 * kW + 64;
   const size_t plane = static_cast<size_t>(s.H) * s.W;
-  parallel_for(static_cast<ptrdiff_t>(s.N) * s.C, static_cast<double>(OH) * OW * taps,
-               [&](ptrdiff_t pc) {
-                 // Locals: the sums are int32 stores, which could alias the captured ints.
-                 const int ow_n = OW, oh_n = OH, kh_n = s.KH, kw_n = s.KW, sh = s.stride_h;
-                 const int dh = s.dil_h, dw = s.dil_w, swl = sw;
-                 const size_t wq = static_cast<size_t>(Wq), ph = phase;
-                 thread_local std::vector<int16_t> grid;
-                 thread_local std::vector<int32_t> acc;
-                 grid.assign(phase * sw, 0);
-                 acc.resize(static_cast<size_t>(OW + kQNR)); // whole tile rows for epi
-                 const int c = static_cast<int>(pc % s.C);
-                 const X* xc = x + static_cast<size_t>(pc) * plane;
-                 for (int h = 0; h < s.H; ++h) {
-                   const X* xr = xc + static_cast<size_t>(h) * s.W;
-                   for (int p = 0; p < sw; ++p) {
-                     // phase p holds padded columns q * sw + p, input columns q * sw + p - pad_l
-                     const int q0 = std::max(0, (s.pad_l - p + sw - 1) / sw);
-                     const int q1 = (s.W + s.pad_l - p + sw - 1) / sw;
-                     int16_t* d = grid.data() + p * phase + static_cast<size_t>(h + s.pad_t) * Wq;
-                     const int off = p - s.pad_l; // q * sw + off >= 0 for q >= q0
-                     for (int q = q0; q < q1; ++q)
-                       d[q] = static_cast<int16_t>(static_cast<int>(xr[q * sw + off]) - x_zp);
-                   }
-                 }
-                 const int32_t* wc = w + static_cast<size_t>(c) * taps;
-                 const int row = static_cast<int>(pc) / s.C * s.OC + c;
-                 int32_t* a = acc.data();
-                 for (int oh = 0; oh < oh_n; ++oh) {
-                   for (int j = 0; j < ow_n; ++j)
-                     a[j] = 0;
-                   for (int kh = 0; kh < kh_n; ++kh) {
-                     const size_t r = static_cast<size_t>(oh * sh + kh * dh) * wq;
-                     for (int kw = 0; kw < kw_n; ++kw) {
-                       const int pcol = kw * dw; // output j reads padded column j * sw + pcol
-                       const int16_t* src = grid.data() + (pcol % swl) * ph + r + pcol / swl;
-                       const int32_t wv = wc[kh * kw_n + kw];
-                       for (int j = 0; j < ow_n; ++j)
-                         a[j] = static_cast<int32_t>(static_cast<uint32_t>(a[j]) +
-                                                     static_cast<uint32_t>(src[j] * wv)); // wraps
-                     }
-                   }
-                   for (int j = 0; j < ow_n; j += kQNR)
-                     epi(a + j, row, 1, oh * ow_n + j, std::min(kQNR, ow_n - j));
-                 }
-               });
+  constexpr int kChunk = 256; // taps summed in float before the int32 sums take them
+  parallel_for(
+      static_cast<ptrdiff_t>(s.N) * s.C, static_cast<double>(OH) * OW * taps, [&](ptrdiff_t pc) {
+        thread_local std::vector<float> grid, wt, accf, xf;
+        thread_local std::vector<const float*> src;
+        thread_local std::vector<int32_t> acci;
+        // Only the halo and the tail must be 0, and no plane writes there: zeroed once
+        // per geometry (the thread's last layer may have had another).
+        thread_local std::array<int, 8> geometry{};
+        const std::array<int, 8> g8 = {s.H, s.W, s.pad_t, s.pad_l, sh, sw, Hq, Wq};
+        if (geometry != g8 || grid.size() != phase * sh * sw + tail) {
+          grid.assign(phase * sh * sw + tail, 0.0f);
+          geometry = g8;
+        }
+        acci.resize(nq + kW + kQNR);
+        accf.resize(nq + 4 * kW);
+        xf.resize(plane);
+        src.resize(kChunk);
+        wt.resize(kChunk);
+        const int c = static_cast<int>(pc % s.C);
+        const X* xc = x + static_cast<size_t>(pc) * plane;
+        // the plane shifted, in one long vector loop; then its rows into the phases
+        const float zp = static_cast<float>(x_zp);
+        float* xs = xf.data();
+        for (size_t i = 0; i < plane; ++i)
+          xs[i] = static_cast<float>(xc[i]) - zp;
+        for (int h = 0; h < s.H; ++h) {
+          const int hp = h + s.pad_t;
+          float* g = grid.data() + static_cast<size_t>(hp % sh) * sw * phase +
+                     static_cast<size_t>(hp / sh) * Wq;
+          const float* xr = xs + static_cast<size_t>(h) * s.W;
+          if (sw == 1) {
+            std::memcpy(g + s.pad_l, xr, sizeof(float) * static_cast<size_t>(s.W));
+          } else if (sw == 2) { // padded column c = w + pad_l goes to phase c % 2 at c / 2
+            const int pl = s.pad_l, jlo = (pl + 1) / 2, jhi = (pl + s.W) / 2;
+            float* d0 = g;
+            float* d1 = g + phase;
+            const float* from = xr - pl;
+            for (int j = jlo; j < jhi; ++j) { // both columns 2j, 2j + 1 in the row
+              d0[j] = from[2 * j];
+              d1[j] = from[2 * j + 1];
+            }
+            auto one = [&](int w) { (((w + pl) & 1) ? d1 : d0)[(w + pl) / 2] = xr[w]; };
+            for (int w = 0; w < std::min(s.W, 2 * jlo - pl); ++w) // the ends
+              one(w);
+            for (int w = std::max(0, 2 * jhi - pl); w < s.W; ++w)
+              one(w);
+          } else {
+            for (int p = 0; p < sw; ++p) { // phase p: padded columns q * sw + p
+              const int q0 = std::max(0, (s.pad_l - p + sw - 1) / sw);
+              const int q1 = (s.W + s.pad_l - p + sw - 1) / sw;
+              float* d = g + p * phase;
+              const float* from = xr + (p - s.pad_l);
+              for (int q = q0; q < q1; ++q)
+                d[q] = from[q * sw];
+            }
+          }
+        }
+        const int32_t* wc = w + static_cast<size_t>(c) * taps;
+        int32_t* ai = acci.data();
+        for (int t0 = 0; t0 < taps; t0 += kChunk) {
+          const int t1 = std::min(taps, t0 + kChunk);
+          for (int t = t0; t < t1; ++t) { // the taps' sources and weights
+            const int dr = t / s.KW * s.dil_h, dc = t % s.KW * s.dil_w;
+            src[t - t0] = grid.data() + static_cast<size_t>(dr % sh * sw + dc % sw) * phase +
+                          static_cast<size_t>(dr / sh) * Wq + dc / sw;
+            wt[t - t0] = static_cast<float>(wc[t]);
+          }
+          const int nt = t1 - t0;
+          // 4 kW outputs at a time in registers, every tap: loads and FMAs only
+          float* a = accf.data();
+          const float* const* sp = src.data();
+          const float* wp = wt.data();
+          for (size_t q = 0; q < nq; q += 4 * kW) {
+            vf a0 = vzero(), a1 = a0, a2 = a0, a3 = a0;
+            for (int t = 0; t < nt; ++t) {
+              const float* p = sp[t] + q;
+              const vf wv = vset1(wp[t]);
+              a0 = vfma(vload(p), wv, a0);
+              a1 = vfma(vload(p + kW), wv, a1);
+              a2 = vfma(vload(p + 2 * kW), wv, a2);
+              a3 = vfma(vload(p + 3 * kW), wv, a3);
+            }
+            vstore(a + q, a0);
+            vstore(a + q + kW, a1);
+            vstore(a + q + 2 * kW, a2);
+            vstore(a + q + 3 * kW, a3);
+          }
+          const size_t n = nq;
+          if (t0 == 0) {
+            for (size_t q = 0; q < n; ++q) // exact integers
+              ai[q] = static_cast<int32_t>(a[q]);
+          } else {
+            for (size_t q = 0; q < n; ++q) // int32 wraps as the reference's
+              ai[q] = static_cast<int32_t>(static_cast<uint32_t>(ai[q]) +
+                                           static_cast<uint32_t>(static_cast<int32_t>(a[q])));
+          }
+        }
+        // the output rows side by side (dropping the junk columns), then one epilogue
+        for (int oh = 1; oh < OH && Wq != OW; ++oh)
+          std::memmove(ai + static_cast<size_t>(oh) * OW, ai + static_cast<size_t>(oh) * Wq,
+                       sizeof(int32_t) * static_cast<size_t>(OW));
+        epi(ai, kQNR, static_cast<int>(pc) / s.C * s.OC + c, 1, 0, OH * OW);
+      });
 }
 } // namespace detail
 
 /// Bytes of caller-owned scratch qconv2d needs: the 8-bit im2col of one group (unless
-/// pointwise), its row pointers and the packed B operand.
+/// pointwise), its row pointers and the packed B operand (either layout).
 inline size_t qconv_scratch_bytes(const Conv2dShape& s) {
   if (qconv_depthwise(s)) return 0; // a row of sums per thread, on the stack
   const size_t K = static_cast<size_t>(s.Kg()), P = static_cast<size_t>(s.OH()) * s.OW();
   const size_t cols = qconv_pointwise(s) ? 0 : (K * P + 63) / 64 * 64;
-  return cols + (K * sizeof(void*) + 63) / 64 * 64 + q_packed_b_bytes(s.Kg(), s.OH() * s.OW()) + 64;
+  size_t packed = q_packed_b_bytes(s.Kg(), s.OH() * s.OW());
+#if defined(TRIAD_Q8_ISA)
+  packed = std::max(packed, q8_packed_bytes(s.OH() * s.OW(), kQ8NR, s.Kg()));
+#endif
+  return cols + (K * sizeof(void*) + 63) / 64 * 64 + packed + 64;
 }
 
 /// The integer convolution: y[n, oc, :, :] = epilogue of the int32 sums over (c, kh, kw) of
 /// (x - x_zp) * (w - w_zp), with the padding reading x_zp (so contributing 0). packed_w from
-/// qconv_pack_weights; epi(tile, row0, mr, col0, nr) gets rows = output channels of the whole
-/// tensor (n * OC + oc) and columns = output pixels; scratch: qconv_scratch_bytes(s).
+/// qconv_pack_weights; epi(tile, ldt, row0, mr, col0, nr) gets rows = output channels of the
+/// whole tensor (n * OC + oc) and columns = output pixels; scratch: qconv_scratch_bytes(s).
 template <class X, class Epi>
-void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const int16_t* packed_w, void* scratch,
+void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const void* packed_w, void* scratch,
              const Epi& epi) {
   const int OH = s.OH(), OW = s.OW(), P = OH * OW, K = s.Kg(), Mg = s.OCg();
   const size_t plane = static_cast<size_t>(s.H) * s.W;
   if (qconv_depthwise(s)) {
-    detail::qconv_depthwise_planes(s, x, x_zp, reinterpret_cast<const int32_t*>(packed_w), epi);
+    detail::qconv_depthwise_planes(s, x, x_zp, QPacked::data<int32_t>(packed_w), epi);
     return;
   }
+  const bool q8 = QPacked::of(packed_w).q8 != 0;
   char* base = static_cast<char*>(scratch);
   base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
   X* cols = reinterpret_cast<X*>(base);
@@ -423,8 +800,6 @@ void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const int16_t* packed_w
   if (!pointwise) base += (static_cast<size_t>(K) * P + 63) / 64 * 64;
   const X** rows = reinterpret_cast<const X**>(base);
   base += (static_cast<size_t>(K) * sizeof(void*) + 63) / 64 * 64;
-  int16_t* pb = reinterpret_cast<int16_t*>(base);
-  const size_t wgroup = q_packed_a_bytes(Mg, K) / sizeof(int16_t);
   const X pad = static_cast<X>(x_zp);
   for (int n = 0; n < s.N; ++n)
     for (int g = 0; g < s.group; ++g) {
@@ -469,43 +844,108 @@ void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const int16_t* packed_w
           rows[k] = cols + k * P;
         });
       }
-      q_pack_b_rows(K, P, rows, x_zp, pb);
       const int row_off = n * s.OC + g * Mg;
-      q_gemm(Mg, P, K, packed_w + g * wgroup, pb,
-             [&](const int32_t* tile, int row0, int mr, int col0, int nr) {
-               epi(tile, row_off + row0, mr, col0, nr);
-             });
+      auto shifted = [&](const int32_t* tile, int ldt, int row0, int mr, int col0, int nr) {
+        epi(tile, ldt, row_off + row0, mr, col0, nr);
+      };
+#if defined(TRIAD_Q8_ISA)
+      if (q8) {
+        // unsigned bytes: int8 activations XOR 0x80, their zero point + 128
+        const uint8_t flip = std::is_signed_v<X> ? 0x80 : 0;
+        const size_t quads = (q8_packed_bytes(Mg, kQ8MR, K) + 63) / 64 * 64;
+        const uint8_t* pw = QPacked::data<uint8_t>(packed_w);
+        const int32_t* sums = reinterpret_cast<const int32_t*>(pw + s.group * quads) + g * Mg;
+        uint8_t* pb = reinterpret_cast<uint8_t*>(base);
+        q8_pack_b_rows(K, P, rows, flip, pb);
+        q8_gemm<false>(Mg, P, K, pw + g * quads, pb, static_cast<uint32_t>(x_zp + flip), sums,
+                       nullptr, shifted);
+        continue;
+      }
+#endif
+      (void)q8;
+      int16_t* pb = reinterpret_cast<int16_t*>(base);
+      q_pack_b_rows(K, P, rows, x_zp, pb);
+      const size_t wgroup = q_packed_a_bytes(Mg, K) / sizeof(int16_t);
+      q_gemm(Mg, P, K, QPacked::data<int16_t>(packed_w) + g * wgroup, pb, shifted);
     }
 }
 
 // ---- MatMul -------------------------------------------------------------------------------
 
+/// Bytes of a constant B (K x N) packed by qmatmul_pack_b: the QPacked header, then the
+/// q_packed_b layout, or the byte layout and the N sums of its columns, whichever is larger.
+inline size_t qmatmul_weights_bytes(int K, int N) {
+  size_t bytes = q_packed_b_bytes(K, N);
+#if defined(TRIAD_Q8_ISA)
+  bytes = std::max(bytes, (q8_packed_bytes(N, kQ8NR, K) + 63) / 64 * 64 +
+                              static_cast<size_t>(N) * sizeof(int32_t));
+#endif
+  return QPacked::kHeader + bytes;
+}
+
 /// Packs a constant B (K x N) shifted by its zero point (b_zp: n_bzp entries, 1 or N; null: 0)
-/// once, at load; b(k, j) at b[k * N + j].
+/// once, at load; b(k, j) at b[k * N + j]. The byte layout when q8_weights allows it.
 template <class W>
-inline void qmatmul_pack_b(int K, int N, const W* b, const W* b_zp, int n_bzp, int16_t* dst) {
+inline void qmatmul_pack_b(int K, int N, const W* b, const W* b_zp, int n_bzp, void* dst) {
+  QPacked& head = *static_cast<QPacked*>(dst);
+  head = QPacked{};
+#if defined(TRIAD_Q8_ISA)
+  if (q8_weights(b_zp, n_bzp)) {
+    head.q8 = 1;
+    uint8_t* d = QPacked::data<uint8_t>(dst);
+    detail::q8_pack_lines<kQ8NR>(
+        N, K, [&](int j, int k) { return q8_weight(b[static_cast<size_t>(k) * N + j]); }, d,
+        reinterpret_cast<int32_t*>(d + (q8_packed_bytes(N, kQ8NR, K) + 63) / 64 * 64));
+    return;
+  }
+#endif
   q_pack_b(
       K, N,
       [&](int k, int j) {
         const int z = b_zp ? static_cast<int>(b_zp[n_bzp == 1 ? 0 : j]) : 0;
         return static_cast<int>(b[static_cast<size_t>(k) * N + j]) - z;
       },
-      dst);
+      QPacked::data<int16_t>(dst));
 }
 
-/// Bytes of scratch qmatmul needs (A packed per run).
+/// Bytes of scratch qmatmul needs (A packed per run, either layout).
 inline size_t qmatmul_scratch_bytes(int M, int K) {
-  return q_packed_a_bytes(M, K) + 64;
+  size_t bytes = q_packed_a_bytes(M, K);
+#if defined(TRIAD_Q8_ISA)
+  bytes = std::max(bytes, q8_packed_bytes(M, kQ8MR, K));
+#endif
+  return bytes + 64;
 }
 
 /// C[M, N] = (A - a_zp) * (B - b_zp) for an 8-bit row-major A (row stride lda) and B packed by
 /// qmatmul_pack_b; epi on each tile (rows m, columns n).
 template <class X, class Epi>
-void qmatmul(int M, int N, int K, const X* a, ptrdiff_t lda, int a_zp, const int16_t* packed_b,
+void qmatmul(int M, int N, int K, const X* a, ptrdiff_t lda, int a_zp, const void* packed_b,
              void* scratch, const Epi& epi) {
   char* base = static_cast<char*>(scratch);
-  int16_t* pa =
-      reinterpret_cast<int16_t*>(base + (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64);
+  base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
+#if defined(TRIAD_Q8_ISA)
+  if (QPacked::of(packed_b).q8) {
+    const uint8_t flip = std::is_signed_v<X> ? 0x80 : 0;
+    uint8_t* pa = reinterpret_cast<uint8_t*>(base);
+    const size_t panel = static_cast<size_t>(q8_quads(K)) * 4 * kQ8MR;
+    parallel_for((M + kQ8MR - 1) / kQ8MR, static_cast<double>(kQ8MR) * K, [&](ptrdiff_t p) {
+      const int i0 = static_cast<int>(p) * kQ8MR, mr = std::min(kQ8MR, M - i0);
+      detail::q8_pack_lines<kQ8MR>(
+          mr, K,
+          [&](int r, int k) {
+            return static_cast<int>(static_cast<uint8_t>(a[(i0 + r) * lda + k]) ^ flip);
+          },
+          pa + p * panel, nullptr);
+    });
+    const uint8_t* pb = QPacked::data<uint8_t>(packed_b);
+    q8_gemm<true>(
+        M, N, K, pa, pb, static_cast<uint32_t>(a_zp + flip), nullptr,
+        reinterpret_cast<const int32_t*>(pb + (q8_packed_bytes(N, kQ8NR, K) + 63) / 64 * 64), epi);
+    return;
+  }
+#endif
+  int16_t* pa = reinterpret_cast<int16_t*>(base);
   const int mb = (M + kQMR - 1) / kQMR;
   const size_t panel = static_cast<size_t>(q_kpairs(K)) * 2 * kQMR;
   parallel_for(mb, static_cast<double>(kQMR) * K, [&](ptrdiff_t p) {
@@ -514,7 +954,7 @@ void qmatmul(int M, int N, int K, const X* a, ptrdiff_t lda, int a_zp, const int
         mr, K, [&](int r, int k) { return static_cast<int>(a[(i0 + r) * lda + k]) - a_zp; },
         pa + p * panel);
   });
-  q_gemm(M, N, K, pa, packed_b, epi);
+  q_gemm(M, N, K, pa, QPacked::data<int16_t>(packed_b), epi);
 }
 
 } // namespace triad_rt

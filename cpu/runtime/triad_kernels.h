@@ -69,10 +69,10 @@ TRIAD_RT_EXTERN template void conv2d_nchwc_nchw_k<EpiRef>(const Conv2dShape&, co
 } // namespace detail
 // The integer kernels for every 8-bit input type and epilogue generated code uses.
 #define TRIAD_RT_INT8(X, E)                                                                        \
-  TRIAD_RT_EXTERN template void qconv2d<X, E>(const Conv2dShape&, const X*, int, const int16_t*,   \
+  TRIAD_RT_EXTERN template void qconv2d<X, E>(const Conv2dShape&, const X*, int, const void*,      \
                                               void*, const E&);                                    \
   TRIAD_RT_EXTERN template void qmatmul<X, E>(int, int, int, const X*, ptrdiff_t, int,             \
-                                              const int16_t*, void*, const E&);
+                                              const void*, void*, const E&);
 TRIAD_RT_INT8(uint8_t, QRequantEpi<uint8_t>)
 TRIAD_RT_INT8(uint8_t, QRequantEpi<int8_t>)
 TRIAD_RT_INT8(uint8_t, QStoreEpi)

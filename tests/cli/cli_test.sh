@@ -82,6 +82,23 @@ if make -s -C "$TMP/standalone" CXXFLAGS="-std=c++17 -O1 -pthread" >"$TMP/make.l
 else
   echo "FAIL standalone-build-and-run"; head -20 "$TMP/make.log"; failn=$((failn + 1))
 fi
+# A QDQ model exports on the integer kernels, as `triad run --target cpu` compiles it, and the
+# example main times it and writes its output: byte-identical with triad run's.
+check compile-cpu-qdq 0 "arena" -- "$TRIAD" compile "$SRC/models/resblock_cnn_qdq.onnx" --target cpu -o "$TMP/standalone_q"
+grep -q "triad_rt::qconv2d" "$TMP/standalone_q/resblock_cnn_qdq.cpp" && ! grep -q "float\* pk_" "$TMP/standalone_q/resblock_cnn_qdq.cpp" \
+  && echo "ok   standalone-qdq-integer-kernels" && pass=$((pass + 1)) || { echo "FAIL standalone-qdq-integer-kernels"; failn=$((failn + 1)); }
+"$SRC/.venv/bin/python" -c "import numpy as n,sys; x=n.load(sys.argv[1])[:1]; n.save(sys.argv[2], x); x.tofile(sys.argv[3])" "$X" "$TMP/x1.npy" "$TMP/x1.bin"
+"$TRIAD" run "$SRC/models/resblock_cnn_qdq.onnx" --target cpu --batch 1 --input "$TMP/x1.npy" --output "$TMP/q1.npy" >/dev/null 2>&1
+if make -s -C "$TMP/standalone_q" CXXFLAGS="-std=c++17 -O1 -march=native -pthread" >"$TMP/make_q.log" 2>&1 &&
+  (cd "$TMP/standalone_q" && ./resblock_cnn_qdq --threads 2 --repeat 3 --input "$TMP/x1.bin" --output "$TMP/q1.bin" >"$TMP/standalone_q.out") &&
+  grep -q "2 threads, 3 runs: median" "$TMP/standalone_q.out" &&
+  "$SRC/.venv/bin/python" -c "import numpy as n,sys; a=n.load(sys.argv[1]).ravel(); b=n.fromfile(sys.argv[2], a.dtype); sys.exit(0 if a.size == b.size and (a == b).all() else 1)" "$TMP/q1.npy" "$TMP/q1.bin"; then
+  echo "ok   standalone-qdq-timed-output-equals-run" && pass=$((pass + 1))
+else
+  echo "FAIL standalone-qdq-timed-output-equals-run"; head -20 "$TMP/make_q.log"; cat "$TMP/standalone_q.out" 2>/dev/null; failn=$((failn + 1))
+fi
+(cd "$TMP/standalone_q" && ./resblock_cnn_qdq --input "$TMP/x4.npy" >/dev/null 2>"$TMP/bad_in.err"); [[ $? -eq 1 ]] && grep -q "does not hold exactly" "$TMP/bad_in.err" \
+  && echo "ok   standalone-input-size-checked" && pass=$((pass + 1)) || { echo "FAIL standalone-input-size-checked"; failn=$((failn + 1)); }
 ! grep -rq "triad/" "$TMP/standalone"/*.cpp "$TMP/standalone"/*.h && echo "ok   standalone-no-triad-includes" && pass=$((pass + 1)) || { echo "FAIL standalone-no-triad-includes"; failn=$((failn + 1)); }
 check bad-target 2 "available: interp, cpu" -- "$TRIAD" run "$CNN" --target tpu --input "$X"
 # A compiler flag the compiler rejects is the user's configuration (exit 2), not a Triad bug (70).

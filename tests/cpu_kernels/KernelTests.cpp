@@ -980,7 +980,18 @@ int requantRef(int32_t acc, int32_t bias, float mult, int zp, int lo, int hi) {
   return static_cast<int>(std::min(std::max(r, static_cast<float>(lo)), static_cast<float>(hi)));
 }
 
-template <class X, class W> void checkQconv(const triad_rt::Conv2dShape& s, std::mt19937& rng) {
+/// Whether the byte layout (VNNI, or TRIAD_Q8_SCALAR's scalar micro-kernel) is built.
+constexpr bool kQ8Built =
+#if defined(TRIAD_Q8_ISA)
+    true;
+#else
+    false;
+#endif
+
+/// symmetric: weights with the byte layout's zero point (0 for int8, 128 for uint8), which
+/// takes that layout where it is built; otherwise random zero points (the int16 layout).
+template <class X, class W>
+void checkQconv(const triad_rt::Conv2dShape& s, std::mt19937& rng, bool symmetric) {
   const int OH = s.OH(), OW = s.OW(), P = OH * OW, Cg = s.Cg(), Mg = s.OCg();
   std::uniform_int_distribution<int> byte(0, 255);
   std::vector<X> x(static_cast<size_t>(s.N) * s.C * s.H * s.W);
@@ -990,10 +1001,12 @@ template <class X, class W> void checkQconv(const triad_rt::Conv2dShape& s, std:
   for (auto& v : w)
     v = static_cast<W>(byte(rng));
   for (auto& v : wz)
-    v = static_cast<W>(byte(rng));
+    v = static_cast<W>(symmetric ? (std::is_signed_v<W> ? 0 : 128) : byte(rng));
   const int xz = static_cast<X>(byte(rng));
-  std::vector<int16_t> pw(triad_rt::qconv_weights_bytes(s) / sizeof(int16_t));
+  std::vector<int64_t> pw((triad_rt::qconv_weights_bytes(s) + 7) / 8);
   triad_rt::qconv_pack_weights(s, w.data(), wz.data(), s.OC, pw.data());
+  EXPECT_EQ(triad_rt::QPacked::of(pw.data()).q8 != 0,
+            kQ8Built && symmetric && !triad_rt::qconv_depthwise(s));
   std::vector<char> scratch(triad_rt::qconv_scratch_bytes(s));
   std::vector<int32_t> acc(static_cast<size_t>(s.N) * s.OC * P, 0x5a5a5a5a);
   triad_rt::qconv2d(s, x.data(), xz, pw.data(), scratch.data(), triad_rt::QStoreEpi{acc.data(), P});
@@ -1059,6 +1072,8 @@ void qconvCases(int threads) {
       {1, 32, 12, 12, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},  // several row and column panels
       {2, 16, 15, 13, 16, 3, 3, 16, 2, 2, 1, 1, 1, 1, 1, 1}, // depthwise, stride 2 (MobileNet)
       {1, 2, 1, 1100, 2, 1, 3, 2, 1, 1, 0, 1, 0, 1, 1, 1},   // depthwise rows wider than a piece
+      {1, 2, 20, 19, 2, 17, 17, 2, 1, 1, 8, 8, 8, 8, 1, 1},  // depthwise, 289 taps (two float runs)
+      {1, 3, 11, 12, 3, 3, 5, 3, 2, 3, 1, 2, 0, 1, 1, 2},    // depthwise, strides 2x3, dilated
   };
   for (const auto& c : cases) {
     triad_rt::Conv2dShape s;
@@ -1068,8 +1083,10 @@ void qconvCases(int threads) {
     s.dil_h = c[14], s.dil_w = c[15];
     SCOPED_TRACE(testing::Message()
                  << "C " << s.C << " OC " << s.OC << " k " << s.KH << " g " << s.group);
-    checkQconv<uint8_t, int8_t>(s, rng);
-    checkQconv<int8_t, uint8_t>(s, rng);
+    for (bool symmetric : {false, true}) {
+      checkQconv<uint8_t, int8_t>(s, rng, symmetric);
+      checkQconv<int8_t, uint8_t>(s, rng, symmetric);
+    }
   }
 }
 
@@ -1095,7 +1112,13 @@ TEST(Int8MatMul, MatchesNaive) {
   std::uniform_int_distribution<int> byte(0, 255);
   for (int threads : {1, 2}) {
     ThreadScope scope(threads);
-    for (auto [M, N, K] : {std::array<int, 3>{1, 1000, 2048}, {7, 33, 5}, {128, 64, 768}}) {
+    for (auto [M, N, K, sym] : {std::array<int, 4>{1, 1000, 2048, 0},
+                                {7, 33, 5, 0},
+                                {128, 64, 768, 0},
+                                {1, 1000, 2048, 1},
+                                {7, 33, 5, 1},
+                                {128, 64, 768, 1},
+                                {13, 47, 130, 1}}) {
       std::vector<uint8_t> a(size_t(M) * K);
       std::vector<int8_t> b(size_t(K) * N), bz(static_cast<size_t>(N));
       for (auto& v : a)
@@ -1103,10 +1126,11 @@ TEST(Int8MatMul, MatchesNaive) {
       for (auto& v : b)
         v = static_cast<int8_t>(byte(rng));
       for (auto& v : bz)
-        v = static_cast<int8_t>(byte(rng) % 7 - 3);
-      const int az = 128;
-      std::vector<int16_t> pb(triad_rt::q_packed_b_bytes(K, N) / sizeof(int16_t));
+        v = static_cast<int8_t>(sym ? 0 : byte(rng) % 7 - 3);
+      const int az = sym ? 3 : 128;
+      std::vector<int64_t> pb((triad_rt::qmatmul_weights_bytes(K, N) + 7) / 8);
       triad_rt::qmatmul_pack_b(K, N, b.data(), bz.data(), N, pb.data());
+      EXPECT_EQ(triad_rt::QPacked::of(pb.data()).q8 != 0, kQ8Built && sym);
       std::vector<char> scratch(triad_rt::qmatmul_scratch_bytes(M, K));
       std::vector<int32_t> c(size_t(M) * N);
       triad_rt::qmatmul(M, N, K, a.data(), K, az, pb.data(), scratch.data(),
