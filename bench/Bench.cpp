@@ -11,6 +11,7 @@
 #include "bench/SystemInfo.h"
 #include "bench/Worker.h"
 #include "frontend/OnnxImporter.h"
+#include "frontend/QdqQuantizer.h"
 #include "frontend/TensorIO.h"
 #include "ir/Files.h"
 #include "ir/System.h"
@@ -130,7 +131,8 @@ json emptyResult(const std::string& target, const std::string& kind, int64_t bat
 class Bench {
 public:
   Bench(const BenchOptions& o, const ir::TargetRegistry& targets)
-      : o_(o), targets_(targets), threads_(o.threads > 0 ? o.threads : physicalCores()) {}
+      : o_(o), targets_(targets), threads_(o.threads > 0 ? o.threads : physicalCores()),
+        modelPath_(o.model) {}
 
   int run();
 
@@ -138,6 +140,8 @@ private:
   void probe();
   void reference();
   void benchBatch(int64_t batch);
+  bool makeInt8Model();
+  void failPrecision(const std::string& why);
   WorkerSpec spec(const std::string& target, int64_t batch) const;
   std::unique_ptr<Participant> startWorker(const WorkerSpec& s, const std::string& label);
   std::unique_ptr<Participant> startPeer(const std::string& name, int64_t batch);
@@ -167,6 +171,9 @@ private:
   std::optional<double> refTop1_;
   std::string refTop1Why_;
   std::vector<json> results_;
+  // The model the workers and peers run now: the one given (fp32), or its QDQ copy (int8).
+  std::string modelPath_, precision_ = "fp32";
+  std::optional<fs::path> int8Model_;
   json schedule_ = json::array();
   json partition_ = nullptr;
 };
@@ -289,7 +296,7 @@ WorkerSpec Bench::spec(const std::string& target, int64_t batch) const {
   WorkerSpec s;
   s.target = target;
   s.batch = batch;
-  s.model = o_.model;
+  s.model = modelPath_;
   s.dims = o_.dims;
   s.threads = target == "interp" || target == "reference" ? 1 : threads_;
   s.warmup = o_.warmup;
@@ -350,7 +357,7 @@ std::unique_ptr<Participant> Bench::startPeer(const std::string& name, int64_t b
   progress_.start(fmt::format("starting peer {}, batch {}", name, batch));
   try {
     std::vector<std::string> argv = {python(),    script.string(),
-                                     "--model",   o_.model,
+                                     "--model",   modelPath_,
                                      "--batch",   std::to_string(batch),
                                      "--threads", std::to_string(threads_),
                                      "--input",   inputPath_};
@@ -588,6 +595,48 @@ void Bench::reference() {
   }
 }
 
+// --precision int8: the model's QDQ copy, calibrated on the data rows (or the seeded random
+// rows); on failure every int8 result is failed with the reason.
+bool Bench::makeInt8Model() {
+  fs::path out = work_.path() / "model_int8.onnx";
+  progress_.start("quantizing the model to int8 QDQ (ONNX Runtime's quantize_static)");
+  try {
+    frontend::QdqOptions qo;
+    qo.batchRows = static_cast<int>(std::min<int64_t>(32, model_["data_rows"].get<int64_t>()));
+    json summary =
+        frontend::quantizeToQdq(TRIAD_SOURCE_DIR, o_.model, inputPath_, out.string(), qo);
+    model_["int8"] = {{"file", "model_int8.onnx"},
+                      {"sha256", sha256File(out)},
+                      {"calibration", o_.data.empty() ? json("seeded random rows") : json(o_.data)},
+                      {"quantizer", summary}};
+    int8Model_ = out;
+    progress_.finish("ok");
+    return true;
+  } catch (const Error& e) {
+    progress_.finish(fmt::format("failed: {}", e.what()));
+    model_["int8"] = {{"error", e.what()}};
+    failPrecision(fmt::format("int8: the QDQ copy could not be made: {}", e.what()));
+    return false;
+  }
+}
+
+void Bench::failPrecision(const std::string& why) {
+  for (int64_t batch : o_.batches) {
+    std::vector<std::pair<std::string, std::string>> sides;
+    for (const std::string& t : o_.targets)
+      sides.push_back({t, "triad"});
+    for (const std::string& peer : o_.peers)
+      sides.push_back({peer, "peer"});
+    for (const auto& [name, kind] : sides) {
+      json r = emptyResult(name, kind, batch);
+      r["status"] = "failed";
+      r["why"] = why;
+      r["precision"] = precision_;
+      results_.push_back(std::move(r));
+    }
+  }
+}
+
 void Bench::benchBatch(int64_t batch) {
   std::vector<std::unique_ptr<Participant>> parts;
   for (const std::string& t : o_.targets) {
@@ -644,6 +693,7 @@ void Bench::benchBatch(int64_t batch) {
     if (p->ok()) stats(*p);
     if (p->proc) p->proc->quit();
     finishResult(*p);
+    p->result["precision"] = precision_;
     if (p->target == "auto" && p->ok() && partition_.is_null()) partition_ = p->result["partition"];
     results_.push_back(std::move(p->result));
   }
@@ -654,6 +704,7 @@ json Bench::settingsJson() const {
   s["targets"] = o_.targets;
   s["peers"] = o_.peers;
   s["batches"] = o_.batches;
+  s["precisions"] = o_.precisions;
   s["repeat"] = o_.repeat;
   s["warmup"] = o_.warmup;
   s["settle_ms"] = o_.settleMs;
@@ -680,8 +731,14 @@ int Bench::run() {
   cpuModel_ = system_["cpu_model"];
   probe();
   reference();
-  for (int64_t b : o_.batches)
-    benchBatch(b);
+  for (const std::string& precision : o_.precisions) {
+    precision_ = precision;
+    modelPath_ = o_.model;
+    if (precision == "int8" && !makeInt8Model()) continue;
+    if (precision == "int8") modelPath_ = int8Model_->string();
+    for (int64_t b : o_.batches)
+      benchBatch(b);
+  }
 
   json report;
   report["schema"] = "triad-bench/1";
@@ -699,6 +756,12 @@ int Bench::run() {
 
   fs::path dir =
       o_.outDir.empty() ? fs::path("out") / "bench" / fs::path(o_.model).stem() : o_.outDir;
+  if (int8Model_) { // beside the reports, for the user to take home
+    std::ifstream in(*int8Model_, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    fs::create_directories(dir);
+    frontend::writeFileAtomic(dir / "model_int8.onnx", bytes);
+  }
   fs::path shown = writeReports(dir, report);
   if (!o_.noDb)
     progress_.note(fmt::format("triad bench: run {} added to the history {}", id,

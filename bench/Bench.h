@@ -48,6 +48,10 @@ struct BenchOptions {
   double clockMhz = 200;
   std::string reuse = "auto";
   std::string precision; // FPGA default precision (empty: the target's built-in fixed<16,6>)
+  /// --precision: the model as given ("fp32") and/or its int8 QDQ copy ("int8", made by ONNX
+  /// Runtime's quantizer calibrated on the data rows: frontend/QdqQuantizer.h), each run on
+  /// every target and peer; accuracy is always against the interpreter on the model as given.
+  std::vector<std::string> precisions = {"fp32"};
   bool fpgaRtl = false;
   double timeoutS = 600;        // per worker or peer: time spent answering
   uint64_t seed = 1;            // random inputs without --data

@@ -114,6 +114,10 @@ void checkOptions(const BenchOptions& b, const ir::TargetRegistry& targets) {
     }
   }
   if (!b.precision.empty()) fpga::QuantConfig::fromCommandLine("", b.precision, {});
+  if (b.precisions.empty()) fail(ErrorKind::Usage, "--precision: no precision given");
+  for (const std::string& p : b.precisions)
+    if (p != "fp32" && p != "int8")
+      fail(ErrorKind::Usage, "--precision '{}': expected fp32 and/or int8, e.g. fp32,int8", p);
   if (!(b.timeoutS > 0)) fail(ErrorKind::Usage, "--timeout {}: expected seconds > 0", b.timeoutS);
 }
 

@@ -129,6 +129,21 @@ Section modelSection(const Json& m) {
   kv(t, "MACs per inference", text(m, "macs"));
   kv(t, "Inputs", ioText(m, "inputs"));
   kv(t, "Outputs", ioText(m, "outputs"));
+  if (const Json* q = getObject(m, "int8")) { // --precision int8
+    if (get(*q, "error")) {
+      kv(t, "int8 copy", "not made: " + text(*q, "error"));
+    } else {
+      std::string how = "calibrated on " + text(*q, "calibration");
+      if (const Json* z = getObject(*q, "quantizer"))
+        how +=
+            fmt::format(" ({}, {} batches of {}, {} weights, {} activations)", text(*z, "method"),
+                        text(*z, "calibration_batches"), text(*z, "rows_per_batch"),
+                        text(*z, "per_channel") == "true" ? "per-channel" : "per-tensor",
+                        text(*z, "activations"));
+      kv(t, "int8 copy", text(*q, "file") + ", ONNX Runtime's QDQ quantizer, " + how);
+      kv(t, "int8 SHA-256", text(*q, "sha256"));
+    }
+  }
   s.table(std::move(t));
   return s;
 }
@@ -139,6 +154,7 @@ Section settingsSection(const Json& st) {
   kv(t, "Targets", listText(st, "targets"));
   kv(t, "Peers", listText(st, "peers"));
   kv(t, "Batches", listText(st, "batches"));
+  if (get(st, "precisions")) kv(t, "Precisions", listText(st, "precisions"));
   kv(t, "Timed runs", text(st, "repeat"));
   kv(t, "Warm-up runs", text(st, "warmup"));
   kv(t, "Threads", text(st, "threads"));

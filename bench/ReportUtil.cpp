@@ -99,7 +99,7 @@ std::string fmtPercent(double f, int decimals) {
 }
 
 const Json* Result::atClock() const {
-  if (!json || !ok() || target != "fpga") return nullptr;
+  if (!json || !ok() || text(*json, "target") != "fpga") return nullptr;
   const Json* f = getObject(*json, "fpga");
   return f && num(*f, "latency_us") ? f : nullptr;
 }
@@ -131,6 +131,8 @@ std::vector<Result> results(const Json& report) {
     Result x;
     x.json = &r;
     x.target = text(r, "target", "?");
+    // --precision: the QDQ copy's results are their own series ("cpu int8", "onnxruntime int8")
+    if (std::string p = text(r, "precision", "fp32"); p != "fp32") x.target += " " + p;
     x.kind = text(r, "kind");
     x.status = text(r, "status", "?");
     x.why = text(r, "why");

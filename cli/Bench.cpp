@@ -18,6 +18,7 @@ struct BenchCliOptions {
   std::string targets = "interp,cpu,gpu,fpga,auto";
   std::string batches = "1";
   std::string peers;
+  std::string precisions = "fp32";
   std::vector<std::string> dims; // --dim NAME=V
 };
 
@@ -54,6 +55,10 @@ int runBenchCommand(BenchCliOptions& o, const ir::TargetRegistry& targets) {
     }
     if (std::find(b.batches.begin(), b.batches.end(), v) == b.batches.end()) b.batches.push_back(v);
   }
+  b.precisions.clear();
+  for (const std::string& p : splitList(o.precisions))
+    if (std::find(b.precisions.begin(), b.precisions.end(), p) == b.precisions.end())
+      b.precisions.push_back(p);
   b.dims = parseDims(o.dims);
   b.peers.clear();
   for (const std::string& p : splitList(o.peers)) {
@@ -89,6 +94,11 @@ Action addBench(CLI::App& app, const ir::TargetRegistry& targets) {
   cmd->add_option("--peers", o->peers,
                   "Comma-separated peers run in the same rounds: onnxruntime, openvino, tvm "
                   "(bench/peers/NAME_peer.py)");
+  cmd->add_option("--precision", o->precisions,
+                  "Comma-separated precisions: fp32 (the model as given), int8 (its QDQ copy made "
+                  "by ONNX Runtime's quantizer, calibrated on the --data rows, run by every target "
+                  "and peer; written to the report folder as model_int8.onnx)")
+      ->capture_default_str();
   cmd->add_option("--repeat", o->b.repeat, "Timed runs per target and batch")
       ->capture_default_str()
       ->check(positiveInt());

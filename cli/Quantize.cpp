@@ -6,6 +6,7 @@
 #include "cli/FpgaOptions.h"
 #include "fpga/Emulator.h"
 #include "fpga/Profile.h"
+#include "frontend/QdqQuantizer.h"
 #include "frontend/TensorIO.h"
 #include "ir/Files.h"
 #include "ir/System.h"
@@ -234,37 +235,12 @@ int runQuantizeQdq(const QuantizeOptions& o, const ir::TargetRegistry& targets) 
       fail(ErrorKind::Runtime, "--calibrate '{}' holds {}; input '{}' is {}", o.calibrate,
            typeToString(c.type()), r.graph.inputs()[0]->name(), typeToString(want));
   }
-  std::string python = projectPython(TRIAD_SOURCE_DIR, {".venv-peers", ".venv"}, "python3");
-  fs::path script = fs::path(TRIAD_SOURCE_DIR) / "python" / "triad" / "qdq.py";
-  if (!fs::exists(script))
-    fail(ErrorKind::Unsupported,
-         "--format qdq needs the triad Python package's qdq.py, not "
-         "found at '{}'",
-         script.string());
-  std::string cmd = fmt::format(
-      "{} {} {} {} {} --method {} --activations {}{} 2>&1", shellQuote(python),
-      shellQuote(script.string()), shellQuote(o.model.model), shellQuote(o.calibrate),
-      shellQuote(o.output), o.method, o.activations, o.perTensor ? " --per-tensor" : "");
-  int rc = 0;
-  std::string log = runCapture(cmd, &rc);
-  int code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  // The quantizer's summary is the last line that is a JSON object.
-  std::string last;
-  for (size_t p = 0, e; p < log.size(); p = e + 1) {
-    e = log.find('\n', p);
-    if (e == std::string::npos) e = log.size();
-    std::string line = log.substr(p, e - p);
-    if (!line.empty() && line.front() == '{') last = line;
-  }
-  if (code == 3 || code == 126 || code == 127)
-    fail(ErrorKind::Unsupported,
-         "--format qdq needs Python with onnxruntime's quantization tools; '{}' has none "
-         "(scripts/setup.sh makes .venv-peers; or set TRIAD_PYTHON): {}",
-         python, terminalText(log));
-  if (code != 0 || last.empty())
-    fail(code == 2 ? ErrorKind::Runtime : ErrorKind::Io, "{}: quantizing to QDQ failed: {}",
-         o.model.model, terminalText(log));
-  nlohmann::json summary = nlohmann::json::parse(last);
+  frontend::QdqOptions qo;
+  qo.method = o.method;
+  qo.activations = o.activations;
+  qo.perTensor = o.perTensor;
+  nlohmann::json summary =
+      frontend::quantizeToQdq(TRIAD_SOURCE_DIR, o.model.model, o.calibrate, o.output, qo);
   std::string ops;
   for (const auto& [k, v] : summary["ops"].items())
     ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", k, v.get<int>());

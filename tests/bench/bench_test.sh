@@ -9,6 +9,9 @@
 #   kill      SIGTERM and SIGINT mid-run: exit 143/130, the earlier report.json and history
 #             byte-identical, no worker left, the temporary folder removed
 #   peers     the fake peer interleaved with Triad's targets: sample counts and round order
+#   precision --precision fp32,int8 on digits_cnn: the QDQ copy made and run by interp, cpu and
+#             ONNX Runtime, its accuracy against the float interpreter; an unknown precision is
+#             a usage error
 #   gpu       the GPU target when an OpenCL platform exists (else skipped with why)
 # Crashes and hangs are provoked with TRIAD_BENCH_TEST_CRASH (test builds only).
 set -euo pipefail
@@ -222,6 +225,44 @@ check(all(l[2] == "threads=1" for l in log if l[0] == "start"), "peer got --thre
 check([l for l in log if l[0] == "run"] == [["run", "n=2", "warmup=1"]] * 10,
       "peer: 10 run commands of 2, each turn after one untimed call")
 check(rep["settings"]["settle_ms"] == 50, "settings: the settle pause before each turn")
+PY
+  check "$TMP/out/report.json" "$TMP/checks.py"
+  ;;
+
+precision)
+  set +e
+  "$TRIAD" bench "$M/digits_cnn.onnx" --targets cpu --precision fp32,fp16 > "$TMP/usage.log" 2>&1
+  rc=$?
+  set -e
+  [ $rc -eq 2 ] && grep -q "precision 'fp16'" "$TMP/usage.log" ||
+    { echo "FAIL --precision fp16: exit $rc, want 2 naming it"; cat "$TMP/usage.log"; exit 1; }
+  echo "ok   --precision fp16: usage error, exit 2"
+  "$TRIAD" bench "$M/digits_cnn.onnx" --targets interp,cpu --peers onnxruntime --precision fp32,int8 \
+    --batch 4 --repeat 4 --rounds 2 --data "$M/digits_test_x.npy" --labels "$M/digits_test_y.npy" \
+    -o "$TMP/out" --no-db > /dev/null 2> "$TMP/log" || { cat "$TMP/log"; exit 1; }
+  cat > "$TMP/checks.py" <<'PY'
+import os
+P = {(r["target"], r.get("precision")): r for r in rep["results"]}
+check(rep["settings"]["precisions"] == ["fp32", "int8"], "settings: precisions fp32, int8")
+check(len(rep["results"]) == 6, f"3 sides x 2 precisions ({len(rep['results'])} results)")
+q = rep["model"]["int8"]
+check(q["file"] == "model_int8.onnx" and q["quantizer"]["ops"].get("QuantizeLinear", 0) > 0,
+      f"the QDQ copy: quantizer summary ({q})")
+out = os.path.dirname(sys.argv[1])
+check(os.path.getsize(os.path.join(out, "model_int8.onnx")) > 1000, "model_int8.onnx beside the reports")
+for t in ("interp", "cpu"):
+    f, i = P[(t, "fp32")], P[(t, "int8")]
+    check(f["status"] == "ok" and i["status"] == "ok", f"{t}: fp32 and int8 ok ({i['why']})")
+    fa, ia = f["accuracy"], i["accuracy"]
+    check(fa["max_abs_err"] < 1e-3, f"{t} fp32 agrees with the interpreter ({fa['max_abs_err']})")
+    check(ia["max_abs_err"] > fa["max_abs_err"], f"{t} int8 differs from float by its quantization ({ia['max_abs_err']})")
+    check(abs(ia["top1"] - fa["top1"]) <= 0.05, f"{t} int8 top-1 within 5 points of fp32 ({ia['top1']} vs {fa['top1']})")
+ci, ii = P[("cpu", "int8")], P[("interp", "int8")]
+check(abs(ci["accuracy"]["top1"] - ii["accuracy"]["top1"]) <= 0.01, "cpu int8 top-1 = interp int8 top-1")
+o = P[("onnxruntime", "int8")]
+check(o["status"] == "ok" or (o["status"] == "skipped" and o["why"]), f"onnxruntime runs the QDQ file or says why not ({o['why']})")
+md = open(os.path.join(out, "report.md")).read()
+check("cpu int8" in md and "int8 copy" in md and "Precisions" in md, "report.md: int8 rows, the copy and the setting")
 PY
   check "$TMP/out/report.json" "$TMP/checks.py"
   ;;
