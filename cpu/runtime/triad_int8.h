@@ -161,30 +161,25 @@ inline void q_pack_b_panel(int K, int N, const X* const* rows, int zp, int j0, i
     }
 }
 
-/// The micro-kernel: c[i * kQNR + j] = sum over kp pairs of A's panel row i times B's panel
-/// column j (int32, wrapping).
-inline void q_ukernel(int kp, const int16_t* __restrict a, const int16_t* __restrict b,
-                      int32_t* __restrict c) {
 #if defined(__AVX2__)
+/// The 6x16 int32 tile on 256-bit vectors, for both layouts (the same bytes per step: six 4-byte
+/// words of A, 24 bytes, and two vectors of B, 64): per step mac(acc, broadcast word of A's row
+/// i, B's vector) into each row's two accumulators. Written out so that they stay in registers.
+template <class Mac>
+inline void tile_6x16(int steps, const void* a, const void* b, int32_t* __restrict c, Mac mac) {
+  const char* pa = static_cast<const char*>(a);
+  const char* pb = static_cast<const char*>(b);
   __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
           c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int p = 0; p < kp; ++p, a += 2 * kQMR, b += 2 * kQNR) {
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
-    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16));
+  for (int p = 0; p < steps; ++p, pa += 24, pb += 64) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + 32));
     auto step = [&](int i, __m256i& x0, __m256i& x1) {
       int32_t w;
-      std::memcpy(&w, a + 2 * i, sizeof w);
+      std::memcpy(&w, pa + 4 * i, sizeof w);
       const __m256i av = _mm256_set1_epi32(w);
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-      x0 = _mm256_dpwssd_epi32(x0, av, b0);
-      x1 = _mm256_dpwssd_epi32(x1, av, b1);
-#elif defined(__AVXVNNI__)
-      x0 = _mm256_dpwssd_avx_epi32(x0, av, b0);
-      x1 = _mm256_dpwssd_avx_epi32(x1, av, b1);
-#else
-      x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(av, b0));
-      x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(av, b1));
-#endif
+      x0 = mac(x0, av, b0);
+      x1 = mac(x1, av, b1);
     };
     step(0, c00, c01);
     step(1, c10, c11);
@@ -194,8 +189,8 @@ inline void q_ukernel(int kp, const int16_t* __restrict a, const int16_t* __rest
     step(5, c50, c51);
   }
   auto put = [&](int i, __m256i x0, __m256i x1) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * kQNR), x0);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * kQNR + 8), x1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * 16), x0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * 16 + 8), x1);
   };
   put(0, c00, c01);
   put(1, c10, c11);
@@ -203,6 +198,24 @@ inline void q_ukernel(int kp, const int16_t* __restrict a, const int16_t* __rest
   put(3, c30, c31);
   put(4, c40, c41);
   put(5, c50, c51);
+}
+#endif
+
+/// The micro-kernel: c[i * kQNR + j] = sum over kp pairs of A's panel row i times B's panel
+/// column j (int32, wrapping).
+inline void q_ukernel(int kp, const int16_t* __restrict a, const int16_t* __restrict b,
+                      int32_t* __restrict c) {
+#if defined(__AVX2__)
+  static_assert(kQMR == 6 && kQNR == 16, "tile_6x16's geometry");
+  tile_6x16(kp, a, b, c, [](__m256i x, __m256i av, __m256i bv) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpwssd_epi32(x, av, bv);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpwssd_avx_epi32(x, av, bv);
+#else
+    return _mm256_add_epi32(x, _mm256_madd_epi16(av, bv));
+#endif
+  });
 #else
   for (int i = 0; i < kQMR * kQNR; ++i)
     c[i] = 0;
@@ -264,42 +277,15 @@ inline void q8_ukernel(int kq, const uint8_t* __restrict a, const uint8_t* __res
   put(6, c60, c61);
   put(7, c70, c71);
 #elif TRIAD_Q8_ISA == 256
-  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
-          c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int p = 0; p < kq; ++p, a += 4 * kQ8MR, b += 4 * kQ8NR) {
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
-    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32));
-    auto step = [&](int i, __m256i& x0, __m256i& x1) {
-      int32_t w;
-      std::memcpy(&w, a + 4 * i, sizeof w);
-      const __m256i av = _mm256_set1_epi32(w);
-      const __m256i u0 = BcastU8 ? av : b0, s0 = BcastU8 ? b0 : av;
-      const __m256i u1 = BcastU8 ? av : b1, s1 = BcastU8 ? b1 : av;
+  static_assert(kQ8MR == 6 && kQ8NR == 16, "tile_6x16's geometry");
+  tile_6x16(kq, a, b, c, [](__m256i x, __m256i av, __m256i bv) {
+    const __m256i u = BcastU8 ? av : bv, s = BcastU8 ? bv : av;
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-      x0 = _mm256_dpbusd_epi32(x0, u0, s0);
-      x1 = _mm256_dpbusd_epi32(x1, u1, s1);
+    return _mm256_dpbusd_epi32(x, u, s);
 #else
-      x0 = _mm256_dpbusd_avx_epi32(x0, u0, s0);
-      x1 = _mm256_dpbusd_avx_epi32(x1, u1, s1);
+    return _mm256_dpbusd_avx_epi32(x, u, s);
 #endif
-    };
-    step(0, c00, c01);
-    step(1, c10, c11);
-    step(2, c20, c21);
-    step(3, c30, c31);
-    step(4, c40, c41);
-    step(5, c50, c51);
-  }
-  auto put = [&](int i, __m256i x0, __m256i x1) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * kQ8NR), x0);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * kQ8NR + 8), x1);
-  };
-  put(0, c00, c01);
-  put(1, c10, c11);
-  put(2, c20, c21);
-  put(3, c30, c31);
-  put(4, c40, c41);
-  put(5, c50, c51);
+  });
 #else
   for (int i = 0; i < kQ8MR * kQ8NR; ++i)
     c[i] = 0;
