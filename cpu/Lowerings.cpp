@@ -1031,6 +1031,14 @@ void emitLayerNorm(LowerContext& c) {
               stat(1), stat(2));
 }
 
+void emitRmsNorm(LowerContext& c) {
+  const Shape& x = shapeOf(c.node.input(0));
+  const auto& a = c.node.attrs<LayerNormAttrs>();
+  c.body.line("triad_rt::rmsnorm_rows({}, {}, {}, {}, {}, {});", c.inputs[0], c.outputs[0],
+              numElements(x, 0, size_t(a.axis)), numElements(x, size_t(a.axis)), c.inputs[1],
+              floatLiteral(a.epsilon));
+}
+
 /// Constant float32 statistics: folded into a per-channel scale and shift at creation.
 bool constBatchNorm(const Node& n) {
   if (!allF32(n)) return false;
@@ -1225,6 +1233,7 @@ const LoweringTable& table() {
         {OpKind::Softmax, {supportsSoftmax, emitSoftmax, false}},
         {OpKind::LogSoftmax, {supportsSoftmax, emitSoftmax, false}},
         {OpKind::LayerNormalization, {supportsLayerNorm, emitLayerNorm, false}},
+        {OpKind::RMSNormalization, {supportsLayerNorm, emitRmsNorm, false}},
         {OpKind::BatchNormalization, {supportsBatchNorm, emitBatchNorm, false}},
         {OpKind::Transpose, {anyType, emitTranspose, false}},
         {OpKind::Slice, {anyType, emitSlice, false}},

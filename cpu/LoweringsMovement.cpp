@@ -295,8 +295,8 @@ void emitDepthSpace(LowerContext& c) {
   bool d2s = n.kind() == OpKind::DepthToSpace;
   const Shape& x = shapeOf(n.input(0));
   c.body.line("// {} blocksize {}{}: {} -> {}", opKindName(n.kind()), b,
-              d2s ? fmt::format(", mode {}", toString(a.mode)) : std::string(),
-              shapeComment(n.input(0)->type()), shapeComment(n.output(0)->type()));
+              fmt::format(", mode {}", toString(a.mode)), shapeComment(n.input(0)->type()),
+              shapeComment(n.output(0)->type()));
   Shape extent;
   std::vector<int64_t> src;
   if (d2s) {
@@ -308,12 +308,18 @@ void emitDepthSpace(LowerContext& c) {
     src = {
         x[1] * plane,           dcr ? plane : b * b * plane, W, dcr ? b * C * plane : b * plane, 1,
         dcr ? C * plane : plane};
-  } else {
+  } else if (a.mode == DepthToSpaceMode::DCR) {
     // Output [n, (i * b + j) * C + c, y, x] = input [n, c, y * b + i, x * b + j]; the output as
     // [N, b, b, C, H / b, W / b].
     int64_t N = x[0], C = x[1], H = x[2], W = x[3];
     extent = {N, b, b, C, H / b, W / b};
     src = {C * H * W, W, 1, H * W, b * W, b};
+  } else {
+    // CRD: output [n, (c * b + i) * b + j, y, x] = input [n, c, y * b + i, x * b + j]; the
+    // output as [N, C, b, b, H / b, W / b].
+    int64_t N = x[0], C = x[1], H = x[2], W = x[3];
+    extent = {N, C, b, b, H / b, W / b};
+    src = {C * H * W, H * W, W, 1, b * W, b};
   }
   if (numElements(extent) == 0) {
     c.body.line("// empty output: nothing to do");

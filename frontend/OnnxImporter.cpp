@@ -317,8 +317,10 @@ private:
       opset = kMaxOpset; // no default-domain node: unknown ops of other domains are reported
     }
     if (opset < kMinOpset || opset > kMaxOpset)
-      fail(ErrorKind::Unsupported, "the model uses ONNX opset {}; Triad supports opsets {} to {}",
-           opset, kMinOpset, kMaxOpset);
+      fail(ErrorKind::Unsupported,
+           "the model uses ONNX opset {}; Triad supports opsets {} to {} (the op definitions "
+           "of onnx {})",
+           opset, kMinOpset, kMaxOpset, ir::onnxSchemaRelease());
     opset_ = int(opset);
     graph().opset = opset_;
   }
@@ -545,9 +547,19 @@ private:
     std::map<std::string, std::vector<std::string>> unknown; // "Op (domain)" -> node names
     for (const auto* n : nodes) {
       if (ir::findOnnxOp(n->domain(), n->op_type())) continue;
-      std::string key = n->domain().empty()
-                            ? n->op_type()
-                            : fmt::format("{} (domain '{}')", n->op_type(), n->domain());
+      std::string key;
+      if (n->domain().empty() || n->domain() == "ai.onnx") {
+        int version = ir::onnxOpVersionAt(n->op_type(), opset_);
+        key = version ? fmt::format("{} (domain ai.onnx, version {} at opset {})", n->op_type(),
+                                    version, opset_)
+              : ir::onnxOpHistory(n->op_type()).empty()
+                  ? fmt::format("{} (not an op of the ai.onnx domain of onnx {})", n->op_type(),
+                                ir::onnxSchemaRelease())
+                  : fmt::format("{} (domain ai.onnx; the op is newer than opset {})", n->op_type(),
+                                opset_);
+      } else {
+        key = fmt::format("{} (domain '{}')", n->op_type(), n->domain());
+      }
       unknown[key].push_back(fmt::format("'{}'", n->name()));
     }
     if (unknown.empty()) return;
@@ -569,9 +581,8 @@ private:
 
   void importNodeUnchecked(const onnx::NodeProto& n) {
     const ir::OpDef& def = *ir::findOnnxOp(n.domain(), n.op_type());
-    if (opset_ < def.sinceOpset)
-      fail(ErrorKind::Unsupported, "opset {} semantics of {} are not supported (from opset {})",
-           opset_, n.op_type(), def.sinceOpset);
+    if (std::string problem = ir::onnxVersionProblem(def, opset_); !problem.empty())
+      fail(ErrorKind::Unsupported, "{}", problem);
     int numIn = n.input_size();
     while (numIn > 0 && n.input(numIn - 1).empty())
       --numIn; // trailing absent optionals

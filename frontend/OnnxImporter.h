@@ -13,20 +13,24 @@
 
 #include "ir/Graph.h"
 
+#include "ir/OpDef.h"
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
+
 #include <string>
 #include <variant>
 #include <vector>
 
 namespace triad::frontend {
 
-/// Default-domain opsets the importer maps (ONNX 1.13's range). Opset differences are resolved
-/// by each op's parser; an attribute of an old opset that a parser does not know is refused.
+/// Default-domain opsets the importer maps. Which definition of each op an opset selects comes
+/// from ONNX's schema history (ir/OnnxOpVersions.def); each OpDef says up to which definition it
+/// implements its op (ir::implementedOnnxVersion), and its parser resolves the differences
+/// between the older ones. An attribute that a parser does not know is refused.
 constexpr int kMinOpset = 1;
-constexpr int kMaxOpset = 18;
+constexpr int kMaxOpset = ir::kReviewedOnnxOpset;
 
 /// The shape of a tensor that the caller will give for a graph input (a file of `triad run`, an
 /// array of the Python API), from which the model's dynamic dimensions take their sizes.

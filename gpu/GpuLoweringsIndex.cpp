@@ -429,7 +429,7 @@ void emitBlock(GpuLowerContext& c) {
   std::string T = moveType(t);
   int64_t b = a.blocksize;
   bool d2s = n.kind() == OpKind::DepthToSpace;
-  std::string how = d2s ? (a.mode == DepthToSpaceMode::DCR ? "DCR" : "CRD") : "SpaceToDepth";
+  std::string how(toString(a.mode));
   CodeWriter w = openPerElementKernel(
       c, fmt::format("{}, {}", opKindName(n.kind()), dtypeName(t)),
       {fmt::format("X{} -> Y{}, block {}, {}", shapeToString(x), shapeToString(y), b, how)},
@@ -443,9 +443,12 @@ void emitBlock(GpuLowerContext& c) {
     std::string ch = a.mode == DepthToSpaceMode::DCR ? fmt::format("(i * {} + j) * {} + c", b, Cy)
                                                      : fmt::format("(c * {} + i) * {} + j", b, b);
     w.line("Y[idx] = X[((n * {} + {}) * {} + h / {}) * {} + w / {}];", x[1], ch, x[2], b, x[3], b);
-  } else { // Y[n, (i*b+j)*C + c, h, w] = X[n, c, h*b+i, w*b+j]
+  } else { // Y[n, channel(cx, i, j), h, w] = X[n, cx, h*b+i, w*b+j]
     int64_t Cx = x[1];
-    w.line("const int cx = c % {}, ij = c / {}, i = ij / {}, j = ij % {};", Cx, Cx, b, b);
+    if (a.mode == DepthToSpaceMode::DCR) // channel (i*b + j)*C + cx
+      w.line("const int cx = c % {}, ij = c / {}, i = ij / {}, j = ij % {};", Cx, Cx, b, b);
+    else // channel (cx*b + i)*b + j
+      w.line("const int cx = c / {}, ij = c % {}, i = ij / {}, j = ij % {};", b * b, b * b, b, b);
     w.line("Y[idx] = X[((n * {} + cx) * {} + h * {} + i) * {} + w * {} + j];", Cx, x[2], b, x[3],
            b);
   }

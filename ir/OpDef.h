@@ -131,6 +131,11 @@ struct OpDef {
   bool foldable = true;
   /// Lowest default-domain opset whose semantics `parse` maps (older models are refused).
   int sinceOpset = 1;
+  /// Default-domain ops: the newest ONNX definition of the op (its since_version, see
+  /// onnxOpVersionAt) that `parse`, `infer` and `eval` implement. 0: every definition up to
+  /// kReviewedOnnxOpset. A model whose opset selects a newer definition is refused, naming the
+  /// op, the version it uses and this one.
+  int throughVersion = 0;
   /// Null: the op takes no attributes (NoAttrs). The frontend refuses any ONNX attribute that
   /// `parse` did not read, so an attribute Triad ignores can never silently change results.
   ParseFn parse{};
@@ -140,6 +145,29 @@ struct OpDef {
 
   bool isShapeOperand(int i) const;
 };
+
+/// The newest default-domain opset whose op definitions every OpDef was reviewed against: an
+/// OpDef with throughVersion 0 implements all of its op's definitions up to this opset.
+/// Regenerating ir/OnnxOpVersions.def from a newer onnx leaves newer definitions refused until
+/// this moves (the registry asserts the table reaches it).
+constexpr int kReviewedOnnxOpset = 28;
+
+/// The onnx release whose schemas ir/OnnxOpVersions.def lists, and the newest opset it defines.
+std::string_view onnxSchemaRelease();
+int newestOnnxOpset();
+/// The opset versions at which the definition of default-domain op `opType` changed (ONNX's
+/// since_version history), ascending; empty when the default domain has no such op.
+std::span<const int> onnxOpHistory(std::string_view opType);
+/// The version (since_version) of `opType`'s definition in effect at `opset`; 0 when the op
+/// does not exist at that opset or at all.
+int onnxOpVersionAt(std::string_view opType, int opset);
+/// The newest definition of a default-domain op that `def` implements (its throughVersion, or
+/// the version in effect at kReviewedOnnxOpset).
+int implementedOnnxVersion(const OpDef& def);
+/// Empty when `def` implements the definition of its op that a model at default-domain opset
+/// `opset` uses; otherwise why not (the op, its domain, the version selected and the newest
+/// one Triad implements, or the opset that introduced it).
+std::string onnxVersionProblem(const OpDef& def, int opset);
 
 /// Registry lookups. Unknown kinds / names give nullptr. `domain` is the node's ONNX domain
 /// (aliases resolved as described at OpDef::domain).

@@ -243,7 +243,10 @@ std::string modExpr(const Node& n, Operands o, ScalarDialect d) {
   if (!isInt(t)) {
     std::string r = fmt::format("fmod({}, {})", a, b);
     if (fmodMode) return r;
-    return fmt::format("({0} != 0.0f && ({0} < 0.0f) != ({1} < 0.0f) ? {0} + {1} : {0})", r, b);
+    // Floored (opset 28), as the reference's ModOp: the sign of b, a zero result included.
+    return fmt::format("({0} == 0.0f ? ({1} < 0.0f ? -0.0f : 0.0f) : ({0} < 0.0f) != ({1} < "
+                       "0.0f) ? {0} + {1} : {0})",
+                       r, b);
   }
   if (d == ScalarDialect::OpenCL)
     return fmt::format("triad_int_mod{}_{}({}, {})", fmodMode ? "_fmod" : "", scalarTypeName(t, d),
@@ -265,14 +268,19 @@ std::string divExpr(const Node& n, Operands o, ScalarDialect d) {
 }
 
 /// Shifts by the bit width or more give 0 (the reference's BitShiftOp; unsigned only).
+/// As the reference's BitShiftOp: a negative or too large amount gives the sign fill alone (-1
+/// for a right shift of a negative value, else 0).
 std::string bitShiftExpr(const Node& n, Operands o, ScalarDialect d) {
   DType t = inType(n);
   std::string T = scalarTypeName(t, d);
-  std::string shifted = attrsOf<BitShiftAttrs>(n).direction == ShiftDirection::Left
-                            ? fmt::format("({})(({}){} << {})", T, wrapType(t, d), o[0], o[1])
-                            : fmt::format("({})({} >> {})", T, o[0], o[1]);
-  return fmt::format("(({}){} >= {}u ? ({})0 : {})", scalarTypeName(DType::U64, d), o[1],
-                     dtypeSize(t) * 8, T, shifted);
+  bool left = attrsOf<BitShiftAttrs>(n).direction == ShiftDirection::Left;
+  std::string shifted = left ? fmt::format("({})(({}){} << {})", T, wrapType(t, d), o[0], o[1])
+                             : fmt::format("({})({} >> {})", T, o[0], o[1]);
+  std::string fill = !left && dtypeBit(t) == kSigned
+                         ? fmt::format("({0} < 0 ? ({1})-1 : ({1})0)", o[0], T)
+                         : fmt::format("({})0", T);
+  return fmt::format("(({}){} >= {}u ? {} : {})", scalarTypeName(DType::U64, d), o[1],
+                     dtypeSize(t) * 8, fill, shifted);
 }
 
 /// Cast (and CastLike) as the reference's Tensor::castTo / evalCast: C conversions, except
@@ -322,7 +330,7 @@ const std::unordered_map<OpKind, Entry>& table() {
     m[OpKind::Sum] = variadic("({a} + {b})");
     m[OpKind::Mean] = variadic("({a} + {b})", nullptr, nullptr, true);
     // Bit operations (integers only).
-    m[OpKind::BitShift] = {Typing::Real, bitShiftExpr, kUnsigned, true};
+    m[OpKind::BitShift] = {Typing::Real, bitShiftExpr, kInt, true};
     m[OpKind::BitwiseAnd] = bitwise("&");
     m[OpKind::BitwiseOr] = bitwise("|");
     m[OpKind::BitwiseXor] = bitwise("^");
@@ -431,6 +439,14 @@ const std::unordered_map<OpKind, Entry>& table() {
                                   }};
     m[OpKind::Mish] =
         unary("({x} * tanh(({x} > 0.0f ? {x} : 0.0f) + log1p(exp(-fabs({x})))))", kF32 | kF64);
+    // Swish: x * sigmoid(alpha * x), the sigmoid in the reference's stable form.
+    m[OpKind::Swish] = {Typing::Real, [](const Node& n, Operands o, ScalarDialect) {
+                          std::string ax =
+                              fmt::format("({} * {})", flit(attrsOf<AlphaAttrs>(n).alpha), o[0]);
+                          return fmt::format("({0} * ({1} >= 0.0f ? 1.0f / (1.0f + exp(-{1})) : "
+                                             "exp({1}) / (1.0f + exp({1}))))",
+                                             o[0], ax);
+                        }};
     m[OpKind::Shrink] = {Typing::Real, [](const Node& n, Operands o, ScalarDialect) {
                            const auto& a = attrsOf<ShrinkAttrs>(n);
                            return fmt::format("({0} < -{1} ? {0} + {2} : {0} > {1} ? {0} - {2} : "

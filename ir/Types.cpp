@@ -48,15 +48,34 @@ struct OnnxCode {
   std::optional<DType> type;
 };
 constexpr OnnxCode kOnnxCodes[] = {
-    {0, "UNDEFINED", std::nullopt},  {1, "FLOAT", DType::F32},
-    {2, "UINT8", DType::U8},         {3, "INT8", DType::I8},
-    {4, "UINT16", DType::U16},       {5, "INT16", DType::I16},
-    {6, "INT32", DType::I32},        {7, "INT64", DType::I64},
-    {8, "STRING", std::nullopt},     {9, "BOOL", DType::Bool},
-    {10, "FLOAT16", DType::F16},     {11, "DOUBLE", DType::F64},
-    {12, "UINT32", DType::U32},      {13, "UINT64", DType::U64},
-    {14, "COMPLEX64", std::nullopt}, {15, "COMPLEX128", std::nullopt},
+    {0, "UNDEFINED", std::nullopt},
+    {1, "FLOAT", DType::F32},
+    {2, "UINT8", DType::U8},
+    {3, "INT8", DType::I8},
+    {4, "UINT16", DType::U16},
+    {5, "INT16", DType::I16},
+    {6, "INT32", DType::I32},
+    {7, "INT64", DType::I64},
+    {8, "STRING", std::nullopt},
+    {9, "BOOL", DType::Bool},
+    {10, "FLOAT16", DType::F16},
+    {11, "DOUBLE", DType::F64},
+    {12, "UINT32", DType::U32},
+    {13, "UINT64", DType::U64},
+    {14, "COMPLEX64", std::nullopt},
+    {15, "COMPLEX128", std::nullopt},
     {16, "BFLOAT16", std::nullopt},
+    // Types of newer ONNX releases, named in errors (issue 28: not element types of Triad yet).
+    {17, "FLOAT8E4M3FN", std::nullopt},
+    {18, "FLOAT8E4M3FNUZ", std::nullopt},
+    {19, "FLOAT8E5M2", std::nullopt},
+    {20, "FLOAT8E5M2FNUZ", std::nullopt},
+    {21, "UINT4", std::nullopt},
+    {22, "INT4", std::nullopt},
+    {23, "FLOAT4E2M1", std::nullopt},
+    {24, "FLOAT8E8M0", std::nullopt},
+    {25, "UINT2", std::nullopt},
+    {26, "INT2", std::nullopt},
 };
 } // namespace
 

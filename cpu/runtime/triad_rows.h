@@ -82,17 +82,17 @@ inline void log_softmax_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t
   });
 }
 
-/// Layer normalization: y = (x - mean) / sqrt(var + eps) * scale + bias (biased variance, two
-/// passes for accuracy); scale and bias have n elements (bias may be null).
-/// Layer normalization of each row of n floats; mean_out / rstd_out (optional) receive each
-/// row's mean and 1/sqrt(variance + eps) (ONNX's Mean and InvStdDev outputs).
-inline void layernorm_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t n,
-                           const float* scale, const float* bias, float eps,
-                           float* mean_out = nullptr, float* rstd_out = nullptr) {
+namespace detail {
+/// Normalizes each row of n floats: y = (x - mean) * rstd * scale + bias with
+/// rstd = 1 / sqrt(mean((x - mean)^2) + eps); Center false takes the mean as 0 (RMS
+/// normalization). Two passes for accuracy; scale has n elements, bias n or null.
+template <bool Center>
+void norm_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t n, const float* scale,
+               const float* bias, float eps, float* mean_out, float* rstd_out) {
   parallel_for(rows, 4.0 * static_cast<double>(n), [&](ptrdiff_t r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
-    const float mean = detail::sum_array(xr, n) / static_cast<float>(n);
+    const float mean = Center ? detail::sum_array(xr, n) / static_cast<float>(n) : 0.0f;
     ptrdiff_t i = 0;
     float ss = 0.0f;
 #ifndef TRIAD_RT_SCALAR
@@ -120,6 +120,22 @@ inline void layernorm_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t n
     for (; i < n; ++i)
       yr[i] = (xr[i] - mean) * rstd * scale[i] + (bias ? bias[i] : 0.0f);
   });
+}
+} // namespace detail
+
+/// Layer normalization of each row of n floats: y = (x - mean) / sqrt(var + eps) * scale + bias
+/// (biased variance); bias may be null. mean_out / rstd_out (optional) receive each row's mean
+/// and 1/sqrt(variance + eps) (ONNX's Mean and InvStdDev outputs).
+inline void layernorm_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t n,
+                           const float* scale, const float* bias, float eps,
+                           float* mean_out = nullptr, float* rstd_out = nullptr) {
+  detail::norm_rows<true>(x, y, rows, n, scale, bias, eps, mean_out, rstd_out);
+}
+
+/// RMS normalization of each row of n floats: y = x / sqrt(mean(x^2) + eps) * scale.
+inline void rmsnorm_rows(const float* x, float* y, ptrdiff_t rows, ptrdiff_t n, const float* scale,
+                         float eps) {
+  detail::norm_rows<false>(x, y, rows, n, scale, nullptr, eps, nullptr, nullptr);
 }
 
 } // namespace triad_rt

@@ -103,6 +103,12 @@ struct ThresholdedReluOp {
 struct MishOp {
   template <RealC T> T operator()(T x) const { return x * std::tanh(softplus(x)); }
 };
+// Swish (opset 24): x * sigmoid(alpha * x).
+struct SwishOp {
+  float alpha;
+  explicit SwishOp(const AlphaAttrs& a) : alpha(a.alpha) {}
+  template <RealC T> T operator()(T x) const { return x * sigmoid(T(alpha) * x); }
+};
 // Shrink on integers compares and offsets in double and truncates, like ONNX Runtime's
 // float arithmetic followed by a cast.
 struct ShrinkOp {
@@ -266,6 +272,7 @@ void registerActivationOps(OpTable& table) {
   table.add(
       unaryOpDef<ThresholdedReluOp, AlphaAttrs>(OpKind::ThresholdedRelu, 10, parseAlpha(1.0f)));
   table.add(unaryOpDef<MishOp>(OpKind::Mish, 18));
+  table.add(unaryOpDef<SwishOp, AlphaAttrs>(OpKind::Swish, 24, parseAlpha(1.0f)));
   table.add(unaryOpDef<ShrinkOp, ShrinkAttrs>(OpKind::Shrink, 9, parseShrink));
 }
 

@@ -42,10 +42,13 @@ struct DivOp {
 struct ModOp {
   bool fmod = false;
   explicit ModOp(const ModAttrs& a) : fmod(a.fmod) {}
+  // fmod 0 on floats (opset 28): floored, the sign of b, as numpy's mod; a zero result is a
+  // zero with b's sign.
   template <RealC T> T operator()(T a, T b) const {
     T r = std::fmod(a, b);
-    if (!fmod && r != 0 && (r < 0) != (b < 0)) r += b;
-    return r;
+    if (fmod) return r;
+    if (r == 0) return b < 0 ? -T(0) : T(0);
+    return (r < 0) != (b < 0) ? r + b : r;
   }
   template <IntC T> T operator()(T a, T b) const {
     if (b == 0) return 0;
@@ -154,14 +157,16 @@ struct BitwiseXorOp {
 struct BitwiseNotOp {
   template <IntC T> T operator()(T a) const { return T(~a); }
 };
-// Shifts by the bit width or more give 0 (undefined in C++, and in ONNX).
+// Shifts by a negative amount or by the bit width or more give what the sign fill alone
+// gives: -1 for a right shift of a negative value, else 0. Signed types (opset 28) shift right
+// arithmetically; left shifts drop the bits moved past the top.
 struct BitShiftOp {
   ShiftDirection direction = ShiftDirection::Left;
   explicit BitShiftOp(const BitShiftAttrs& a) : direction(a.direction) {}
-  template <IntC T>
-  requires std::is_unsigned_v<T> T operator()(T a, T b) const {
-    if (uint64_t(b) >= sizeof(T) * 8) return 0;
-    return direction == ShiftDirection::Left ? T(WrapOf<T>(a) << b) : T(a >> b);
+  template <IntC T> T operator()(T a, T b) const {
+    bool right = direction == ShiftDirection::Right;
+    if (uint64_t(b) >= sizeof(T) * 8) return right && a < 0 ? T(-1) : T(0);
+    return right ? T(a >> b) : T(WrapOf<std::make_unsigned_t<T>>(a) << b);
   }
 };
 
@@ -232,15 +237,12 @@ std::shared_ptr<const Attrs> parseMod(const ParseContext& ctx) {
   auto a = std::make_shared<ModAttrs>();
   int64_t fmod = ctx.attrs.getInt("fmod", 0);
   if (fmod != 0 && fmod != 1) invalid("attribute 'fmod' must be 0 or 1, got {}", fmod);
+  // Floored modulo of floats (fmod 0) is defined from opset 28; before, floats need fmod 1.
+  if (ctx.opset < 28 && fmod == 0 && ctx.hasInput(0) && isFloat(ctx.inputTypes[0]->dtype))
+    invalid("attribute 'fmod' must be 1 for {} inputs before opset 28",
+            dtypeName(ctx.inputTypes[0]->dtype));
   a->fmod = fmod == 1;
   return a;
-}
-
-std::vector<TensorType> inferMod(const InferContext& ctx) {
-  auto out = inferBinary<ModOp>(ctx);
-  if (isFloat(ctx.in(0).dtype) && !ctx.as<ModAttrs>().fmod)
-    invalid("attribute 'fmod' must be 1 for {} inputs", dtypeName(ctx.in(0).dtype));
-  return out;
 }
 
 std::shared_ptr<const Attrs> parseBitShift(const ParseContext& ctx) {
@@ -371,6 +373,18 @@ void evalWhere(const EvalContext& ctx) {
 
 // --- Cast, CastLike ----------------------------------------------------------------------------
 
+// 'saturate' (opset 19) governs only casts to float8 types and 'round_mode' (opset 24) only
+// casts to float8e8m0; Triad has neither type (they are refused as element types), so both are
+// read for their validity alone.
+void readFloat8CastAttrs(const ParseContext& ctx) {
+  if (ctx.opset >= 19) {
+    std::optional<int64_t> saturate = ctx.attrs.getInt("saturate");
+    if (saturate && *saturate != 0 && *saturate != 1)
+      invalid("attribute 'saturate' is {}; it must be 0 or 1", *saturate);
+  }
+  if (ctx.opset >= 24) (void)enumAttr(ctx.attrs, "round_mode", "up", {"up", "down", "nearest"});
+}
+
 std::shared_ptr<const Attrs> parseCast(const ParseContext& ctx) {
   std::optional<int64_t> to = ctx.attrs.getInt("to");
   if (!to) invalid("attribute 'to' is required");
@@ -378,9 +392,15 @@ std::shared_ptr<const Attrs> parseCast(const ParseContext& ctx) {
   if (!t)
     unsupported("attribute 'to' is {} ({}); that element type is not supported", *to,
                 onnxElemTypeName(int32_t(*to)));
+  readFloat8CastAttrs(ctx);
   auto a = std::make_shared<CastAttrs>();
   a->to = *t;
   return a;
+}
+
+std::shared_ptr<const Attrs> parseCastLike(const ParseContext& ctx) {
+  readFloat8CastAttrs(ctx);
+  return std::make_shared<NoAttrs>();
 }
 
 void requireCastable(const TensorType& t, std::string_view what) {
@@ -457,9 +477,7 @@ void registerElementwiseOps(OpTable& table) {
              .sinceOpset = 7,
              .infer = inferPow,
              .eval = evalPow});
-  OpDef mod = binaryOpDef<ModOp, ModAttrs>(OpKind::Mod, 10, parseMod);
-  mod.infer = inferMod;
-  table.add(std::move(mod));
+  table.add(binaryOpDef<ModOp, ModAttrs>(OpKind::Mod, 10, parseMod));
   table.add(variadicDef<MinOp>(OpKind::Min, false));
   table.add(variadicDef<MaxOp>(OpKind::Max, false));
   table.add(variadicDef<RealAddOp>(OpKind::Sum, false));
@@ -522,6 +540,7 @@ void registerElementwiseOps(OpTable& table) {
              .minInputs = 2,
              .maxInputs = 2,
              .sinceOpset = 15,
+             .parse = parseCastLike,
              .infer = inferCastLike,
              .eval = evalCast});
 }

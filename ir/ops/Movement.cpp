@@ -176,6 +176,13 @@ std::shared_ptr<const Attrs> parseRange(const ParseContext& ctx) {
     unsupported("Range on {} is not supported", dtypeName(dt));
   for (size_t i = 1; i < 3; ++i)
     if (ctx.constInput(i)->dtype() != dt) invalid("Range inputs must share one element type");
+  // 'stash_type' (opset 27): the type of f16/bf16 intermediates, float by default; Triad
+  // computes them in float (wider types are unaffected).
+  if (std::optional<int64_t> stash =
+          ctx.opset >= 27 ? ctx.attrs.getInt("stash_type") : std::nullopt;
+      stash && *stash != 1 && dt == DType::F16)
+    unsupported("attribute 'stash_type' = {} on f16 inputs: Triad keeps intermediates in float",
+                *stash);
   double start = ctx.constInput(0)->getDouble(0), limit = ctx.constInput(1)->getDouble(0);
   double delta = ctx.constInput(2)->getDouble(0);
   if (delta == 0) invalid("input 'delta' is zero");

@@ -143,7 +143,7 @@ inline std::string_view toString(DepthToSpaceMode m) {
   return m == DepthToSpaceMode::DCR ? "DCR" : "CRD";
 }
 
-/// DepthToSpace (mode used) and SpaceToDepth (mode ignored).
+/// DepthToSpace and SpaceToDepth (whose 'mode' exists from opset 28).
 struct BlockAttrs : AttrsOf<BlockAttrs> {
   int64_t blocksize = 1;
   DepthToSpaceMode mode = DepthToSpaceMode::DCR;
@@ -205,6 +205,7 @@ enum class ResizeCoord {
   Asymmetric,
   TfHalfPixelForNN,
   TfCropAndResize,
+  HalfPixelSymmetric, // opset 19
 };
 inline std::string_view toString(ResizeCoord c) {
   switch (c) {
@@ -220,6 +221,8 @@ inline std::string_view toString(ResizeCoord c) {
     return "tf_half_pixel_for_nn";
   case ResizeCoord::TfCropAndResize:
     return "tf_crop_and_resize";
+  case ResizeCoord::HalfPixelSymmetric:
+    return "half_pixel_symmetric";
   }
   return "?";
 }

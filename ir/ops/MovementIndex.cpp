@@ -398,7 +398,8 @@ void evalEyeLike(const EvalContext& ctx) {
 
 // ---- DepthToSpace, SpaceToDepth ----------------------------------------------------------------
 
-std::shared_ptr<const Attrs> parseBlock(const ParseContext& ctx) {
+/// `modeSince`: the opset that gave the op its 'mode' attribute (DCR before it).
+std::shared_ptr<const Attrs> parseBlock(const ParseContext& ctx, int modeSince) {
   auto a = std::make_shared<BlockAttrs>();
   auto b = ctx.attrs.getInt("blocksize");
   if (!b) invalid("attribute 'blocksize' is required");
@@ -406,9 +407,18 @@ std::shared_ptr<const Attrs> parseBlock(const ParseContext& ctx) {
   if (*b < 1 || *b > (int64_t(1) << 31) - 1)
     invalid("attribute 'blocksize' is {}; it must be in 1..2^31-1", *b);
   a->blocksize = *b;
-  a->mode = enumAttr(ctx.attrs, "mode", "DCR", {"DCR", "CRD"}) == "DCR" ? DepthToSpaceMode::DCR
-                                                                        : DepthToSpaceMode::CRD;
+  a->mode = ctx.opset >= modeSince && enumAttr(ctx.attrs, "mode", "DCR", {"DCR", "CRD"}) == "CRD"
+                ? DepthToSpaceMode::CRD
+                : DepthToSpaceMode::DCR;
   return a;
+}
+
+std::shared_ptr<const Attrs> parseDepthToSpace(const ParseContext& ctx) {
+  return parseBlock(ctx, 11);
+}
+
+std::shared_ptr<const Attrs> parseSpaceToDepth(const ParseContext& ctx) {
+  return parseBlock(ctx, 28);
 }
 
 std::vector<TensorType> inferDepthToSpace(const InferContext& ctx) {
@@ -451,19 +461,23 @@ std::vector<TensorType> inferSpaceToDepth(const InferContext& ctx) {
 }
 
 void evalSpaceToDepth(const EvalContext& ctx) {
-  int64_t b = ctx.as<BlockAttrs>().blocksize;
+  const auto& a = ctx.as<BlockAttrs>();
+  int64_t b = a.blocksize;
   const Shape& s = ctx.in(0).shape();
   int64_t N = s[0], C = s[1], H = s[2], W = s[3];
-  std::vector<int64_t> map;
-  map.reserve(size_t(numElements(s)));
-  // Output [N, (i*b + j)*C + c, y, x] = input [N, c, y*b + i, x*b + j].
+  std::vector<int64_t> map(size_t(numElements(s)));
+  // Output [N, oc, y, x] = input [N, c, y*b + i, x*b + j] with oc = (i*b + j)*C + c (DCR) or
+  // c*b*b + i*b + j (CRD).
   for (int64_t n = 0; n < N; ++n)
-    for (int64_t i = 0; i < b; ++i)
-      for (int64_t j = 0; j < b; ++j)
-        for (int64_t c = 0; c < C; ++c)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < b; ++i)
+        for (int64_t j = 0; j < b; ++j) {
+          int64_t oc = a.mode == DepthToSpaceMode::DCR ? (i * b + j) * C + c : (c * b + i) * b + j;
           for (int64_t y = 0; y < H / b; ++y)
             for (int64_t x = 0; x < W / b; ++x)
-              map.push_back(((n * C + c) * H + y * b + i) * W + x * b + j);
+              map[size_t(((n * C * b * b + oc) * (H / b) + y) * (W / b) + x)] =
+                  ((n * C + c) * H + y * b + i) * W + x * b + j;
+        }
   gatherElements(ctx.in(0), ctx.out(0), map);
 }
 
@@ -521,11 +535,11 @@ void registerIndexingOps(OpTable& table) {
              .infer = inferEyeLike,
              .eval = evalEyeLike});
   table.add({.kind = OpKind::DepthToSpace,
-             .parse = parseBlock,
+             .parse = parseDepthToSpace,
              .infer = inferDepthToSpace,
              .eval = evalDepthToSpace});
   table.add({.kind = OpKind::SpaceToDepth,
-             .parse = parseBlock,
+             .parse = parseSpaceToDepth,
              .infer = inferSpaceToDepth,
              .eval = evalSpaceToDepth});
 }

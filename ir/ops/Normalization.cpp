@@ -195,6 +195,42 @@ void evalLayerNorm(const EvalContext& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// RMSNormalization (opset 23): Y = X / sqrt(mean(X^2) + epsilon) * Scale, the mean over the
+// axes from 'axis' on; statistics in float or wider ('stash_type' 1).
+
+std::shared_ptr<const Attrs> parseRmsNorm(const ParseContext& ctx) {
+  return parseLayerNorm(ctx); // the same attributes: axis, epsilon, stash_type
+}
+
+std::vector<TensorType> inferRmsNorm(const InferContext& ctx) {
+  return {inferLayerNorm(ctx).front()};
+}
+
+void evalRmsNorm(const EvalContext& ctx) {
+  const auto& a = ctx.as<LayerNormAttrs>();
+  const Tensor& X = ctx.in(0);
+  Shape norm(X.shape().begin() + a.axis, X.shape().end());
+  int64_t outer = numElements(X.shape(), 0, size_t(a.axis)), inner = numElements(norm);
+  std::vector<int64_t> smap = broadcastIndexMap(ctx.in(1).shape(), norm);
+  visitFloat(X.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = X.data<T>();
+    const T* scale = ctx.in(1).data<T>();
+    T* y = ctx.out(0).data<T>();
+    for (int64_t r = 0; r < outer; ++r) {
+      const T* xr = x + r * inner;
+      double sq = 0;
+      for (int64_t i = 0; i < inner; ++i)
+        sq += double(xr[i]) * double(xr[i]);
+      double inv = 1.0 / std::sqrt(sq / double(inner) + double(a.epsilon));
+      // As the reference: the normalized value in T, then times Scale.
+      for (int64_t i = 0; i < inner; ++i)
+        y[r * inner + i] = T(double(T(double(xr[i]) * inv)) * double(scale[smap[size_t(i)]]));
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // LRN
 
 std::shared_ptr<const Attrs> parseLRN(const ParseContext& ctx) {
@@ -350,6 +386,13 @@ void registerNormalizationOps(OpTable& table) {
              .parse = parseLayerNorm,
              .infer = inferLayerNorm,
              .eval = evalLayerNorm});
+  table.add({.kind = OpKind::RMSNormalization,
+             .minInputs = 2,
+             .maxInputs = 2,
+             .sinceOpset = 23,
+             .parse = parseRmsNorm,
+             .infer = inferRmsNorm,
+             .eval = evalRmsNorm});
   table.add({.kind = OpKind::LRN, .parse = parseLRN, .infer = inferLRN, .eval = evalLRN});
   for (auto [kind, sk] : {std::pair{OpKind::Softmax, SoftmaxKind::Softmax},
                           std::pair{OpKind::LogSoftmax, SoftmaxKind::LogSoftmax},

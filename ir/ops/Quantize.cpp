@@ -124,6 +124,20 @@ std::shared_ptr<const Attrs> parseQuantize(const ParseContext& ctx) {
   a->axis = q.axis;
   a->blockSize = q.blockSize;
   if (ctx.opset >= 19) (void)ctx.attrs.getInt("saturate"); // only affects float8 outputs
+  // 'precision' (opset 23): the float type of the division x / y_scale, by default y_scale's.
+  // Triad divides in y_scale's type (f32 also for f16 scales, as ONNX Runtime does), so only
+  // that type is accepted.
+  if (std::optional<int64_t> precision =
+          ctx.opset >= 23 ? ctx.attrs.getInt("precision") : std::nullopt;
+      precision && *precision != 0) {
+    std::optional<DType> p = dtypeFromOnnx(int32_t(*precision));
+    if (!p || !isFloat(*p))
+      invalid("attribute 'precision' = {} ({}) is not a float type", *precision,
+              onnxElemTypeName(int32_t(*precision)));
+    if (ctx.hasInput(1) && *p != ctx.inputTypes[1]->dtype)
+      unsupported("attribute 'precision' = {} divides in {}, not in the type of y_scale ({})",
+                  *precision, dtypeName(*p), dtypeName(ctx.inputTypes[1]->dtype));
+  }
   std::optional<int64_t> outDType =
       ctx.opset >= 21 ? ctx.attrs.getInt("output_dtype") : std::nullopt;
   if (ctx.hasInput(2)) {
@@ -196,6 +210,17 @@ void evalQuantize(const EvalContext& ctx) {
 // DequantizeLinear
 
 std::shared_ptr<const Attrs> parseDequantize(const ParseContext& ctx) {
+  // 'output_dtype' (opset 23): the output's float type, by default x_scale's, which is the
+  // only one Triad produces.
+  if (std::optional<int64_t> outDType =
+          ctx.opset >= 23 ? ctx.attrs.getInt("output_dtype") : std::nullopt;
+      outDType && *outDType != 0 && ctx.hasInput(1)) {
+    std::optional<DType> t = dtypeFromOnnx(int32_t(*outDType));
+    if (t != ctx.inputTypes[1]->dtype)
+      unsupported("attribute 'output_dtype' = {} ({}) differs from the type of x_scale ({})",
+                  *outDType, onnxElemTypeName(int32_t(*outDType)),
+                  dtypeName(ctx.inputTypes[1]->dtype));
+  }
   return std::make_shared<QuantAxisAttrs>(parseQuantAxis(ctx));
 }
 

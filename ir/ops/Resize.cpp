@@ -1,4 +1,4 @@
-// Resize (opsets 10..18) and Upsample (opsets 7, 9), which maps onto the same kernel.
+// Resize (opsets 10 to 19 and later) and Upsample (opsets 7, 9), which maps onto the same kernel.
 // Registered from registerMovementOps (Movement.cpp).
 //
 // The kernel follows the ONNX reference implementation (onnx/reference/ops/op_resize.py): the
@@ -43,14 +43,21 @@ std::shared_ptr<const Attrs> parseResize(const ParseContext& ctx) {
     return a;
   }
   a->mode = parseMode(ctx.attrs, true);
-  std::string coord = enumAttr(ctx.attrs, "coordinate_transformation_mode", "half_pixel",
-                               {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                "tf_half_pixel_for_nn", "tf_crop_and_resize"});
+  // half_pixel_symmetric exists from opset 19.
+  std::string coord =
+      ctx.opset >= 19
+          ? enumAttr(ctx.attrs, "coordinate_transformation_mode", "half_pixel",
+                     {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                      "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"})
+          : enumAttr(ctx.attrs, "coordinate_transformation_mode", "half_pixel",
+                     {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                      "tf_half_pixel_for_nn", "tf_crop_and_resize"});
   a->coord = coord == "half_pixel"             ? ResizeCoord::HalfPixel
              : coord == "pytorch_half_pixel"   ? ResizeCoord::PytorchHalfPixel
              : coord == "align_corners"        ? ResizeCoord::AlignCorners
              : coord == "asymmetric"           ? ResizeCoord::Asymmetric
              : coord == "tf_half_pixel_for_nn" ? ResizeCoord::TfHalfPixelForNN
+             : coord == "half_pixel_symmetric" ? ResizeCoord::HalfPixelSymmetric
                                                : ResizeCoord::TfCropAndResize;
   std::string nm = enumAttr(ctx.attrs, "nearest_mode", "round_prefer_floor",
                             {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
@@ -266,6 +273,13 @@ AxisTaps axisTaps(const ResizeAttrs& a, size_t d, int64_t inDim, int64_t outDim,
     case ResizeCoord::TfHalfPixelForNN:
       xi = (x + 0.5) / scale;
       break;
+    case ResizeCoord::HalfPixelSymmetric: {
+      // half_pixel, shifted so that the centre of the input maps to the centre of the output
+      // when the integer output length differs from the real one.
+      double center = in / 2;
+      xi = center * (1 - double(outDim) / outW) + (x + 0.5) / scale - 0.5;
+      break;
+    }
     case ResizeCoord::TfCropAndResize: {
       double s = a.roi[d], e = a.roi[d + rank];
       xi = outW == 1 ? (e - s) * (in - 1) / 2 : x * (e - s) * (in - 1) / (outW - 1);

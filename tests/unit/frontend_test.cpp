@@ -5,6 +5,7 @@
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorIO.h"
 #include "ir/Interpreter.h"
+#include "ir/OpDef.h"
 #include "ir/Printer.h"
 #include "tests/unit/Golden.h"
 
@@ -128,9 +129,11 @@ TEST(Frontend, UnknownOpsAreAllListed) {
   addNode(g, "FrobnicateA", "fa1", {"y"}, {"z1"});
   addNode(g, "FrobnicateA", "fa2", {"y"}, {"z2"});
   addNode(g, "Wibble", "wb", {"y"}, {"z3"})->set_domain("com.example");
-  expectError([&] { importModel(m); }, ErrorKind::Unsupported,
-              {"2 op types", "FrobnicateA: 2 nodes ('fa1', 'fa2')", "Wibble (domain 'com.example')",
-               "'wb'"});
+  expectError(
+      [&] { importModel(m); }, ErrorKind::Unsupported,
+      {"2 op types",
+       "FrobnicateA (not an op of the ai.onnx domain of onnx 1.23.2): 2 nodes ('fa1', 'fa2')",
+       "Wibble (domain 'com.example')", "'wb'"});
 }
 
 TEST(Frontend, Cycle) {
@@ -186,10 +189,63 @@ TEST(Frontend, OutputNotProduced) {
 }
 
 TEST(Frontend, OpsetOutOfRange) {
-  expectError([] { importModel(matmulModel(19)); }, ErrorKind::Unsupported,
-              {"opset 19", "1 to 18"});
+  expectError([] { importModel(matmulModel(ir::kReviewedOnnxOpset + 1)); }, ErrorKind::Unsupported,
+              {fmt::format("opset {}", ir::kReviewedOnnxOpset + 1),
+               fmt::format("1 to {}", ir::kReviewedOnnxOpset), "onnx 1.23.2"});
   expectError([] { importModel(matmulModel(0)); }, ErrorKind::Unsupported, {"opset 0"});
-  EXPECT_NO_THROW(importModel(matmulModel(1)));
+  // MatMul is unchanged since opset 13: every newer opset selects that definition.
+  for (int opset : {1, 13, 18, 19, 21, 23, 25, 28}) {
+    SCOPED_TRACE(opset);
+    auto r = importModel(matmulModel(opset));
+    EXPECT_EQ(r.graph.opset, opset);
+    auto out = ir::Interpreter(r.graph).run(
+        std::vector<ir::Tensor>{ir::Tensor::fromVector<float>({1, 2}, {1, 1})});
+    EXPECT_FLOAT_EQ(out[0].data<float>()[2], 9);
+  }
+}
+
+TEST(Frontend, OnnxVersionHistory) {
+  EXPECT_EQ(ir::onnxSchemaRelease(), "1.23.2");
+  EXPECT_GE(ir::newestOnnxOpset(), ir::kReviewedOnnxOpset);
+  EXPECT_EQ(ir::onnxOpVersionAt("Relu", 28), 14);
+  EXPECT_EQ(ir::onnxOpVersionAt("Relu", 13), 13);
+  EXPECT_EQ(ir::onnxOpVersionAt("Cast", 25), 25);
+  EXPECT_EQ(ir::onnxOpVersionAt("Cast", 22), 21);
+  EXPECT_EQ(ir::onnxOpVersionAt("Gelu", 19), 0);
+  EXPECT_EQ(ir::onnxOpVersionAt("NoSuchOp", 19), 0);
+  EXPECT_FALSE(ir::onnxOpHistory("LSTM").empty());
+  // Every default-domain op Triad registers implements its newest definition up to the
+  // reviewed opset, unless its entry says otherwise.
+  for (const ir::OpDef* d : ir::allOps())
+    if (d->domain.empty() && !ir::onnxOpHistory(d->onnxName).empty()) {
+      SCOPED_TRACE(std::string(d->onnxName));
+      EXPECT_EQ(ir::implementedOnnxVersion(*d),
+                d->throughVersion ? d->throughVersion
+                                  : ir::onnxOpVersionAt(d->onnxName, ir::kReviewedOnnxOpset));
+      EXPECT_EQ(ir::onnxVersionProblem(*d, ir::kReviewedOnnxOpset), "");
+    }
+  // An entry that stops at an older definition refuses the opsets that select a newer one,
+  // naming the op, the version selected and the newest one implemented.
+  ir::OpDef relu = *ir::findOnnxOp("", "Relu");
+  relu.throughVersion = 13;
+  EXPECT_EQ(ir::onnxVersionProblem(relu, 13), "");
+  std::string why = ir::onnxVersionProblem(relu, 14);
+  for (const char* part : {"opset 14", "version 14 of Relu", "ai.onnx", "up to version 13"})
+    EXPECT_NE(why.find(part), std::string::npos) << why;
+  std::string early = ir::onnxVersionProblem(*ir::findOnnxOp("", "Gelu"), 18);
+  EXPECT_NE(early.find("does not exist at opset 18: it was added in opset 20"), std::string::npos)
+      << early;
+}
+
+TEST(Frontend, UnsupportedOpNamesItsOnnxVersion) {
+  auto m = matmulModel(23);
+  addNode(m.mutable_graph(), "LSTM", "lstm0", {"y"}, {"z"});
+  expectError([&] { importModel(m); }, ErrorKind::Unsupported,
+              {"LSTM (domain ai.onnx, version 22 at opset 23)", "'lstm0'"});
+  auto fake = matmulModel(23);
+  addNode(fake.mutable_graph(), "Frobnicate", "f0", {"y"}, {"z"});
+  expectError([&] { importModel(fake); }, ErrorKind::Unsupported,
+              {"Frobnicate (not an op of the ai.onnx domain of onnx 1.23.2)", "'f0'"});
 }
 
 TEST(Frontend, UnknownAttributeIsRefused) {
