@@ -539,21 +539,26 @@ void emitCumSum(LowerContext& c) {
   DType dt = n.input(0)->type().dtype;
   std::string t = cppTypeName(dt);
   // Floats accumulate in double, integers in their own type (wrapping), as the interpreter.
-  std::string acc = dt == DType::F32 || dt == DType::F64 ? "double" : t;
-  c.body.line("// CumSum along axis {}{}{}: {}", a.axis, a.exclusive ? ", exclusive" : "",
-              a.reverse ? ", reverse" : "", shapeComment(n.input(0)->type()));
+  // Integers wrap in the unsigned type of their width, as the interpreter.
+  bool real = dt == DType::F32 || dt == DType::F64;
+  std::string acc = real ? "double" : fmt::format("std::make_unsigned_t<{}>", t);
+  bool product = n.kind() == OpKind::CumProd;
+  c.body.line("// {} along axis {}{}{}: {}", opKindName(n.kind()), a.axis,
+              a.exclusive ? ", exclusive" : "", a.reverse ? ", reverse" : "",
+              shapeComment(n.input(0)->type()));
   c.body.line("const {}* __restrict x = {};", t, c.inputs[0]);
   c.body.line("{}* __restrict y = {};", t, c.outputs[0]);
   c.body.open(fmt::format("for (int64_t o = 0; o < {}; ++o)", outer));
   c.body.open(fmt::format("for (int64_t i = 0; i < {}; ++i)", inner));
-  c.body.line("{} acc = 0;", acc);
+  c.body.line("{} acc = {};", acc, product ? 1 : 0);
   c.body.open(fmt::format("for (int64_t step = 0; step < {}; ++step)", dim));
   c.body.line("const int64_t at = (o * {} + {}) * {} + i;", dim,
               a.reverse ? fmt::format("{} - step", dim - 1) : std::string("step"), inner);
+  std::string combine = fmt::format("acc = ({})(acc {} ({})x[at]);", acc, product ? "*" : "+", acc);
   if (a.exclusive)
-    c.body.line("y[at] = ({})acc; acc += x[at];", t);
+    c.body.line("y[at] = ({})acc; {}", t, combine);
   else
-    c.body.line("acc += x[at]; y[at] = ({})acc;", t);
+    c.body.line("{} y[at] = ({})acc;", combine, t);
   c.body.close();
   c.body.close();
   c.body.close();
@@ -1219,6 +1224,7 @@ const LoweringTable& table() {
         {OpKind::ArgMax, {requireF32OrF64Input, emitArgReduce, false}},
         {OpKind::ArgMin, {requireF32OrF64Input, emitArgReduce, false}},
         {OpKind::CumSum, {supportsCumSum, emitCumSum, false}},
+        {OpKind::CumProd, {supportsCumSum, emitCumSum, false}},
         {OpKind::ConvTranspose, {supportsConvTranspose, emitConvTranspose, false}},
         {OpKind::Resize, {requireF32Input0, emitResize, false}},
         {OpKind::Upsample, {requireF32Input0, emitResize, false}},

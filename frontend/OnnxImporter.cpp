@@ -174,6 +174,11 @@ public:
     if (!a) return std::nullopt;
     return std::vector<float>(a->floats().begin(), a->floats().end());
   }
+  std::optional<std::vector<std::string>> getStrings(std::string_view name) const override {
+    auto* a = get(name, onnx::AttributeProto::STRINGS, "a list of strings (STRINGS)");
+    if (!a) return std::nullopt;
+    return std::vector<std::string>(a->strings().begin(), a->strings().end());
+  }
   std::optional<Tensor> getTensor(std::string_view name) const override {
     auto* a = get(name, onnx::AttributeProto::TENSOR, "a tensor (TENSOR)");
     if (!a) return std::nullopt;

@@ -520,25 +520,30 @@ void emitCumSum(GpuLowerContext& c) {
   std::string T = clTypeName(t);
   size_t axis = size_t(a.axis);
   int64_t dim = x[axis], inner = numElements(x, axis + 1);
+  bool product = n.kind() == OpKind::CumProd;
   CodeWriter w = openPerElementKernel(
-      c, fmt::format("CumSum, {}", dtypeName(t)),
+      c, fmt::format("{}, {}", opKindName(n.kind()), dtypeName(t)),
       {fmt::format("X{} along axis {}{}{}; one work-item per line, accumulated in {}",
                    shapeToString(x), axis, a.exclusive ? ", exclusive" : "",
                    a.reverse ? ", reverse" : "", T)},
       {fmt::format("__global const {}* restrict X", T), fmt::format("__global {}* restrict Y", T)},
       numElements(x) / dim);
   w.line("const int base = (idx / {}) * {} + idx % {};", inner, dim * inner, inner);
-  w.line("{} acc = 0;", T);
+  // Integers wrap in the unsigned type of their width, as the interpreter.
+  // (the reference's CumSum/CumProd take 32- and 64-bit integers only).
+  std::string A = isInteger(t) ? clTypeName(dtypeSize(t) == 8 ? DType::U64 : DType::U32) : T;
+  w.line("{} acc = {};", A, product ? 1 : 0);
   w.open("for (int step = 0; step < {}; ++step)", dim);
   w.line("const int at = base + {} * {};", a.reverse ? fmt::format("({} - step)", dim - 1) : "step",
          inner);
   w.line("const {} v = X[at];", T);
+  std::string combine = fmt::format("acc = ({})(acc {} ({})v);", A, product ? "*" : "+", A);
   if (a.exclusive) {
-    w.line("Y[at] = acc;");
-    w.line("acc += v;");
+    w.line("Y[at] = ({})acc;", T);
+    w.line("{}", combine);
   } else {
-    w.line("acc += v;");
-    w.line("Y[at] = acc;");
+    w.line("{}", combine);
+    w.line("Y[at] = ({})acc;", T);
   }
   w.close();
   w.close();
@@ -832,6 +837,7 @@ void addIndexLowerings(std::unordered_map<OpKind, GpuLowering>& t) {
   t[OpKind::SpaceToDepth] = {supportsBlock, emitBlock, false};
   t[OpKind::OneHot] = {supportsOneHot, emitOneHot, false};
   t[OpKind::CumSum] = {supportsCumSum, emitCumSum, false};
+  t[OpKind::CumProd] = {supportsCumSum, emitCumSum, false};
   t[OpKind::ConvTranspose] = {supportsConvTranspose, emitConvTranspose, false};
   t[OpKind::Resize] = {supportsResize, emitResize, false};
   t[OpKind::Upsample] = {supportsResize, emitResize, false};

@@ -71,9 +71,12 @@ template <typename T> std::string printAttrValue(const T& v) {
     return std::string(toString(v));
   else if constexpr (std::is_same_v<T, std::vector<float>>) {
     std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i)
-      s += (i ? "," : "") + printFloat(v[i]);
-    return s + "]";
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) s += ',';
+      s.append(printFloat(v[i]));
+    }
+    s += ']';
+    return s;
   } else if constexpr (std::is_same_v<T, std::vector<int64_t>>)
     return fmt::format("[{}]", fmt::join(v, ","));
   else if constexpr (std::is_same_v<T, std::optional<float>>)

@@ -47,6 +47,7 @@ public:
   virtual std::optional<std::string> getString(std::string_view name) const = 0;
   virtual std::optional<std::vector<int64_t>> getInts(std::string_view name) const = 0;
   virtual std::optional<std::vector<float>> getFloats(std::string_view name) const = 0;
+  virtual std::optional<std::vector<std::string>> getStrings(std::string_view name) const = 0;
   virtual std::optional<Tensor> getTensor(std::string_view name) const = 0;
   virtual std::vector<std::string> names() const = 0;
 

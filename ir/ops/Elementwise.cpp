@@ -8,6 +8,8 @@
 #include "ir/ops/Elementwise.h"
 #include "ir/ops/ElementwiseKernels.h"
 
+#include <cstring>
+
 #include <bit>
 
 namespace triad::ir {
@@ -414,6 +416,26 @@ std::vector<TensorType> inferCast(const InferContext& ctx) {
   return {TensorType{ctx.as<CastAttrs>().to, ctx.in(0).shape, {}}};
 }
 
+// BitCast (opset 26): the same bytes (little endian, as Triad's tensors) read as another type
+// of the same width.
+std::vector<TensorType> inferBitCast(const InferContext& ctx) {
+  requireCastable(ctx.in(0), "input");
+  DType to = ctx.as<CastAttrs>().to, from = ctx.in(0).dtype;
+  if (to == DType::Fixed || dtypeSize(to) != dtypeSize(from))
+    invalid("attribute 'to' is {}, whose width differs from the input's {}", dtypeName(to),
+            dtypeName(from));
+  return {TensorType{to, ctx.in(0).shape, {}}};
+}
+
+void evalBitCast(const EvalContext& ctx) {
+  const Tensor& X = ctx.in(0);
+  Tensor& Y = ctx.out(0);
+  std::memcpy(Y.raw(), X.raw(), X.byteSize());
+  if (Y.dtype() == DType::Bool) // a nonzero byte is true, stored as 1
+    for (size_t i = 0; i < Y.byteSize(); ++i)
+      Y.raw()[i] = Y.raw()[i] != 0;
+}
+
 std::vector<TensorType> inferCastLike(const InferContext& ctx) {
   requireCastable(ctx.in(0), "input");
   requireCastable(ctx.in(1), "input 'target_type'");
@@ -536,6 +558,11 @@ void registerElementwiseOps(OpTable& table) {
              .parse = parseCast,
              .infer = inferCast,
              .eval = evalCast});
+  table.add({.kind = OpKind::BitCast,
+             .sinceOpset = 26,
+             .parse = parseCast,
+             .infer = inferBitCast,
+             .eval = evalBitCast});
   table.add({.kind = OpKind::CastLike,
              .minInputs = 2,
              .maxInputs = 2,

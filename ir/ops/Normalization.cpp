@@ -231,6 +231,50 @@ void evalRmsNorm(const EvalContext& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// LpNormalization: Y = X / ||X||_p along 'axis' (p 1 or 2); a zero norm gives zeros.
+
+std::shared_ptr<const Attrs> parseLpNorm(const ParseContext& ctx) {
+  const TensorType& X = parseInputType(ctx, 0, "input");
+  auto a = std::make_shared<LpNormAttrs>();
+  if (X.rank() < 1) invalid("input must have rank >= 1, has shape {}", shapeToString(X.shape));
+  a->axis = normalizeAxis(ctx.attrs.getInt("axis", -1), X.rank(), "attribute 'axis'");
+  a->p = ctx.attrs.getInt("p", 2);
+  if (a->p != 1 && a->p != 2) invalid("attribute 'p' is {}; it must be 1 or 2", a->p);
+  return a;
+}
+
+std::vector<TensorType> inferLpNorm(const InferContext& ctx) {
+  requireFloat(ctx.in(0), "input");
+  return {ctx.in(0)};
+}
+
+void evalLpNorm(const EvalContext& ctx) {
+  const auto& a = ctx.as<LpNormAttrs>();
+  const Tensor& X = ctx.in(0);
+  const Shape& s = X.shape();
+  int64_t outer = numElements(s, 0, size_t(a.axis)), dim = s[size_t(a.axis)];
+  int64_t inner = numElements(s, size_t(a.axis) + 1, s.size());
+  visitFloat(X.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = X.data<T>();
+    T* y = ctx.out(0).data<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        double norm = 0;
+        for (int64_t k = 0; k < dim; ++k) {
+          double v = double(x[(o * dim + k) * inner + i]);
+          norm += a.p == 1 ? std::abs(v) : v * v;
+        }
+        if (a.p == 2) norm = std::sqrt(norm);
+        for (int64_t k = 0; k < dim; ++k) {
+          int64_t at = (o * dim + k) * inner + i;
+          y[at] = norm == 0 ? T(0) : T(double(x[at]) / norm);
+        }
+      }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // LRN
 
 std::shared_ptr<const Attrs> parseLRN(const ParseContext& ctx) {
@@ -393,6 +437,10 @@ void registerNormalizationOps(OpTable& table) {
              .parse = parseRmsNorm,
              .infer = inferRmsNorm,
              .eval = evalRmsNorm});
+  table.add({.kind = OpKind::LpNormalization,
+             .parse = parseLpNorm,
+             .infer = inferLpNorm,
+             .eval = evalLpNorm});
   table.add({.kind = OpKind::LRN, .parse = parseLRN, .infer = inferLRN, .eval = evalLRN});
   for (auto [kind, sk] : {std::pair{OpKind::Softmax, SoftmaxKind::Softmax},
                           std::pair{OpKind::LogSoftmax, SoftmaxKind::LogSoftmax},

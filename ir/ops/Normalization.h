@@ -24,6 +24,16 @@ struct LayerNormAttrs : AttrsOf<LayerNormAttrs> {
   }
 };
 
+/// LpNormalization: X divided by its L1 or L2 norm along `axis` (zero where the norm is zero).
+struct LpNormAttrs : AttrsOf<LpNormAttrs> {
+  int64_t axis = 0; // normalized to [0, rank)
+  int64_t p = 2;
+  template <class F> void fields(F&& f) const {
+    f("axis", axis);
+    f("p", p);
+  }
+};
+
 /// LRN across channels of X [N, C, ...]:
 ///   Y = X / (bias + alpha / size * sum_{c' in [c - (size-1)/2, c + ceil((size-1)/2)]}
 ///   X[c']^2)^beta

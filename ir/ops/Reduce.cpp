@@ -280,7 +280,7 @@ void evalArgReduce(const EvalContext& ctx, bool isMax) {
   });
 }
 
-// ---- CumSum ------------------------------------------------------------------------------------
+// ---- CumSum, CumProd (opset 26) ----------------------------------------------------------------
 
 std::shared_ptr<const Attrs> parseCumSum(const ParseContext& ctx) {
   auto a = std::make_shared<CumSumAttrs>();
@@ -296,13 +296,18 @@ std::vector<TensorType> inferCumSum(const InferContext& ctx) {
   const auto& a = ctx.as<CumSumAttrs>();
   const TensorType& in = ctx.in(0);
   if (!isFloat(in.dtype) && !dtypeIn(in.dtype, {DType::I32, DType::I64, DType::U32, DType::U64}))
-    unsupported("CumSum on {} is not supported", dtypeName(in.dtype));
+    unsupported("element type {} is not supported", dtypeName(in.dtype));
   requireRankAtLeast(in, 1, "input");
   if (a.axis >= in.rank()) invalid("axis {} is out of range for rank {}", a.axis, in.rank());
   return {in};
 }
 
-void evalCumSum(const EvalContext& ctx) {
+template <typename T> struct CumulativeAcc { using type = double; };
+template <std::integral T> struct CumulativeAcc<T> { using type = std::make_unsigned_t<T>; };
+
+/// Running sums (CumSum) or products (CumProd): floats accumulate in double, integers in
+/// their own type, wrapping.
+void evalCumulative(const EvalContext& ctx, bool product) {
   const auto& a = ctx.as<CumSumAttrs>();
   const Tensor& X = ctx.in(0);
   const Shape& s = X.shape();
@@ -314,14 +319,15 @@ void evalCumSum(const EvalContext& ctx) {
   visitDType(X.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
-      TRIAD_ASSERT(false, "CumSum on bool");
+      TRIAD_ASSERT(false, "cumulative op on bool");
     } else {
-      using Acc = std::conditional_t<std::is_integral_v<T>, T, double>;
+      // Integers wrap in the unsigned type of their width (no signed overflow).
+      using Acc = typename CumulativeAcc<T>::type;
       const T* px = X.data<T>();
       T* py = ctx.out(0).data<T>();
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {
-          Acc acc = 0;
+          Acc acc = product ? Acc(1) : Acc(0);
           for (int64_t step = 0; step < dim; ++step) {
             int64_t k = a.reverse ? dim - 1 - step : step;
             int64_t at = (o * dim + k) * inner + i;
@@ -329,13 +335,14 @@ void evalCumSum(const EvalContext& ctx) {
             if constexpr (std::is_same_v<Acc, double>)
               v = toDouble(px[at]);
             else
-              v = px[at];
-            if (!a.exclusive) acc += v;
+              v = Acc(px[at]);
+            auto combine = [&] { acc = product ? Acc(acc * v) : Acc(acc + v); };
+            if (!a.exclusive) combine();
             if constexpr (std::is_same_v<Acc, double>)
               py[at] = fromDouble<T>(acc);
             else
-              py[at] = acc;
-            if (a.exclusive) acc += v;
+              py[at] = T(acc);
+            if (a.exclusive) combine();
           }
         }
     }
@@ -387,7 +394,15 @@ void registerReduceOps(OpTable& table) {
              .sinceOpset = 11,
              .parse = parseCumSum,
              .infer = inferCumSum,
-             .eval = evalCumSum});
+             .eval = [](const EvalContext& ctx) { evalCumulative(ctx, false); }});
+  table.add({.kind = OpKind::CumProd,
+             .minInputs = 2,
+             .maxInputs = 2,
+             .shapeOperands = {1},
+             .sinceOpset = 26,
+             .parse = parseCumSum,
+             .infer = inferCumSum,
+             .eval = [](const EvalContext& ctx) { evalCumulative(ctx, true); }});
 }
 
 } // namespace triad::ir

@@ -34,8 +34,8 @@ using Types = std::vector<std::optional<TensorType>>;
 
 /// One literal attribute value. A string literal becomes a std::string (so
 /// `{"mode", "cubic"}` works without spelling out `std::string("cubic")`).
-struct AttrValue
-    : std::variant<int64_t, float, std::string, std::vector<int64_t>, std::vector<float>, Tensor> {
+struct AttrValue : std::variant<int64_t, float, std::string, std::vector<int64_t>,
+                                std::vector<float>, Tensor, std::vector<std::string>> {
   using variant::variant;
   AttrValue(const char* s) : variant(std::string(s)) {}
 };
@@ -59,6 +59,9 @@ public:
   }
   std::optional<std::vector<float>> getFloats(std::string_view name) const override {
     return get<std::vector<float>>(name);
+  }
+  std::optional<std::vector<std::string>> getStrings(std::string_view name) const override {
+    return get<std::vector<std::string>>(name);
   }
   std::optional<Tensor> getTensor(std::string_view name) const override {
     return get<Tensor>(name);
