@@ -1,8 +1,9 @@
-// Reduce ops: Reduce*, ArgMax/ArgMin and CumSum (see ir/Ops.def for the list).
+// Reduce ops: Reduce*, ArgMax/ArgMin, CumSum and CumProd (see ir/Ops.def for the list).
 //
 // Reductions accumulate in double for floating types (rounded once at the end) and in 64-bit
 // integers for integer sums and products.
 #include "ir/ops/Reduce.h"
+
 #include "ir/ops/OpUtil.h"
 
 #include <cstring>
@@ -387,22 +388,22 @@ void registerReduceOps(OpTable& table) {
              .parse = parseArgReduce,
              .infer = inferArgReduce,
              .eval = [](const EvalContext& ctx) { evalArgReduce(ctx, false); }});
-  table.add({.kind = OpKind::CumSum,
-             .minInputs = 2,
-             .maxInputs = 2,
-             .shapeOperands = {1},
-             .sinceOpset = 11,
-             .parse = parseCumSum,
-             .infer = inferCumSum,
-             .eval = [](const EvalContext& ctx) { evalCumulative(ctx, false); }});
-  table.add({.kind = OpKind::CumProd,
-             .minInputs = 2,
-             .maxInputs = 2,
-             .shapeOperands = {1},
-             .sinceOpset = 26,
-             .parse = parseCumSum,
-             .infer = inferCumSum,
-             .eval = [](const EvalContext& ctx) { evalCumulative(ctx, true); }});
+  struct Cumulative {
+    OpKind kind;
+    int since;
+    bool product;
+  };
+  for (Cumulative c :
+       {Cumulative{OpKind::CumSum, 11, false}, Cumulative{OpKind::CumProd, 26, true}})
+    table.add(
+        {.kind = c.kind,
+         .minInputs = 2,
+         .maxInputs = 2,
+         .shapeOperands = {1},
+         .sinceOpset = c.since,
+         .parse = parseCumSum,
+         .infer = inferCumSum,
+         .eval = [product = c.product](const EvalContext& ctx) { evalCumulative(ctx, product); }});
 }
 
 } // namespace triad::ir
