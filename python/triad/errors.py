@@ -23,8 +23,10 @@ __all__ = [
 ]
 
 _NODE = re.compile(r"\b(?:node|layer) '([^']*)' \(([A-Za-z_][\w.]*)")
-# The importer's summary of unsupported ops: "  OpType: 2 nodes ('a', 'b')", one line per op.
-_UNSUPPORTED = re.compile(r"^  ([A-Za-z_][\w.]*): \d+ nodes? \('([^']*)'", re.M)
+# The importer's summary of unsupported ops, one line per op:
+# "  OpType (domain ai.onnx, version 22 at opset 23): 2 nodes ('a', 'b')" (the parenthesis is
+# optional and holds the op's domain and ONNX version).
+_UNSUPPORTED = re.compile(r"^  ([A-Za-z_][\w.]*)(?: \([^\n]*?\))?: \d+ nodes? \('([^']*)'", re.M)
 
 
 class Error(Exception):
