@@ -198,10 +198,6 @@ void evalLayerNorm(const EvalContext& ctx) {
 // RMSNormalization (opset 23): Y = X / sqrt(mean(X^2) + epsilon) * Scale, the mean over the
 // axes from 'axis' on; statistics in float or wider ('stash_type' 1).
 
-std::shared_ptr<const Attrs> parseRmsNorm(const ParseContext& ctx) {
-  return parseLayerNorm(ctx); // the same attributes: axis, epsilon, stash_type
-}
-
 std::vector<TensorType> inferRmsNorm(const InferContext& ctx) {
   return {inferLayerNorm(ctx).front()};
 }
@@ -434,7 +430,7 @@ void registerNormalizationOps(OpTable& table) {
              .minInputs = 2,
              .maxInputs = 2,
              .sinceOpset = 23,
-             .parse = parseRmsNorm,
+             .parse = parseLayerNorm, // the same attributes: axis, epsilon, stash_type
              .infer = inferRmsNorm,
              .eval = evalRmsNorm});
   table.add({.kind = OpKind::LpNormalization,

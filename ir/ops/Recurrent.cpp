@@ -277,7 +277,8 @@ EvalFn evalRecurrent(RecurrentKind kind) {
     std::vector<double> Yh(size_t(D * batch * H)), Yc(size_t(D * batch * H));
 
     const size_t HS = static_cast<size_t>(H);
-    std::vector<double> gates(HS * size_t(G)), h(HS), c(HS), rh(HS);
+    // Per-step scratch, allocated once: GRU's update/reset gates and reset state.
+    std::vector<double> gates(HS * size_t(G)), h(HS), c(HS), rh(HS), z(HS), r(HS), rhv(HS);
     for (int64_t d = 0; d < D; ++d) {
       bool reverse = a.direction == RnnDirection::Reverse || d == 1;
       const double* Wd = W.data() + d * G * H * input;
@@ -312,12 +313,10 @@ EvalFn evalRecurrent(RecurrentKind kind) {
               rh[size_t(j)] = f[0](clip(gates[size_t(j)] + recur(j, h.data())));
             h = rh;
           } else if (gru) { // gates z, r, h
-            std::vector<double> z(HS), r(HS);
             for (int64_t j = 0; j < H; ++j) {
               z[size_t(j)] = f[0](clip(gates[size_t(j)] + recur(j, h.data())));
               r[size_t(j)] = f[0](clip(gates[size_t(H + j)] + recur(H + j, h.data())));
             }
-            std::vector<double> rhv(HS);
             for (int64_t j = 0; j < H; ++j)
               rhv[size_t(j)] = r[size_t(j)] * h[size_t(j)];
             for (int64_t j = 0; j < H; ++j) {
