@@ -26,6 +26,7 @@ struct CompileOptions {
   std::string target = "fpga", config, input, outdir, until, defaultPrecision;
   std::vector<std::string> precision, fifoDepth;
   std::string reuse = "1";
+  std::string strategy = "dsp";
   double clockMhz = 200;
   int shiftAddDigits = 2;
 };
@@ -83,8 +84,15 @@ int runCompile(CompileOptions o) {
     }
   }
   vo.until = o.until;
-  if (!o.config.empty()) { // optional per-layer "reuse" in a separate top-level key
+  if (auto st = fpga::parseStrategy(o.strategy))
+    vo.strategy = *st;
+  else
+    fail(ErrorKind::Usage, "--strategy '{}': expected dsp, shift_add or auto", o.strategy);
+  if (!o.config.empty()) { // optional per-layer "reuse" and "strategy" in top-level keys
     nlohmann::json cj = nlohmann::json::parse(frontend::readFile(o.config), nullptr, false);
+    if (cj.is_object() && cj.contains("strategy") && cj["strategy"].is_object())
+      for (auto& [k, v] : cj["strategy"].items()) // checked by the config's parser
+        vo.layerStrategy[k] = *fpga::parseStrategy(v.get<std::string>());
     if (cj.is_object() && cj.contains("reuse")) {
       if (!cj["reuse"].is_object())
         fail(ErrorKind::Usage, "{}: 'reuse' must map layer names to integers", o.config);
@@ -170,6 +178,12 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
   cmd->add_option("--clock-mhz", o->clockMhz,
                   "Target clock: adder trees and the Softmax are registered where the delay model "
                   "(docs/fpga.md) says a stage would not fit it")
+      ->capture_default_str();
+  cmd->add_option("--strategy", o->strategy,
+                  "How Dense/Conv layers multiply by constant weights: dsp (multipliers), "
+                  "shift_add (reuse 1: an adder graph of shifts and adds with common "
+                  "subexpressions shared, no DSP), auto (shift_add wherever it applies); per "
+                  "layer in the config's \"strategy\": {layer: S}")
       ->capture_default_str();
   cmd->add_option("--shift-add-digits", o->shiftAddDigits,
                   "At reuse 1, products by constant weights of at most this many nonzero signed "

@@ -157,6 +157,16 @@ nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const Verilo
       for (int b = 0; b < 64; ++b)
         if (s.stageMask >> b & 1) regs.push_back(b);
       l["stage_registers"] = regs;
+      l["strategy"] = s.adderGraph ? "shift_add" : "dsp";
+      if (const auto& ag = s.adderGraph)
+        l["adder_graph"] = {{"adders", ag->adders},
+                            {"shared", ag->shared},
+                            {"digits", ag->digits},
+                            {"carry_bits", ag->carryBits},
+                            {"bias_add_bits", ag->finalBits},
+                            {"register_bits", ag->regBits},
+                            {"depth", ag->depth},
+                            {"stages", ag->stages}};
     }
     l["estimate"] = resourcesJson(s.resources);
     mults += s.multipliers;
@@ -167,6 +177,7 @@ nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const Verilo
   j["estimate"] = resourcesJson(d.resources());
   j["clock_mhz"] = vo.clockMhz;
   j["shift_add_digits"] = vo.shiftAddDigits;
+  j["strategy"] = toString(vo.strategy);
   // What triad sim needs to recompute expected outputs for other inputs.
   j["compile"] = {{"model", src.model},         {"dims", src.dims},
                   {"config", src.config},       {"default_precision", src.defaultPrecision},

@@ -90,6 +90,10 @@ void Module::add(Assign a) {
   items_.push_back({Item::Kind::Assign, assigns_.size()});
   assigns_.push_back(std::move(a));
 }
+void Module::add(Register r) {
+  items_.push_back({Item::Kind::Register, registers_.size()});
+  registers_.push_back(std::move(r));
+}
 void Module::addComment(std::string text) {
   items_.push_back({Item::Kind::Comment, texts_.size()});
   texts_.push_back(std::move(text));
@@ -153,6 +157,13 @@ std::string Module::print() const {
     case Item::Kind::Assign:
       s += fmt::format("  assign {} = {};\n", assigns_[it.index].lhs, assigns_[it.index].rhs);
       break;
+    case Item::Kind::Register: {
+      const Register& r = registers_[it.index];
+      s += commentLines(r.comment, "  ");
+      s += fmt::format("  reg {}{};\n  always @(posedge clk) if ({}) {} <= {};\n", range(r.width),
+                       ident(r.name, "reg"), r.enable, r.name, r.next);
+      break;
+    }
     case Item::Kind::Comment:
       s += commentLines(texts_[it.index], "  ");
       break;

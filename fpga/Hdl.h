@@ -56,9 +56,19 @@ struct Assign {
   std::string lhs, rhs;
 };
 
+/// A register loaded on the rising edge of clk while `enable` is 1:
+///   reg [W-1:0] name;  always @(posedge clk) if (enable) name <= next;
+struct Register {
+  std::string name;
+  int64_t width = 1;
+  std::string next;   // a Verilog expression
+  std::string enable; // a 1-bit signal
+  std::string comment;
+};
+
 /// One item of a module body, printed in the order added.
 struct Item {
-  enum class Kind { LocalParam, Wire, Instance, Assign, Comment, Raw } kind;
+  enum class Kind { LocalParam, Wire, Instance, Assign, Register, Comment, Raw } kind;
   size_t index = 0;
 };
 
@@ -78,6 +88,7 @@ public:
   void add(Wire w);
   void add(Instance i);
   void add(Assign a);
+  void add(Register r);
   void addComment(std::string text);
   /// Text printed verbatim (lint pragmas).
   void addRaw(std::string text);
@@ -93,6 +104,7 @@ private:
   std::vector<Wire> wires_;
   std::vector<Instance> instances_;
   std::vector<Assign> assigns_;
+  std::vector<Register> registers_;
   std::vector<std::string> texts_;
 };
 

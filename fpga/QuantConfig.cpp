@@ -1,5 +1,6 @@
 #include "fpga/QuantConfig.h"
 
+#include "fpga/layers/Layer.h"
 #include "frontend/TensorIO.h"
 #include "ir/Diagnostics.h"
 
@@ -194,8 +195,15 @@ QuantConfig QuantConfig::fromJson(const std::string& text, const std::string& la
         if (!r.is_number_integer() || r.get<int64_t>() < 1)
           c.error(fmt::format("reuse['{}']", name),
                   fmt::format("expected a positive integer, got {}", show(r)));
+    } else if (k == "strategy") {
+      // Dense/Conv strategies per layer ("dsp", "shift_add", "auto"): read like "reuse".
+      if (!v.is_object()) c.error(k, "expected an object mapping layer names to strategies");
+      for (auto& [name, st] : v.items())
+        if (!st.is_string() || !parseStrategy(st.get<std::string>()))
+          c.error(fmt::format("strategy['{}']", name),
+                  fmt::format("expected \"dsp\", \"shift_add\" or \"auto\", got {}", show(st)));
     } else {
-      c.error(k, "unknown key (expected default, input, layers, auto_margin, reuse)");
+      c.error(k, "unknown key (expected default, input, layers, auto_margin, reuse, strategy)");
     }
   }
   return q;

@@ -238,6 +238,13 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
                      [&n = name](const LayerInfo& l) { return l.name == n; }))
       fail(ErrorKind::Usage, "a reuse factor is given for '{}', which is not a layer", name);
   }
+  for (const auto& [name, st] : o.layerStrategy) {
+    (void)st;
+    if (std::none_of(layers.begin(), layers.end(),
+                     [&n = name](const LayerInfo& l) { return l.name == n; }))
+      fail(ErrorKind::Usage, "a strategy is given for '{}', which is not a layer (layers: {})",
+           name, layerNames());
+  }
   VerilogDesign d;
   d.stageLevels = o.stageLevels;
   d.clockMhz = o.clockMhz;
@@ -292,6 +299,8 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     rs.stageLevels = o.stageLevels;
     rs.clockMhz = o.clockMhz;
     rs.shiftAddDigits = o.shiftAddDigits;
+    auto st = o.layerStrategy.find(L.name);
+    rs.strategy = st != o.layerStrategy.end() ? st->second : o.strategy;
     rs.module = fmt::format("{}_{}", d.top, verilogName(L.name));
     RtlLayer r;
     try {
@@ -324,6 +333,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     s.stageLevels = r.stageLevels;
     s.stageMask = r.stageMask;
     s.multipliers = r.multipliers;
+    s.adderGraph = r.adderGraph;
     s.latency = r.latency;
     s.lookahead = r.lookahead;
     s.memoryBits = r.memoryBits;

@@ -28,6 +28,10 @@ struct VerilogOptions {
   int stageLevels = 0;                       // adder-tree levels per pipeline stage (0: none)
   double clockMhz = 0;    // > 0: the stages from the delay model at this clock (stageMaskFor)
   int shiftAddDigits = 2; // reuse 1: constant products of <= this many signed digits in logic
+  /// How Dense/Conv layers multiply by their constant weights (Strategy), for every layer not
+  /// named in layerStrategy.
+  Strategy strategy = Strategy::Dsp;
+  std::map<std::string, Strategy> layerStrategy; // per layer (ONNX name)
   /// FIFO depths by hand, by the joining layer's name (a power of two >= 2), instead of the
   /// static analysis: to tighten them after a simulation, or to provoke a deadlock in a test.
   std::map<std::string, int64_t> fifoDepth;
@@ -43,9 +47,10 @@ struct RtlStage {
   FixedFormat in, out;
   FixedFormat in2; // a second operand's format (Add, Concat)
   int64_t multipliers = 0;
-  int64_t latency = 0;        // cycles through the block (no stalls)
-  int64_t lookahead = 0;      // input transfers taken before the first output
-  int64_t memoryBits = 0;     // line buffers and tables
+  std::optional<AdderGraphStats> adderGraph; // Dense/Conv built without multipliers
+  int64_t latency = 0;                       // cycles through the block (no stalls)
+  int64_t lookahead = 0;                     // input transfers taken before the first output
+  int64_t memoryBits = 0;                    // line buffers and tables
   int64_t cyclesPerFrame = 0; // cycles one sample takes at full speed (0: one per transfer)
   size_t layerIndex = 0;      // index in Emulator::layers()
   /// The layer's share of the design latency: cycles from the last transfer of sample 0 on its

@@ -144,29 +144,22 @@ public:
         "  kernel {}x{}, stride {}x{}, dilation {}x{}, pads t{} l{} b{} r{}: a window of {} "
         "elements per output pixel\n"
         "  weights {}, bias {}, accumulator {} ({}, {}), result {} ({}, {}),\n"
-        "  reuse {}: {} multipliers, a new window every {} cycle(s)",
+        "  reuse {}: {}, a new window every {} cycle(s)",
         escape::comment(info.name), win.H, win.W, win.C, formatToString(a.format), win.OH, win.OW,
         core.N, formatToString(outF), win.KH, win.KW, win.SH, win.SW, win.DH, win.DW, win.padT,
         win.padL, win.padB, win.padR, win.size(), formatToString(q.weight().format),
         formatToString(q.bias().format), formatToString(q.acc().format), toString(q.acc().rounding),
         toString(q.acc().overflow), formatToString(outF), toString(q.result().rounding),
-        toString(q.result().overflow), s.reuse, core.N * core.K / std::max<int64_t>(s.reuse, 1),
-        s.reuse);
+        toString(q.result().overflow), s.reuse, productsText(core, s), s.reuse);
     r.module.addStreamWires("win", win.size() * a.format.width,
                             fmt::format("windows: {} x {}", win.size(), formatToString(a.format)));
     addWindowInstance(r.module, win, a.format.width, 0, "win");
-    r.stageLevels = s.stageLevels;
-    r.stageMask = stageMaskFor(core, s.reuse, s);
-    r.shiftAddDigits = s.reuse == 1 ? s.shiftAddDigits : 0;
-    r.multipliers = addDenseInstance(r.module, core, info.name, {}, s.reuse, r.stageMask,
-                                     s.shiftAddDigits, "win", "out");
-    r.blocks = {"triad_window", "triad_dense"};
-    r.reuse = s.reuse;
-    r.latency = 1 + denseLatency(s.reuse, core.K / s.reuse, r.stageMask);
+    r.blocks = {"triad_window"};
+    r.latency = 1;
+    addDenseCore(r, core, info.name, {}, s, "win", "out");
     win.addCosts(r, a.format.width);
     r.out = {win.OH, win.OW, core.N, false};
     r.outFormat = outF;
-    r.summary = fmt::format("reuse {}", s.reuse);
     return r;
   }
 };

@@ -406,6 +406,43 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
   return c.N * nIn / reuse;
 }
 
+bool usesAdderGraph(const DenseCore& c, const RtlSettings& s) {
+  return s.strategy == Strategy::ShiftAdd ||
+         (s.strategy == Strategy::Auto && s.reuse == 1 && cmvmApplies(c));
+}
+
+std::string productsText(const DenseCore& c, const RtlSettings& s) {
+  if (usesAdderGraph(c, s)) return "no multiplier (strategy shift_add: an adder graph)";
+  return fmt::format("{} multipliers", c.N * c.K / std::max<int64_t>(s.reuse, 1));
+}
+
+void addDenseCore(RtlLayer& r, const DenseCore& c, const std::string& layer,
+                  const std::vector<int64_t>& perm, const RtlSettings& s,
+                  const std::string& inPrefix, const std::string& outPrefix) {
+  r.stageLevels = s.stageLevels;
+  r.reuse = s.reuse;
+  if (s.strategy == Strategy::ShiftAdd && s.reuse != 1)
+    fail(ErrorKind::Usage,
+         "layer '{}': strategy shift_add builds the products from constant weights, which needs "
+         "reuse 1 (it has reuse {})",
+         layer, s.reuse);
+  if (usesAdderGraph(c, s)) {
+    r.adderGraph = addAdderGraph(r.module, c, layer, perm, s, inPrefix, outPrefix);
+    r.multipliers = 0;
+    r.latency += r.adderGraph->stages + 2;
+    r.blocks.insert({"triad_pipe", "triad_cast"});
+    r.summary = fmt::format("reuse 1, shift_add ({} adders)", r.adderGraph->adders);
+    return;
+  }
+  r.stageMask = stageMaskFor(c, s.reuse, s);
+  r.shiftAddDigits = s.reuse == 1 ? s.shiftAddDigits : 0;
+  r.multipliers = addDenseInstance(r.module, c, layer, perm, s.reuse, r.stageMask, s.shiftAddDigits,
+                                   inPrefix, outPrefix);
+  r.blocks.insert("triad_dense");
+  r.latency += denseLatency(s.reuse, c.K / s.reuse, r.stageMask);
+  r.summary = fmt::format("reuse {}", s.reuse);
+}
+
 namespace {
 
 ir::Support supportsDense(const ir::Node& n) {
@@ -462,12 +499,12 @@ public:
     r.module.comment = fmt::format(
         "Layer '{}' ({}): {} x {} -> {} x {}\n"
         "  weights {}, bias {}, accumulator {} ({}, {}), result {} ({}, {}),\n"
-        "  reuse {}: {} multipliers, a new input every {} cycle(s){}",
+        "  reuse {}: {}, a new input every {} cycle(s){}",
         escape::comment(info.name), info.op, core.K, formatToString(core.in), core.N,
         formatToString(outF), formatToString(q.weight().format), formatToString(q.bias().format),
         formatToString(q.acc().format), toString(q.acc().rounding), toString(q.acc().overflow),
         formatToString(outF), toString(q.result().rounding), toString(q.result().overflow), s.reuse,
-        core.N * core.K / std::max<int64_t>(s.reuse, 1), s.reuse,
+        productsText(core, s), s.reuse,
         collect ? fmt::format("\n  input: {} transfers of {} collected into one vector",
                               a.geom.transfers(), a.geom.c)
                 : "");
@@ -485,18 +522,10 @@ public:
       src = "col";
       r.latency += 1;
     }
-    r.stageLevels = s.stageLevels;
-    r.stageMask = stageMaskFor(core, s.reuse, s);
-    r.shiftAddDigits = s.reuse == 1 ? s.shiftAddDigits : 0;
-    r.multipliers = addDenseInstance(r.module, core, info.name, perm, s.reuse, r.stageMask,
-                                     s.shiftAddDigits, src, "out");
-    r.blocks.insert("triad_dense");
-    r.reuse = s.reuse;
-    r.latency += denseLatency(s.reuse, core.K / s.reuse, r.stageMask);
+    addDenseCore(r, core, info.name, perm, s, src, "out");
     r.out = {1, 1, core.N, false};
     if (!collect) r.out = {a.geom.h, a.geom.w, core.N, false};
     r.outFormat = outF;
-    r.summary = fmt::format("reuse {}", s.reuse);
     return r;
   }
 };

@@ -45,6 +45,30 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
                          int shiftAddDigits, const std::string& inPrefix,
                          const std::string& outPrefix);
 
+/// Whether every product x * w casts to the accumulator exactly (no rounding, no overflow): then
+/// the sum may be computed in any grouping, as an adder graph does.
+bool cmvmApplies(const DenseCore& c);
+
+/// A multiplier-free core (reuse 1): the layer's y = W x as an adder graph (fpga/Cmvm.h) of
+/// wires and registers added to `m`, pipelined for the settings' clock (or stage levels), with a
+/// triad_pipe for its control; latency stats.stages + 2. Unsupported naming the layer when the
+/// products do not cast exactly (cmvmApplies).
+AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::string& layer,
+                              const std::vector<int64_t>& perm, const RtlSettings& s,
+                              const std::string& inPrefix, const std::string& outPrefix);
+
+/// Whether the settings build this core as an adder graph; its products in words for a comment.
+bool usesAdderGraph(const DenseCore& c, const RtlSettings& s);
+std::string productsText(const DenseCore& c, const RtlSettings& s);
+
+/// What addDenseCore built into a layer's RtlLayer: multipliers, stage mask, blocks, latency.
+/// The strategy decides: triad_dense (DSPs, addDenseInstance) or an adder graph
+/// (addAdderGraph); `Auto` takes the adder graph at reuse 1 when cmvmApplies. Usage error naming
+/// the layer for shift_add at a reuse above 1.
+void addDenseCore(RtlLayer& r, const DenseCore& c, const std::string& layer,
+                  const std::vector<int64_t>& perm, const RtlSettings& s,
+                  const std::string& inPrefix, const std::string& outPrefix);
+
 /// triad_dense's W_TERMS code of a constant weight (its header): how to build x * w from at
 /// most `maxTerms` (<= 2) shifted copies of x, or 0 (a multiplier).
 uint16_t constTerms(int64_t w, int maxTerms);

@@ -17,6 +17,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -152,6 +153,14 @@ struct RtlOperand {
   FixedFormat format;
 };
 
+/// How a Dense/Conv layer multiplies by its constant weights: DSP multipliers (triad_dense), or
+/// at reuse 1 an adder graph of shifts and adds and no multiplier (fpga/Cmvm.h), or `Auto`: the
+/// adder graph wherever it applies (reuse 1, products exact in the accumulator), else DSPs.
+enum class Strategy { Dsp, ShiftAdd, Auto };
+std::string_view toString(Strategy s);
+/// "dsp", "shift_add", "auto"; nullopt otherwise.
+std::optional<Strategy> parseStrategy(std::string_view s);
+
 /// Per-design settings a layer's RTL reads.
 struct RtlSettings {
   int64_t reuse = 1;      // this layer's reuse factor (Dense-like layers)
@@ -159,6 +168,18 @@ struct RtlSettings {
   int stageLevels = 0;    // adder-tree levels per pipeline stage (0: from clockMhz, or none)
   double clockMhz = 0;    // > 0: each Dense/Conv core picks its levels per stage for this clock
   int shiftAddDigits = 2; // reuse 1: products by constants of <= this many digits in logic
+  Strategy strategy = Strategy::Dsp;
+};
+
+/// A multiplier-free layer's adder graph (fpga/Cmvm.h) as built.
+struct AdderGraphStats {
+  int64_t adders = 0, shared = 0; // adders, of which common subexpressions
+  int64_t digits = 0;             // nonzero signed digits of the weights
+  int64_t carryBits = 0;          // the adders' carry-chain bits (LUTs)
+  int64_t finalBits = 0;          // the bias adds' bits (LUTs)
+  int64_t regBits = 0;            // pipeline register bits (FFs)
+  int depth = 0;                  // adder levels
+  int stages = 0;                 // pipeline registers between input and output register
 };
 
 /// A layer's RTL: its module (clk, rst_n, in_* or a_*/b_* input streams, out_* stream), the
@@ -175,14 +196,15 @@ struct RtlLayer {
   int64_t trailing = 0;       // steps after the last input transfer before the last output
                               // (a window's bottom and right padding)
   int64_t multipliers = 0;
-  int64_t reuse = 0;            // Dense-like layers: the reuse factor used
-  int stageLevels = 0;          // Dense-like layers: the settings' adder-tree levels per stage
-  uint64_t stageMask = 0;       // Dense-like layers: the registered tree levels (bit l: level l)
-  int shiftAddDigits = 0;       // Dense-like layers at reuse 1: constant products in logic
-  int64_t memoryBits = 0;       // line buffers and tables
-  std::set<std::string> blocks; // fpga/rtl/ modules instantiated
-  std::string summary;          // one line for the design header
-  DelayLine delay;              // a window's line buffer (none: lanes = 0)
+  int64_t reuse = 0;      // Dense-like layers: the reuse factor used
+  int stageLevels = 0;    // Dense-like layers: the settings' adder-tree levels per stage
+  uint64_t stageMask = 0; // Dense-like layers: the registered tree levels (bit l: level l)
+  int shiftAddDigits = 0; // Dense-like layers at reuse 1: constant products in logic
+  std::optional<AdderGraphStats> adderGraph; // Dense-like layers built as an adder graph
+  int64_t memoryBits = 0;                    // line buffers and tables
+  std::set<std::string> blocks;              // fpga/rtl/ modules instantiated
+  std::string summary;                       // one line for the design header
+  DelayLine delay;                           // a window's line buffer (none: lanes = 0)
 };
 
 /// One planned layer.

@@ -220,6 +220,17 @@ ir::Resources estimateResources(const Layer& layer, std::span<const RtlOperand> 
         res.ff += lanes * double(run);
   }
 
+  if (mac && r.adderGraph) {
+    // An adder graph: its carry chains and bias adds (a LUT per bit), the result casts, the
+    // input, pipeline and output registers; no DSP.
+    const AdderGraphStats& g = *r.adderGraph;
+    const FixedFormat &af = info.quant.acc().format, &of = r.outFormat;
+    double castLuts = of.width + std::max(0, af.width - of.width) / 3.0;
+    res.lut += kLutPerAdderBit * double(g.carryBits + g.finalBits) +
+               kLutPerCastBit * castLuts * double(r.out.c);
+    res.ff += double(g.regBits + info.fanIn * a.format.width + r.out.c * of.width);
+    return res;
+  }
   if (mac) {
     res += macArray(info, a.format, r);
     return res;
