@@ -19,7 +19,7 @@ int signedWidth(const Range& r) {
 
 int Node::carryBits() const {
   if (a < 0) return 0;
-  return negA ? width() : std::max(1, width() - shift);
+  return std::max(1, width() - shift);
 }
 
 int64_t Graph::sharedAdders() const {
@@ -40,16 +40,7 @@ int64_t Graph::carryBits() const {
   return bits;
 }
 
-namespace {
-
-Range scaled(const Range& r, bool neg, int shift) {
-  Range s{r.lo * (i128(1) << shift), r.hi * (i128(1) << shift)};
-  return neg ? Range{-s.hi, -s.lo} : s;
-}
-
-/// The canonical signed digits of v (non-adjacent form): (shift, negative), least significant
-/// first.
-std::vector<std::pair<int, bool>> csd(int64_t v) {
+std::vector<std::pair<int, bool>> signedDigits(int64_t v) {
   std::vector<std::pair<int, bool>> digits;
   for (int k = 0; v != 0; ++k, v /= 2) {
     if (v % 2 == 0) continue;
@@ -58,6 +49,13 @@ std::vector<std::pair<int, bool>> csd(int64_t v) {
     v -= d;
   }
   return digits;
+}
+
+namespace {
+
+Range scaled(const Range& r, bool neg, int shift) {
+  Range s{r.lo * (i128(1) << shift), r.hi * (i128(1) << shift)};
+  return neg ? Range{-s.hi, -s.lo} : s;
 }
 
 // A two-term pattern a +- b * 2^d, packed: a and b (24 bits each), d (8 bits), same sign (1 bit).
@@ -95,16 +93,15 @@ class Builder {
 public:
   Builder(Graph& g) : g_(g) {}
 
-  int add(int a, int b, int shift, bool negA, bool negB, bool shared) {
+  int add(int a, int b, int shift, bool negB, bool shared) {
     Node n;
     n.a = a;
     n.b = b;
     n.shift = shift;
-    n.negA = negA;
     n.negB = negB;
     n.shared = shared;
     const Node &na = g_.nodes[size_t(a)], &nb = g_.nodes[size_t(b)];
-    Range ra = scaled(na.range, negA, 0), rb = scaled(nb.range, negB, shift);
+    Range ra = na.range, rb = scaled(nb.range, negB, shift);
     n.range = {ra.lo + rb.lo, ra.hi + rb.hi};
     n.bits = signedWidth(n.range);
     n.depth = std::max(na.depth, nb.depth) + 1;
@@ -112,13 +109,11 @@ public:
     return int(g_.nodes.size()) - 1;
   }
 
-  /// x + y as one adder: the term of its node.
+  /// x + y as one adder: the term of its node (the lower-shifted term's sign goes on the term,
+  /// so the adder is always a +- b * 2^d).
   Term combine(Term x, Term y) {
     if (y.shift < x.shift) std::swap(x, y);
-    int d = y.shift - x.shift;
-    if (!x.neg) return {add(x.node, y.node, d, false, y.neg, false), x.shift, false};
-    if (y.neg) return {add(x.node, y.node, d, false, false, false), x.shift, true};
-    return {add(x.node, y.node, d, true, false, false), x.shift, false};
+    return {add(x.node, y.node, y.shift - x.shift, x.neg != y.neg, false), x.shift, x.neg};
   }
 
 private:
@@ -206,7 +201,7 @@ private:
       banned_.insert(k);
       return;
     }
-    int n = b_.add(a, b, d, false, !same, true);
+    int n = b_.add(a, b, d, !same, true);
     group_.push_back(group_[size_t(a)]);
     for (size_t r = 0; r < rows_.size(); ++r) {
       if (found[r].empty()) continue;
@@ -267,7 +262,7 @@ Graph solve(const std::vector<int64_t>& w, int64_t N, int64_t K, const std::vect
   for (int64_t r = 0; r < N; ++r) {
     for (int64_t k = 0; k < K; ++k) {
       if (in[size_t(k)].lo == 0 && in[size_t(k)].hi == 0) continue;
-      for (auto [s, neg] : csd(w[size_t(r * K + k)]))
+      for (auto [s, neg] : signedDigits(w[size_t(r * K + k)]))
         rows[size_t(r)].push_back({int(k), s, neg});
     }
     g.digits += int64_t(rows[size_t(r)].size());
@@ -312,7 +307,7 @@ std::vector<i128> evaluate(const Graph& g, const std::vector<int64_t>& x,
       continue;
     }
     i128 a = v[size_t(n.a)], b = v[size_t(n.b)] * (i128(1) << n.shift);
-    v[i] = (n.negA ? -a : a) + (n.negB ? -b : b);
+    v[i] = a + (n.negB ? -b : b);
   }
   std::vector<i128> y;
   for (const Term& t : g.outputs) {

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace triad::fpga::cmvm {
@@ -34,6 +35,10 @@ struct Range {
 /// Bits of the two's complement integers holding [lo, hi] (at least 1).
 int signedWidth(const Range& r);
 
+/// The canonical signed digits of v (non-adjacent form): (shift, negative), least significant
+/// first; the fewest nonzero digits of any signed-digit form.
+std::vector<std::pair<int, bool>> signedDigits(int64_t v);
+
 /// A signed, shifted reference to a node: (neg ? -1 : 1) * value(node) * 2^shift. node < 0: 0.
 struct Term {
   int node = -1;
@@ -42,18 +47,20 @@ struct Term {
 };
 
 /// Nodes [0, inputs) are the inputs x_k; every later node is an adder
-///   value = (negA ? -a : a) + (negB ? -b : b) * 2^shift   (not both negated; shift >= 0)
-/// over earlier nodes a and b.
+///   value = a + (negB ? -b : b) * 2^shift   (shift >= 0)
+/// over earlier nodes a and b: its low `shift` bits are a's, so its carry chain spans only the
+/// bits above them. A difference the other way round (b * 2^shift - a) is never built: the term
+/// that reads the node carries the sign instead.
 struct Node {
   int a = -1, b = -1;
   int shift = 0;
-  bool negA = false, negB = false;
+  bool negB = false;
   bool shared = false; // made by step 2 (a common subexpression), not by an output's tree
   Range range;
   int bits = 1;  // signedWidth(range)
   int depth = 0; // adder levels from the inputs
   int width() const { return bits; }
-  /// Bits of its carry chain (the low `shift` bits of a + b << shift are a's own).
+  /// Bits of its carry chain: width - shift (at least 1); 0 for an input.
   int carryBits() const;
 };
 

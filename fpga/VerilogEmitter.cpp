@@ -27,6 +27,7 @@ struct Stream {
   // The latency model: when sample 0's first and last transfers pass (cycle 0: the design
   // input's first transfer; inputs offered every cycle, outputs always taken).
   int64_t first = 0, last = 0;
+  std::optional<int64_t> rawMin; // RtlOperand::rawMin
   int64_t bits() const { return geom.c * format.width; }
 };
 
@@ -272,7 +273,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     auto it = viewGeom.find(v);
     return it == viewGeom.end() ? streams.at(streamOf(v)).geom : it->second;
   };
-  streams[in->id()] = {d.inGeom, d.inFormat, 0, 0, 0, d.inGeom.transfers() - 1};
+  streams[in->id()] = {d.inGeom, d.inFormat, 0, 0, 0, d.inGeom.transfers() - 1, std::nullopt};
   std::vector<std::vector<int>> stageIns; // stream ids of each stage's operands
   std::vector<int> stageOut;              // stream id of each stage's result
   std::vector<RtlLayer> rtls;
@@ -291,7 +292,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
              "layer '{}' ({}) takes '{}', which the design does not compute", L.name, L.op,
              g.values()[size_t(v)]->name());
       ins.push_back(sv);
-      ops.push_back({geomOf(v), streams.at(sv).format});
+      ops.push_back({geomOf(v), streams.at(sv).format, streams.at(sv).rawMin});
     }
     RtlSettings rs;
     auto it = o.layerReuse.find(L.name);
@@ -366,8 +367,8 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
       if (sv != in->id()) operandsDone = std::max(operandsDone, streams.at(sv).last);
     s.fillCycles = lastOut - operandsDone;
     s.resources = estimateResources(*planned[li], ops, r);
-    streams[L.output] = {r.out,       r.outFormat, arrival + look + r.latency,
-                         lead + look, firstOut,    lastOut};
+    streams[L.output] = {r.out,   r.outFormat, arrival + look + r.latency, lead + look, firstOut,
+                         lastOut, r.outMin};
     stageIns.push_back(ins);
     stageOut.push_back(L.output);
     rtls.push_back(std::move(r));

@@ -99,6 +99,11 @@ public:
     r.out = a.geom;
     r.outFormat = outF;
     r.summary = info.op;
+    // Relu, and Clip from a bound >= 0, never give a negative result (their cast saturates or
+    // keeps every integer bit).
+    bool keeps = res.overflow == Overflow::Saturate ||
+                 outF.width - outF.fracBits() >= a.format.width - a.format.fracBits();
+    if (keeps && (kind == ir::OpKind::Relu || (kind == ir::OpKind::Clip && lo >= 0))) r.outMin = 0;
     return r;
   }
 };

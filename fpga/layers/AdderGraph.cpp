@@ -128,19 +128,10 @@ public:
       if (!used[i]) continue;
       std::string a = ref(n.a, stage_[i]), b = ref(n.b, stage_[i]);
       int w = width(int(i)), wa = width(n.a), wb = width(n.b), d = n.shift;
-      std::string expr;
-      std::string bs = d > 0 ? fmt::format("{{{}, {}'b0}}", ext(b, wb, w - d), d) : ext(b, wb, w);
-      if (n.negA) {
-        // b * 2^d - a: the low bits need a's borrow, so the whole width adds.
-        expr = fmt::format("{} - {}", bs, ext(a, wa, w));
-      } else if (d == 0 || w - d < 1) {
-        expr = fmt::format("{} {} {}", ext(a, wa, w), n.negB ? "-" : "+", bs);
-      } else {
-        // a +- b * 2^d: the low d bits are a's own; the chain adds the w - d bits above them.
-        std::string hi = fmt::format("{} {} {}", extHigh(a, wa, d, w - d), n.negB ? "-" : "+",
-                                     ext(b, wb, w - d));
-        expr = fmt::format("{{{}, {}}}", hi, extLow(a, wa, d));
-      }
+      // a +- b * 2^d: the low d bits are a's own; the chain adds the w - d bits above them.
+      std::string hi =
+          fmt::format("{} {} {}", extHigh(a, wa, d, w - d), n.negB ? "-" : "+", ext(b, wb, w - d));
+      std::string expr = d > 0 ? fmt::format("{{{}, {}}}", hi, extLow(a, wa, d)) : hi;
       m_.add(hdl::Wire{names_[i], w, {}});
       m_.add(hdl::Assign{names_[i], expr});
     }
@@ -183,8 +174,9 @@ private:
 } // namespace
 
 AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::string& layer,
-                              const std::vector<int64_t>& perm, const RtlSettings& s,
-                              const std::string& inPrefix, const std::string& outPrefix) {
+                              const std::vector<int64_t>& perm, std::optional<int64_t> rawMin,
+                              const RtlSettings& s, const std::string& inPrefix,
+                              const std::string& outPrefix) {
   if (!cmvmApplies(c))
     fail(ErrorKind::Unsupported,
          "layer '{}': strategy shift_add needs products that cast to the accumulator {} without "
@@ -205,7 +197,9 @@ AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::str
       int64_t src = perm.empty() ? i : perm[size_t(i)];
       if (src >= 0) w[size_t(o * nIn + i)] = c.w[size_t(o * c.K + src)];
     }
-  std::vector<cmvm::Range> in(size_t(nIn), cmvm::Range{minRaw(c.in), maxRaw(c.in)});
+  // Input ranges: the format's, or from the stream's lower bound (after a Relu: 0).
+  int64_t lo = std::max(minRaw(c.in), rawMin.value_or(minRaw(c.in)));
+  std::vector<cmvm::Range> in(size_t(nIn), cmvm::Range{lo, maxRaw(c.in)});
   for (int64_t i = 0; i < nIn; ++i)
     if (!perm.empty() && perm[size_t(i)] < 0) in[size_t(i)] = {0, 0};
   cmvm::Graph g = cmvm::solve(w, c.N, nIn, in);
@@ -238,6 +232,9 @@ AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::str
       "shared across the {} outputs): {} adders for {} nonzero digits, {} of them shared; depth "
       "{} adder levels, {} pipeline stage(s)",
       c.N, st.adders, st.digits, st.shared, st.depth, P));
+  // Range-sized nodes are cut where a sum needs fewer bits (their top bits unread), an input
+  // without a nonzero weight is not read at all, and without pipeline stages en is not either.
+  m.addRaw("  /* verilator lint_off UNUSEDSIGNAL */\n");
   m.add(hdl::Wire{"en", 1, {}});
   m.add(hdl::Wire{"load_in", 1, {}});
   m.add(hdl::Wire{"load_out", 1, {}});
@@ -257,9 +254,6 @@ AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::str
   m.add(hdl::Register{
       "x_reg", nIn * inW, inPrefix + "_tdata", "load_in",
       fmt::format("the input vector: x{} .. x0, {} each", nIn - 1, formatToString(c.in))});
-  // Range-sized nodes are cut where a sum needs fewer bits (their top bits unread), and an input
-  // without a nonzero weight is not read at all.
-  m.addRaw("  /* verilator lint_off UNUSEDSIGNAL */\n");
   gw.writeNodes("x_reg");
 
   // Per output: the exact sum aligned to the accumulator (SHL more fraction bits), plus the

@@ -156,7 +156,7 @@ public:
     addWindowInstance(r.module, win, a.format.width, 0, "win");
     r.blocks = {"triad_window"};
     r.latency = 1;
-    addDenseCore(r, core, info.name, {}, s, "win", "out");
+    addDenseCore(r, core, info.name, {}, a.rawMin, s, "win", "out");
     win.addCosts(r, a.format.width);
     r.out = {win.OH, win.OW, core.N, false};
     r.outFormat = outF;

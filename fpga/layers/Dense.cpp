@@ -2,6 +2,7 @@
 // matrix. Per row: y_n = cast(sum_k cast(x_k * w_nk) + cast(b_n)) (DenseCore). In RTL one
 // triad_dense per layer; a Dense after Flatten of a pixel stream first collects the frame's
 // transfers into one vector (triad_collect) and reads its weights in that order.
+#include "fpga/Cmvm.h"
 #include "fpga/layers/DelayModel.h"
 #include "fpga/layers/DenseCore.h"
 #include "ir/ops/Linear.h"
@@ -293,15 +294,7 @@ int64_t denseLatency(int64_t reuse, int64_t kPerOutput, uint64_t stageMask) {
 uint16_t constTerms(int64_t w, int maxTerms) {
   if (maxTerms <= 0) return 0;
   if (w == 0) return uint16_t(1u << 14);
-  // Canonical signed digits (non-adjacent form), least significant first.
-  std::vector<std::pair<int, bool>> digits; // shift, negative
-  int64_t v = w;
-  for (int k = 0; v != 0; ++k, v /= 2) {
-    if (v % 2 == 0) continue;
-    int64_t d = 2 - (((v % 4) + 4) % 4); // +1 or -1
-    digits.push_back({k, d < 0});
-    v -= d;
-  }
+  std::vector<std::pair<int, bool>> digits = cmvm::signedDigits(w); // shift, negative
   if (int(digits.size()) > std::min(maxTerms, 2) || digits.back().first > 31) return 0;
   auto [a, negA] = digits.back();
   if (digits.size() == 1) return uint16_t((2u << 14) | (negA ? 1u << 13 : 0) | unsigned(a) << 8);
@@ -417,8 +410,8 @@ std::string productsText(const DenseCore& c, const RtlSettings& s) {
 }
 
 void addDenseCore(RtlLayer& r, const DenseCore& c, const std::string& layer,
-                  const std::vector<int64_t>& perm, const RtlSettings& s,
-                  const std::string& inPrefix, const std::string& outPrefix) {
+                  const std::vector<int64_t>& perm, std::optional<int64_t> rawMin,
+                  const RtlSettings& s, const std::string& inPrefix, const std::string& outPrefix) {
   r.stageLevels = s.stageLevels;
   r.reuse = s.reuse;
   if (s.strategy == Strategy::ShiftAdd && s.reuse != 1)
@@ -427,7 +420,7 @@ void addDenseCore(RtlLayer& r, const DenseCore& c, const std::string& layer,
          "reuse 1 (it has reuse {})",
          layer, s.reuse);
   if (usesAdderGraph(c, s)) {
-    r.adderGraph = addAdderGraph(r.module, c, layer, perm, s, inPrefix, outPrefix);
+    r.adderGraph = addAdderGraph(r.module, c, layer, perm, rawMin, s, inPrefix, outPrefix);
     r.multipliers = 0;
     r.latency += r.adderGraph->stages + 2;
     r.blocks.insert({"triad_pipe", "triad_cast"});
@@ -522,7 +515,7 @@ public:
       src = "col";
       r.latency += 1;
     }
-    addDenseCore(r, core, info.name, perm, s, src, "out");
+    addDenseCore(r, core, info.name, perm, a.rawMin, s, src, "out");
     r.out = {1, 1, core.N, false};
     if (!collect) r.out = {a.geom.h, a.geom.w, core.N, false};
     r.outFormat = outF;

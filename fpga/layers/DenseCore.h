@@ -54,8 +54,9 @@ bool cmvmApplies(const DenseCore& c);
 /// triad_pipe for its control; latency stats.stages + 2. Unsupported naming the layer when the
 /// products do not cast exactly (cmvmApplies).
 AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::string& layer,
-                              const std::vector<int64_t>& perm, const RtlSettings& s,
-                              const std::string& inPrefix, const std::string& outPrefix);
+                              const std::vector<int64_t>& perm, std::optional<int64_t> rawMin,
+                              const RtlSettings& s, const std::string& inPrefix,
+                              const std::string& outPrefix);
 
 /// Whether the settings build this core as an adder graph; its products in words for a comment.
 bool usesAdderGraph(const DenseCore& c, const RtlSettings& s);
@@ -66,8 +67,8 @@ std::string productsText(const DenseCore& c, const RtlSettings& s);
 /// (addAdderGraph); `Auto` takes the adder graph at reuse 1 when cmvmApplies. Usage error naming
 /// the layer for shift_add at a reuse above 1.
 void addDenseCore(RtlLayer& r, const DenseCore& c, const std::string& layer,
-                  const std::vector<int64_t>& perm, const RtlSettings& s,
-                  const std::string& inPrefix, const std::string& outPrefix);
+                  const std::vector<int64_t>& perm, std::optional<int64_t> rawMin,
+                  const RtlSettings& s, const std::string& inPrefix, const std::string& outPrefix);
 
 /// triad_dense's W_TERMS code of a constant weight (its header): how to build x * w from at
 /// most `maxTerms` (<= 2) shifted copies of x, or 0 (a multiplier).

@@ -151,6 +151,9 @@ struct DelayLine {
 struct RtlOperand {
   StreamGeom geom;
   FixedFormat format;
+  /// The least raw value the stream can carry, when its producer bounds it above the format's
+  /// (a Relu: 0); adder graphs size their nodes by it.
+  std::optional<int64_t> rawMin;
 };
 
 /// How a Dense/Conv layer multiplies by its constant weights: DSP multipliers (triad_dense), or
@@ -201,6 +204,7 @@ struct RtlLayer {
   uint64_t stageMask = 0; // Dense-like layers: the registered tree levels (bit l: level l)
   int shiftAddDigits = 0; // Dense-like layers at reuse 1: constant products in logic
   std::optional<AdderGraphStats> adderGraph; // Dense-like layers built as an adder graph
+  std::optional<int64_t> outMin;             // the least raw output, when above the format's
   int64_t memoryBits = 0;                    // line buffers and tables
   std::set<std::string> blocks;              // fpga/rtl/ modules instantiated
   std::string summary;                       // one line for the design header

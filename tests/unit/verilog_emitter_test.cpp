@@ -285,3 +285,111 @@ TEST(VerilogEmitter, ConstantProductsAsShiftsAndAdds) {
   EXPECT_EQ(fpga::constTerms(8, 0), 0);
   EXPECT_EQ(fpga::constTerms(0, 0), 0);
 }
+
+// --strategy shift_add: the Dense cores become adder graphs (no multiplier, no triad_dense), the
+// text is golden, lint is clean, and the RTL equals the emulator bit for bit with gaps and
+// back-pressure at II 1, with the latency the design predicts, unpipelined, at 200 MHz (the
+// delay model's stages) and at one adder level per stage.
+TEST(VerilogEmitter, ShiftAddStrategyIsMultiplierFreeAndBitExact) {
+  fpga::VerilogOptions o = opts();
+  o.strategy = fpga::Strategy::ShiftAdd;
+  o.clockMhz = 200;
+  fpga::VerilogDesign golden = emitTiny({}, o);
+  triad::testing::expectGolden(golden.verilog, "tiny_mlp_shift_add_fpga.v");
+  EXPECT_EQ(golden.verilog.find("triad_dense"), std::string::npos);
+  for (const fpga::RtlStage& s : golden.stages) {
+    EXPECT_EQ(s.multipliers, 0) << s.layer;
+    EXPECT_EQ(s.resources.dsp, 0) << s.layer;
+    if (s.op == "Gemm") {
+      ASSERT_TRUE(s.adderGraph.has_value()) << s.layer;
+    }
+  }
+  const int64_t n = 200;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-6, 6);
+  Tensor x(DType::F32, {n, 6});
+  for (int64_t i = 0; i < n * 6; ++i)
+    x.data<float>()[i] = u(rng);
+  Graph g = tinyMlp(n, true);
+  fpga::Emulator emu(g, fpga::QuantConfig{});
+  fpga::EmulatorResult res = emu.run(std::span<const Tensor>(&x, 1), false);
+  struct Setting {
+    double clock;
+    int levels;
+  };
+  for (Setting st : {Setting{0, 0}, Setting{200, 0}, Setting{0, 1}}) {
+    fpga::VerilogOptions so = opts();
+    so.strategy = fpga::Strategy::ShiftAdd;
+    so.clockMhz = st.clock;
+    so.stageLevels = st.levels;
+    fpga::VerilogDesign d = fpga::emitVerilog(g, emu, so);
+    std::string tag = "clock " + std::to_string(st.clock) + " levels " + std::to_string(st.levels);
+    ASSERT_TRUE(d.stages[0].adderGraph.has_value());
+    EXPECT_EQ(d.stages[0].latency, d.stages[0].adderGraph->stages + 2) << tag;
+    if (st.levels == 1) {
+      EXPECT_EQ(d.stages[0].adderGraph->stages, d.stages[0].adderGraph->depth);
+    }
+    if (st.clock == 0 && st.levels == 0) {
+      EXPECT_EQ(d.stages[0].adderGraph->stages, 0);
+    }
+    if (!sim::haveVerilator()) continue;
+    fs::path dir = writeDesign(d, "shift_add_c" + std::to_string(int(st.clock)) + "_l" +
+                                      std::to_string(st.levels));
+    std::string cmd = "cd '" + (dir / "rtl").string() +
+                      "' && verilator --lint-only -Wall --top-module tiny_mlp *.v 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << tag;
+    std::vector<int64_t> in;
+    for (int64_t i = 0; i < n * 6; ++i)
+      in.push_back(fpga::quantize(x.data<float>()[i], d.inFormat, emu.inputQuant().rounding,
+                                  emu.inputQuant().overflow));
+    sim::SimReport rep = sim::simulate(dir, d.top, in, res.layerRaw[d.lastLayer], n, d.outElems, 5);
+    EXPECT_EQ(rep.mismatches, 0) << tag;
+    EXPECT_EQ(rep.missing, 0) << tag;
+    EXPECT_EQ(rep.ii, 1.0) << tag;
+    EXPECT_EQ(rep.latencyCycles, d.latency) << tag;
+  }
+}
+
+// auto takes the adder graph where the products are exact in the accumulator and DSPs
+// elsewhere; shift_add refuses a rounding accumulator and a reuse above 1, naming the layer.
+TEST(VerilogEmitter, ShiftAddStrategyAppliesOnlyWhereExact) {
+  fpga::QuantConfig rounding = fpga::QuantConfig::fromJson(
+      R"({"layers": {"/fc2/Gemm": {"accumulator": {"precision": "fixed<12,4>",
+          "rounding": "convergent", "overflow": "wrap"}}}})",
+      "test.json");
+  fpga::VerilogOptions o = opts();
+  o.strategy = fpga::Strategy::Auto;
+  fpga::VerilogDesign d = emitTiny(rounding, o);
+  ASSERT_EQ(d.stages.size(), 3u);
+  EXPECT_TRUE(d.stages[0].adderGraph.has_value());
+  EXPECT_FALSE(d.stages[2].adderGraph.has_value());
+  EXPECT_GT(d.stages[2].multipliers, 0);
+  o.strategy = fpga::Strategy::ShiftAdd;
+  try {
+    emitTiny(rounding, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("layer '/fc2/Gemm': strategy shift_add needs products"),
+              std::string::npos)
+        << e.what();
+  }
+  o = opts(3);
+  o.strategy = fpga::Strategy::ShiftAdd;
+  try {
+    emitTiny({}, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Usage);
+    EXPECT_NE(std::string(e.what()).find("'/fc1/Gemm': strategy shift_add"), std::string::npos)
+        << e.what();
+  }
+  // Per layer: fc1 on DSPs, fc2 as an adder graph.
+  o = opts();
+  o.layerStrategy = {{"/fc1/Gemm", fpga::Strategy::Dsp}, {"/fc2/Gemm", fpga::Strategy::ShiftAdd}};
+  d = emitTiny({}, o);
+  EXPECT_FALSE(d.stages[0].adderGraph.has_value());
+  EXPECT_TRUE(d.stages[2].adderGraph.has_value());
+  o.layerStrategy = {{"/nope", fpga::Strategy::Dsp}};
+  EXPECT_THROW(emitTiny({}, o), Error);
+}
