@@ -38,6 +38,7 @@ struct ModelOptions {
   /// Shapes of the tensors that will be given (input files): the dynamic dimensions that
   /// --batch and --dim leave open take their sizes from them (frontend::bindDims).
   std::vector<frontend::InputShape> inputShapes;
+  bool streamBatch = false;           // frontend::ImportOptions::streamBatch (FPGA flows)
   CLI::Option* batchOption = nullptr; // set by add(): --batch given on the command line?
   bool batchGiven() const { return batchOption && batchOption->count() > 0; }
   void add(CLI::App& cmd);

@@ -46,6 +46,7 @@ int runCompile(CompileOptions o) {
   if (!o.input.empty()) {
     x = readF32(o.input);
     o.model.inputShapes = {{"", x->shape(), o.input}};
+    o.model.streamBatch = true; // the samples stream through a design of a fixed batch
   }
   frontend::ImportResult r = o.model.load(/*optimizeAnyway=*/true);
   const ir::Graph& g = r.graph;

@@ -104,6 +104,7 @@ frontend::ImportResult ModelOptions::load(bool optimizeAnyway) const {
   frontend::ImportOptions opts;
   if (batchGiven()) opts.batch = batch;
   opts.inputShapes = inputShapes;
+  opts.streamBatch = streamBatch;
   opts.dims = parseDims(dims);
   frontend::ImportResult r = frontend::importOnnxFile(model, opts);
   if (optimize || optimizeAnyway || printAfterAll || !printAfter.empty()) {

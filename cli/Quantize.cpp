@@ -44,13 +44,14 @@ frontend::ImportResult loadFor(const QuantizeOptions& o, const ir::Tensor& x,
                                const std::string& path) {
   ModelOptions m = o.model;
   m.inputShapes = {{"", x.shape(), path}};
+  m.streamBatch = true; // the samples stream through a design of a fixed batch
   frontend::ImportResult r = m.load(/*optimizeAnyway=*/true); // the FPGA path runs the passes
   const ir::Graph& g = r.graph;
   if (g.inputs().size() != 1)
     fail(ErrorKind::Unsupported, "{}: triad quantize takes models with one input (this has {})",
          o.model.model, g.inputs().size());
   const ir::TensorType& want = g.inputs()[0]->type();
-  if (x.shape() != want.shape)
+  if (x.shape() != want.shape && !fpga::streamChunks(g, std::span<const ir::Tensor>(&x, 1)))
     fail(ErrorKind::Runtime, "input '{}' expects {}, the file holds {}", g.inputs()[0]->name(),
          typeToString(want), typeToString(x.type()));
   return r;

@@ -1,5 +1,6 @@
 // triad run: run a model on inputs from .npy/.pb files and write its outputs.
 #include "cli/Commands.h"
+#include "fpga/Emulator.h"
 #include "fpga/FpgaTarget.h"
 #include "frontend/TensorIO.h"
 #include "gpu/GpuTarget.h"
@@ -58,6 +59,7 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
   // The files are read first: the model's dynamic dimensions take their sizes from them (as
   // ONNX Runtime binds them), except those fixed by --batch and --dim.
   ModelOptions model = o.model;
+  model.streamBatch = target->name() == "fpga"; // samples stream through a fixed-batch design
   std::vector<frontend::NamedTensor> files;
   for (const std::string& spec : o.inputs) {
     auto [name, path] = splitBinding(spec);
@@ -88,7 +90,9 @@ int runRun(const RunOptions& o, const ir::TargetRegistry& targets) {
     }
     frontend::NamedTensor& t = files[k];
     const ir::TensorType& want = g.inputs()[idx]->type();
-    if (t.tensor.dtype() != want.dtype || t.tensor.shape() != want.shape)
+    bool streams =
+        model.streamBatch && fpga::streamChunks(g, std::span<const ir::Tensor>(&t.tensor, 1)) > 0;
+    if (t.tensor.dtype() != want.dtype || (t.tensor.shape() != want.shape && !streams))
       fail(ErrorKind::Runtime, "input '{}' expects {}, file '{}' holds {}", g.inputs()[idx]->name(),
            typeToString(want), path, typeToString(t.tensor.type()));
     bound[idx] = std::move(t.tensor);

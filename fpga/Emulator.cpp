@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace triad::fpga {
 
@@ -140,8 +141,65 @@ struct Emulator::Impl {
   }
 };
 
+int64_t streamChunks(const ir::Graph& g, std::span<const ir::Tensor> inputs) {
+  if (inputs.size() != 1 || g.inputs().size() != 1) return 0;
+  const ir::Value* v = g.inputs()[0];
+  const ir::Shape &want = v->type().shape, &got = inputs[0].shape();
+  if (want.empty() || got.size() != want.size() || got[0] == want[0] || want[0] <= 0 ||
+      !std::equal(got.begin() + 1, got.end(), want.begin() + 1))
+    return 0;
+  if (got[0] % want[0] != 0)
+    fail(ErrorKind::Runtime,
+         "input '{}' holds {} samples; the model fixes its leading dimension at {}, so its stream "
+         "takes a multiple of {} samples",
+         v->name(), got[0], want[0], want[0]);
+  return got[0] / want[0];
+}
+
+namespace {
+
+/// Rows [first, first + count) of t along its leading dimension.
+ir::Tensor rowsOf(const ir::Tensor& t, int64_t first, int64_t count) {
+  ir::TensorType type = t.type();
+  size_t rowBytes = t.byteSize() / size_t(type.shape[0]);
+  type.shape[0] = count;
+  ir::Tensor out(type);
+  std::memcpy(out.raw(), t.raw() + size_t(first) * rowBytes, size_t(count) * rowBytes);
+  return out;
+}
+
+/// The tensors one after another along their leading dimension.
+ir::Tensor concatRows(const std::vector<ir::Tensor>& parts) {
+  ir::TensorType type = parts[0].type();
+  if (type.shape.empty()) type.shape = {1};
+  type.shape[0] = 0;
+  for (const ir::Tensor& p : parts)
+    type.shape[0] += p.shape().empty() ? 1 : p.shape()[0];
+  ir::Tensor out(type);
+  size_t at = 0;
+  for (const ir::Tensor& p : parts) {
+    std::memcpy(out.raw() + at, p.raw(), p.byteSize());
+    at += p.byteSize();
+  }
+  return out;
+}
+
+} // namespace
+
 ValueRanges observeRanges(const ir::Graph& g, std::span<const ir::Tensor> inputs,
                           const ir::ProgressFn& progress) {
+  if (int64_t chunks = streamChunks(g, inputs)) {
+    ValueRanges all;
+    int64_t b = g.inputs()[0]->type().shape[0];
+    for (int64_t c = 0; c < chunks; ++c) {
+      ir::Tensor part = rowsOf(inputs[0], c * b, b);
+      ValueRanges r = observeRanges(g, std::span<const ir::Tensor>(&part, 1), progress);
+      all.resize(r.size());
+      for (size_t i = 0; i < r.size(); ++i)
+        if (r[i]) all[i] = std::max(all[i].value_or(0.0), *r[i]);
+    }
+    return all;
+  }
   ValueRanges range(g.values().size());
   ir::Interpreter interp(g);
   interp.setProgress(progress); // per layer run
@@ -185,6 +243,36 @@ const std::vector<std::unique_ptr<Layer>>& Emulator::planned() const {
 EmulatorResult Emulator::run(std::span<const ir::Tensor> inputs, bool compare) const {
   const Impl& I = *impl_;
   const ir::Graph& g = I.g;
+  if (int64_t chunks = streamChunks(g, inputs)) {
+    int64_t b = g.inputs()[0]->type().shape[0];
+    std::vector<EmulatorResult> parts;
+    for (int64_t c = 0; c < chunks; ++c) {
+      ir::Tensor part = rowsOf(inputs[0], c * b, b);
+      parts.push_back(run(std::span<const ir::Tensor>(&part, 1), compare));
+    }
+    EmulatorResult R = parts[0];
+    for (auto member : {&EmulatorResult::raw, &EmulatorResult::values, &EmulatorResult::floatRef})
+      for (size_t i = 0; i < (R.*member).size(); ++i) {
+        std::vector<ir::Tensor> each;
+        for (const EmulatorResult& p : parts)
+          each.push_back((p.*member)[i]);
+        (R.*member)[i] = concatRows(each);
+      }
+    for (size_t c = 1; c < parts.size(); ++c) {
+      const EmulatorResult& p = parts[c];
+      for (size_t i = 0; i < R.layers.size(); ++i) {
+        LayerReport& r = R.layers[i];
+        const LayerReport& q = p.layers[i];
+        r.maxAbsError = std::max(r.maxAbsError, q.maxAbsError);
+        r.saturated += q.saturated;
+        r.wrapped += q.wrapped;
+        r.elements += q.elements;
+      }
+      for (size_t i = 0; i < R.layerRaw.size(); ++i)
+        R.layerRaw[i].insert(R.layerRaw[i].end(), p.layerRaw[i].begin(), p.layerRaw[i].end());
+    }
+    return R;
+  }
   if (inputs.size() != g.inputs().size())
     fail(ErrorKind::Runtime, "{} inputs given; the model has {}", inputs.size(), g.inputs().size());
   EmulatorResult R;

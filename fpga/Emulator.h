@@ -95,6 +95,13 @@ struct EmulatorResult {
 /// nullopt for values that are not float. Value ids do not depend on the batch size, so ranges
 /// observed on a model imported with one batch size apply to the same model imported with another.
 using ValueRanges = std::vector<std::optional<double>>;
+
+/// The leading dimension of an FPGA design is its stream of samples. When a graph with one input
+/// fixes that dimension at B (a model exported at batch 1, the default of torch.onnx.export) and
+/// `inputs` holds N samples, N a multiple of B and every other dimension as the graph's: N / B
+/// (the number of graph-sized chunks the samples go through one after another); 0 when the input
+/// fits the graph as it is. Runtime error naming the input when N is not a multiple of B.
+int64_t streamChunks(const ir::Graph& g, std::span<const ir::Tensor> inputs);
 ValueRanges observeRanges(const ir::Graph& g, std::span<const ir::Tensor> inputs,
                           const ir::ProgressFn& progress = {});
 
@@ -113,6 +120,8 @@ public:
 
   /// Runs on float inputs (graph-input order and types). With `compare`, also runs the float
   /// interpreter and fills per-layer errors.
+  /// Runs the inputs; N samples through a graph of a fixed batch B run as N / B chunks
+  /// (streamChunks), their results concatenated along the samples.
   EmulatorResult run(std::span<const ir::Tensor> inputs, bool compare = true) const;
 
   const std::vector<LayerInfo>& layers() const;

@@ -47,8 +47,6 @@ public:
       timing_.why = e.what();
     }
     timing_.clockMhz = o.clockMhz;
-    if (!g.inputs().empty() && !g.inputs()[0]->type().shape.empty())
-      batch_ = g.inputs()[0]->type().shape[0];
     if (timing_.rtl) {
       timing_.latencyCycles = design_.latency;
       for (const RtlStage& s : design_.stages)
@@ -77,8 +75,8 @@ public:
 
   std::vector<ir::Tensor> run(std::span<const ir::Tensor> inputs) override {
     EmulatorResult r = emu_.run(inputs, false);
-    ++runs_;
     lastSamples_ = inputs.empty() || inputs[0].shape().empty() ? 1 : inputs[0].shape()[0];
+    samples_ += lastSamples_;
     if (!o_.verilate) return std::move(r.values);
     // The RTL on the same inputs, checked bit for bit against the emulator.
     std::vector<int64_t> in;
@@ -114,14 +112,14 @@ public:
 
   void setProfiling(bool on) override {
     profiling_ = on;
-    runs_ = 0;
+    samples_ = 0;
   }
 
   std::vector<ir::LayerTime> profile() const override {
     std::vector<ir::LayerTime> out;
     if (!profiling_ || !timing_.rtl) return out;
     // Each layer's busy time for the runs so far: its cycles per sample for every sample.
-    double samples = double(runs_ * batch_);
+    double samples = double(samples_);
     for (const RtlStage& s : design_.stages)
       out.push_back({s.layer, samples * double(stageCycles(s)) / (o_.clockMhz * 1e3), "cycles",
                      stageCycles(s)});
@@ -162,7 +160,7 @@ private:
   FpgaTiming timing_;
   fs::path dir_;
   bool profiling_ = false;
-  int64_t runs_ = 0, batch_ = 1, lastSamples_ = 0;
+  int64_t lastSamples_ = 0, samples_ = 0; // the last run's samples; all since profiling began
 };
 
 class Target final : public ir::Target {

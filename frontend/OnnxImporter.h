@@ -82,6 +82,10 @@ struct ImportOptions {
   /// validation, in a child process (a crash in libonnx cannot take the caller down); fuzzers
   /// turn it off for speed.
   bool onnxShapeCheck = true;
+  /// The leading dimension of the graph input is a stream of samples (the FPGA target): a fixed
+  /// size there is kept even when `inputShapes` give more samples (the caller runs them through
+  /// the graph in chunks, fpga::streamChunks) instead of being an error.
+  bool streamBatch = false;
 };
 
 struct ImportResult {

@@ -193,7 +193,8 @@ DimBinding bindGraphDims(const onnx::GraphProto& graph, const std::vector<InputS
     for (int i = 0; i < dims.size(); ++i) {
       const auto& d = dims[i];
       int64_t v = shape[size_t(i)];
-      if (v < 0) continue; // left open by the data
+      if (v < 0) continue;                                     // left open by the data
+      if (i == 0 && fixed.streamBatch && isFixed(d)) continue; // the stream: chunks of the size
       if (isFixed(d)) {
         if (d.dim_value() != v)
           problem(ErrorKind::Runtime,

@@ -98,7 +98,8 @@ public:
     }
   }
 
-  /// The stage in which an output's node, aligned and added to the bias and cast, can end.
+  /// The stage in which an output's node, aligned and added to the bias and cast, ends (its
+  /// result then waits in registers for the layer's last stage).
   int finalStage(const cmvm::Term& t, double finalCost) const {
     if (t.node < 0) return 0;
     int s = stage_[size_t(t.node)];
@@ -139,17 +140,21 @@ public:
 
   /// Node n's value as available in stage s (a register chain when n is computed earlier).
   std::string ref(int n, int s) {
-    int from = stage_[size_t(n)];
-    std::string prev = names_[size_t(n)];
-    for (int k = from + 1; k <= s; ++k) {
-      std::string name = fmt::format("{}_r{}", names_[size_t(n)], k);
-      auto& made = regs_[size_t(n)];
-      if (std::find(made.begin(), made.end(), k) == made.end()) {
-        m_.add(hdl::Register{name, width(n), prev, "en", {}});
-        made.push_back(k);
-        regBits_ += width(n);
+    return delayed(names_[size_t(n)], width(n), stage_[size_t(n)], s, &regs_[size_t(n)]);
+  }
+
+  /// `name` (computed in stage `from`) as available in stage `to`: registers name_r<k> for the
+  /// stages k in (from, to], each made once (`made` lists those that exist).
+  std::string delayed(const std::string& name, int w, int from, int to, std::vector<int>* made) {
+    std::string prev = name;
+    for (int k = from + 1; k <= to; ++k) {
+      std::string reg = fmt::format("{}_r{}", name, k);
+      if (std::find(made->begin(), made->end(), k) == made->end()) {
+        m_.add(hdl::Register{reg, w, prev, "en", {}});
+        made->push_back(k);
+        regBits_ += w;
       }
-      prev = name;
+      prev = reg;
     }
     return prev;
   }
@@ -157,7 +162,13 @@ public:
   int64_t regBits() const { return regBits_; }
 
 private:
-  double at(int n, int s) const { return stage_[size_t(n)] == s ? time_[size_t(n)] : 0.0; }
+  /// When node n's value is ready in stage s: its own time there, else its register's launch
+  /// (later for a chain that synthesis maps to shift-register LUTs).
+  double at(int n, int s) const {
+    int from = stage_[size_t(n)];
+    if (from == s) return time_[size_t(n)];
+    return byDelay_ && s - from >= delay::kSrlMinStages ? delay::kSrlOut - delay::kFfOut : 0.0;
+  }
 
   hdl::Module& m_;
   const cmvm::Graph& g_;
@@ -256,12 +267,14 @@ AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::str
       fmt::format("the input vector: x{} .. x0, {} each", nIn - 1, formatToString(c.in))});
   gw.writeNodes("x_reg");
 
-  // Per output: the exact sum aligned to the accumulator (SHL more fraction bits), plus the
-  // bias cast to the accumulator, modulo 2^ACC_W; then the result cast.
+  // Per output, in its own final stage: the exact sum aligned to the accumulator (SHL more
+  // fraction bits), plus the bias cast to the accumulator, modulo 2^ACC_W; then the result cast,
+  // which waits in registers for the layer's last stage (P).
   const FixedFormat pf = productFormat(c.in, q.weight().format);
   const int shl = af.fracBits() - pf.fracBits();
   const int accW = af.width;
-  m.add(hdl::Wire{"y", c.N * of.width, fmt::format("results, {} each", formatToString(of))});
+  m.add(hdl::Wire{"y", c.N * of.width,
+                  fmt::format("results, {} each, in the last stage", formatToString(of))});
   for (int64_t o = 0; o < c.N; ++o) {
     const cmvm::Term& t = g.outputs[size_t(o)];
     int64_t bias =
@@ -273,7 +286,7 @@ AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::str
     if (sh >= accW) {
       acc = hdl::hexLiteral(bias, accW);
     } else {
-      std::string v = gw.ref(t.node, P);
+      std::string v = gw.ref(t.node, gw.finalStage(t, finalCost));
       int hw = accW - sh;
       std::string term = ext(v, gw.width(t.node), hw);
       uint64_t hiBias = ub >> sh;
@@ -298,10 +311,14 @@ AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::str
                        {"OUT_FRAC", std::to_string(of.fracBits())},
                        {"ROUNDING", std::to_string(roundingCode(q.result().rounding))},
                        {"SATURATE", std::to_string(saturateCode(q.result().overflow))}},
-                      {{"in_data", accName},
-                       {"out_data", fmt::format("y[{}:{}]", (o + 1) * of.width - 1, o * of.width)}},
+                      {{"in_data", accName}, {"out_data", fmt::format("y{}", o)}},
                       {}};
+    m.add(hdl::Wire{fmt::format("y{}", o), of.width, {}});
     m.add(std::move(cst));
+    std::vector<int> made;
+    int from = gw.finalStage(t, finalCost);
+    m.add(hdl::Assign{fmt::format("y[{}:{}]", (o + 1) * of.width - 1, o * of.width),
+                      gw.delayed(fmt::format("y{}", o), of.width, from, P, &made)});
   }
   m.addRaw("  /* verilator lint_on UNUSEDSIGNAL */\n");
   m.add(hdl::Register{"y_reg", c.N * of.width, "y", "load_out", "the output register"});

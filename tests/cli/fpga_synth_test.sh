@@ -118,6 +118,25 @@ PYEOF
   then echo "FAIL $fam: $(head -c 3000 "$TMP/$fam.json")"; fail=1; else echo "ok   $fam"; fi
 done
 
+# --strategy shift_add: the Dense layers as adder graphs; by Yosys' count no DSP48E1 in them, and
+# every layer still meets the 200 MHz it was compiled for by the delay model.
+if "$TRIAD" compile "$TMP/tiny.onnx" --target fpga --strategy shift_add --until /fc2/Gemm \
+     -o "$TMP/sa" >/dev/null &&
+   "$TRIAD" synth "$TMP/sa" --json "$TMP/sa.json" >/dev/null &&
+   $PY - "$TMP/sa.json" "$TMP/sa/summary.json" <<'PYEOF'
+import json, sys
+j = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2]))
+mods = {m["module"]: m for m in j["modules"]}
+for l in s["layers"]:
+    m = mods[l["module"]]
+    assert m["dsp"] == 0 and m["fmax_mhz"] >= 200, (l["layer"], m["dsp"], m["fmax_mhz"])
+    if l["op"] == "Gemm":
+        assert l["strategy"] == "shift_add" and m["lut"] > 0, (l, m["lut"])
+print("shift_add LUT", j["total"]["lut"], "FF", j["total"]["ff"], "DSP", j["total"]["dsp"],
+      "Fmax~", j["fmax_mhz"])
+PYEOF
+then echo "ok   shift_add: no DSP, >= 200 MHz"; else echo "FAIL shift_add synth"; fail=1; fi
+
 # Place and route on an iCE40 UP5K: the model up to fc2 with fc1 at reuse 2 (12 multipliers in
 # logic, the UP5K has 8 DSPs; at reuse 1 it needs 5,300 of the 5,280 cells), compiled for an
 # iCE40's clock (25 MHz). The per-layer reuse comes from the config file's "reuse" key.

@@ -234,13 +234,14 @@ module tiny_mlp_fc1_Gemm (
   always @(posedge clk) if (en) t63_r2 <= t63;
   wire [29:0] t64;
   assign t64 = {{{1{t62_r2[28]}}, t62_r2[28:3]} + {{1{t63_r2[25]}}, t63_r2}, t62_r2[2:0]};
-  // results, fixed<16,6> each
+  // results, fixed<16,6> each, in the last stage
   wire [63:0] y;
   reg [29:0] t34_r3;
   always @(posedge clk) if (en) t34_r3 <= t34;
   // accumulators, fixed<35,15>
   wire [34:0] acc0;
   assign acc0 = 35'h000080000 - {{5{t34_r3[29]}}, t34_r3};
+  wire [15:0] y0;
   triad_cast #(
       .IN_W(35),
       .IN_FRAC(20),
@@ -250,12 +251,14 @@ module tiny_mlp_fc1_Gemm (
       .SATURATE(1)
   ) u_cast0 (
       .in_data(acc0),
-      .out_data(y[15:0])
+      .out_data(y0)
   );
+  assign y[15:0] = y0;
   reg [29:0] t44_r3;
   always @(posedge clk) if (en) t44_r3 <= t44;
   wire [34:0] acc1;
   assign acc1 = 35'h7fff40000 - {{5{t44_r3[29]}}, t44_r3};
+  wire [15:0] y1;
   triad_cast #(
       .IN_W(35),
       .IN_FRAC(20),
@@ -265,12 +268,14 @@ module tiny_mlp_fc1_Gemm (
       .SATURATE(1)
   ) u_cast1 (
       .in_data(acc1),
-      .out_data(y[31:16])
+      .out_data(y1)
   );
+  assign y[31:16] = y1;
   reg [29:0] t53_r3;
   always @(posedge clk) if (en) t53_r3 <= t53;
   wire [34:0] acc2;
   assign acc2 = 35'h000140000 - {{5{t53_r3[29]}}, t53_r3};
+  wire [15:0] y2;
   triad_cast #(
       .IN_W(35),
       .IN_FRAC(20),
@@ -280,12 +285,14 @@ module tiny_mlp_fc1_Gemm (
       .SATURATE(1)
   ) u_cast2 (
       .in_data(acc2),
-      .out_data(y[47:32])
+      .out_data(y2)
   );
+  assign y[47:32] = y2;
   reg [29:0] t64_r3;
   always @(posedge clk) if (en) t64_r3 <= t64;
   wire [34:0] acc3;
   assign acc3 = {{5{t64_r3[29]}}, t64_r3};
+  wire [15:0] y3;
   triad_cast #(
       .IN_W(35),
       .IN_FRAC(20),
@@ -295,8 +302,9 @@ module tiny_mlp_fc1_Gemm (
       .SATURATE(1)
   ) u_cast3 (
       .in_data(acc3),
-      .out_data(y[63:48])
+      .out_data(y3)
   );
+  assign y[63:48] = y3;
   /* verilator lint_on UNUSEDSIGNAL */
   // the output register
   reg [63:0] y_reg;
@@ -474,15 +482,14 @@ module tiny_mlp_fc2_Gemm (
   always @(posedge clk) if (en) t34_r2 <= t34;
   wire [28:0] t36;
   assign t36 = {{{1{t35_r2[27]}}, t35_r2[27:2]} - t34_r2, t35_r2[1:0]};
-  // results, fixed<16,6> each
+  // results, fixed<16,6> each, in the last stage
   wire [47:0] y;
   reg [28:0] t18_r2;
   always @(posedge clk) if (en) t18_r2 <= t18;
-  reg [28:0] t18_r3;
-  always @(posedge clk) if (en) t18_r3 <= t18_r2;
   // accumulators, fixed<35,15>
   wire [34:0] acc0;
-  assign acc0 = {{6{t18_r3[28]}}, t18_r3};
+  assign acc0 = {{6{t18_r2[28]}}, t18_r2};
+  wire [15:0] y0;
   triad_cast #(
       .IN_W(35),
       .IN_FRAC(20),
@@ -492,12 +499,16 @@ module tiny_mlp_fc2_Gemm (
       .SATURATE(1)
   ) u_cast0 (
       .in_data(acc0),
-      .out_data(y[15:0])
+      .out_data(y0)
   );
+  reg [15:0] y0_r3;
+  always @(posedge clk) if (en) y0_r3 <= y0;
+  assign y[15:0] = y0_r3;
   reg [28:0] t25_r3;
   always @(posedge clk) if (en) t25_r3 <= t25;
   wire [34:0] acc1;
   assign acc1 = 35'h000000000 - {{6{t25_r3[28]}}, t25_r3};
+  wire [15:0] y1;
   triad_cast #(
       .IN_W(35),
       .IN_FRAC(20),
@@ -507,12 +518,14 @@ module tiny_mlp_fc2_Gemm (
       .SATURATE(1)
   ) u_cast1 (
       .in_data(acc1),
-      .out_data(y[31:16])
+      .out_data(y1)
   );
+  assign y[31:16] = y1;
   reg [28:0] t36_r3;
   always @(posedge clk) if (en) t36_r3 <= t36;
   wire [34:0] acc2;
   assign acc2 = {{6{t36_r3[28]}}, t36_r3};
+  wire [15:0] y2;
   triad_cast #(
       .IN_W(35),
       .IN_FRAC(20),
@@ -522,8 +535,9 @@ module tiny_mlp_fc2_Gemm (
       .SATURATE(1)
   ) u_cast2 (
       .in_data(acc2),
-      .out_data(y[47:32])
+      .out_data(y2)
   );
+  assign y[47:32] = y2;
   /* verilator lint_on UNUSEDSIGNAL */
   // the output register
   reg [47:0] y_reg;
