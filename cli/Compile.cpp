@@ -113,9 +113,10 @@ int runCompile(CompileOptions o) {
   src.calibration = o.input.empty() ? "" : fs::absolute(o.input).string();
   nlohmann::json j = fpga::writeDesign(
       g, emu, vo, o.outdir, fs::path(o.model.model).filename().string(), src, x ? &*x : nullptr);
-  fmt::print("{}: {} layers, {} multipliers, latency {} cycles -> {}\n",
+  fmt::print("{}: {} layers, {} multipliers, latency {} cycles ({:.0f} ns at {:g} MHz) -> {}\n",
              terminalText(j["top"].get<std::string>()), j["layers"].size(),
-             j["multipliers"].get<int64_t>(), j["latency_cycles"].get<int64_t>(), o.outdir);
+             j["multipliers"].get<int64_t>(), j["latency_cycles"].get<int64_t>(),
+             j["latency_ns"].get<double>(), vo.clockMhz, o.outdir);
   return 0;
 }
 

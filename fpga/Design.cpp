@@ -184,6 +184,7 @@ nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const Verilo
                   {"config", src.config},       {"default_precision", src.defaultPrecision},
                   {"precision", src.precision}, {"calibration", src.calibration}};
   j["latency_cycles"] = d.latency;
+  if (vo.clockMhz > 0) j["latency_ns"] = double(d.latency) * 1000.0 / vo.clockMhz;
   j["blocks"] = d.blocks;
   if (x) {
     EmulatorResult res = emu.run(std::span<const ir::Tensor>(x, 1), false);

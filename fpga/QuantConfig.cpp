@@ -1,6 +1,5 @@
 #include "fpga/QuantConfig.h"
 
-#include "fpga/layers/Layer.h"
 #include "frontend/TensorIO.h"
 #include "ir/Diagnostics.h"
 
@@ -8,6 +7,24 @@
 #include <nlohmann/json.hpp>
 
 namespace triad::fpga {
+
+std::string_view toString(Strategy s) {
+  switch (s) {
+  case Strategy::Dsp:
+    return "dsp";
+  case Strategy::ShiftAdd:
+    return "shift_add";
+  case Strategy::Auto:
+    return "auto";
+  }
+  return "?";
+}
+
+std::optional<Strategy> parseStrategy(std::string_view s) {
+  for (Strategy v : {Strategy::Dsp, Strategy::ShiftAdd, Strategy::Auto})
+    if (toString(v) == s) return v;
+  return std::nullopt;
+}
 
 namespace {
 

@@ -19,9 +19,18 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace triad::fpga {
+
+/// How a Dense/Conv layer multiplies by its constant weights: DSP multipliers (triad_dense), or
+/// at reuse 1 an adder graph of shifts and adds and no multiplier (fpga/Cmvm.h), or `Auto`: the
+/// adder graph wherever it applies (reuse 1, products exact in the accumulator), else DSPs.
+enum class Strategy { Dsp, ShiftAdd, Auto };
+std::string_view toString(Strategy s);
+/// "dsp", "shift_add", "auto"; nullopt otherwise.
+std::optional<Strategy> parseStrategy(std::string_view s);
 
 enum class Role : uint8_t { Weight, Bias, Accumulator, Result };
 constexpr int kNumRoles = 4;

@@ -18,24 +18,6 @@
 
 namespace triad::fpga {
 
-std::string_view toString(Strategy s) {
-  switch (s) {
-  case Strategy::Dsp:
-    return "dsp";
-  case Strategy::ShiftAdd:
-    return "shift_add";
-  case Strategy::Auto:
-    return "auto";
-  }
-  return "?";
-}
-
-std::optional<Strategy> parseStrategy(std::string_view s) {
-  for (Strategy v : {Strategy::Dsp, Strategy::ShiftAdd, Strategy::Auto})
-    if (toString(v) == s) return v;
-  return std::nullopt;
-}
-
 bool cmvmApplies(const DenseCore& c) {
   FixedFormat pf = productFormat(c.in, c.q->weight().format);
   const FixedFormat& af = c.q->acc().format;

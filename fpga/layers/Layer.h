@@ -156,14 +156,6 @@ struct RtlOperand {
   std::optional<int64_t> rawMin;
 };
 
-/// How a Dense/Conv layer multiplies by its constant weights: DSP multipliers (triad_dense), or
-/// at reuse 1 an adder graph of shifts and adds and no multiplier (fpga/Cmvm.h), or `Auto`: the
-/// adder graph wherever it applies (reuse 1, products exact in the accumulator), else DSPs.
-enum class Strategy { Dsp, ShiftAdd, Auto };
-std::string_view toString(Strategy s);
-/// "dsp", "shift_add", "auto"; nullopt otherwise.
-std::optional<Strategy> parseStrategy(std::string_view s);
-
 /// Per-design settings a layer's RTL reads.
 struct RtlSettings {
   int64_t reuse = 1;      // this layer's reuse factor (Dense-like layers)

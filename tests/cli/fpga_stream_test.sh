@@ -38,16 +38,16 @@ PYEOF
 d=$TMP/b1
 if "$TRIAD" compile "$TMP/jet_b1.onnx" --target fpga --input "$TMP/x4.npy" -o "$d" >/dev/null &&
    "$TRIAD" sim "$d" --input "$TMP/x300.npy" --json "$d/sim.json" --output "$d/y.npy" >/dev/null &&
-   "$TRIAD" compile "$SRC/models/jet_mlp.onnx" --target fpga --input "$TMP/x4.npy" -o "$TMP/dyn" >/dev/null &&
-   "$TRIAD" sim "$TMP/dyn" --input "$TMP/x300.npy" --output "$TMP/dyn/y.npy" >/dev/null &&
-   $PY - "$d" "$TMP/dyn" <<'PYEOF'
+   "$TRIAD" run "$SRC/models/jet_mlp.onnx" --target fpga -i "$TMP/x300.npy" -o "$TMP/dyn.npy" >/dev/null &&
+   $PY - "$d" "$TMP/dyn.npy" <<'PYEOF'
 import json, sys
 import numpy as np
 d, dyn = sys.argv[1], sys.argv[2]
 j = json.load(open(d + "/sim.json"))
 assert j["samples"] == 300 and j["mismatches"] == 0 and j["missing"] == 0 and j["ii"] == 1, j
 assert json.load(open(d + "/summary.json"))["samples"] == 4
-assert np.array_equal(np.load(d + "/y.npy"), np.load(dyn + "/y.npy"))
+# The RTL's outputs for the batch-1 export are the emulator's for the model at a dynamic batch.
+assert np.array_equal(np.load(d + "/y.npy"), np.load(dyn))
 PYEOF
 then echo "ok   batch-1 export: compile with 4 samples, sim 300 samples bit-exact, as the dynamic model"
 else echo "FAIL batch-1 compile/sim"; fail=1; fi
