@@ -160,8 +160,9 @@ std::string Module::print() const {
     case Item::Kind::Register: {
       const Register& r = registers_[it.index];
       s += commentLines(r.comment, "  ");
-      s += fmt::format("  reg {}{};\n  always @(posedge clk) if ({}) {} <= {};\n", range(r.width),
-                       ident(r.name, "reg"), r.enable, r.name, r.next);
+      s += fmt::format("  {}reg {}{};\n  always @(posedge clk) if ({}) {} <= {};\n",
+                       r.keep ? "(* keep *) " : "", range(r.width), ident(r.name, "reg"), r.enable,
+                       r.name, r.next);
       break;
     }
     case Item::Kind::Comment:

@@ -58,12 +58,15 @@ struct Assign {
 
 /// A register loaded on the rising edge of clk while `enable` is 1:
 ///   reg [W-1:0] name;  always @(posedge clk) if (enable) name <= next;
+/// `keep`: (* keep *) on it, so synthesis keeps its flip-flops as they are (Yosys would pack a
+/// chain of three or more into shift-register LUTs, whose clock-to-out is a nanosecond later).
 struct Register {
   std::string name;
   int64_t width = 1;
   std::string next;   // a Verilog expression
   std::string enable; // a 1-bit signal
   std::string comment;
+  bool keep = false;
 };
 
 /// One item of a module body, printed in the order added.

@@ -132,7 +132,9 @@ public:
     for (int k = from + 1; k <= to; ++k) {
       std::string reg = fmt::format("{}_r{}", name, k);
       if (std::find(made->begin(), made->end(), k) == made->end()) {
-        m_.add(hdl::Register{reg, w, prev, "en", {}});
+        // Kept as flip-flops: the low bits of a sum pass through every stage unchanged, and
+        // Yosys would pack such chains into SRL16Es, launching a nanosecond late.
+        m_.add(hdl::Register{reg, w, prev, "en", {}, true});
         made->push_back(k);
         regBits_ += w;
       }
@@ -144,13 +146,9 @@ public:
   int64_t regBits() const { return regBits_; }
 
 private:
-  /// When node n's value is ready in stage s: its own time there, else its register's launch
-  /// (later for a chain that synthesis maps to shift-register LUTs).
-  double at(int n, int s) const {
-    int from = stage_[size_t(n)];
-    if (from == s) return time_[size_t(n)];
-    return byDelay_ && s - from >= delay::kSrlMinStages ? delay::kSrlOut - delay::kFfOut : 0.0;
-  }
+  /// When node n's value is ready in stage s: its own time there, else at its register's
+  /// launch (flip-flops: the pipeline registers are kept out of shift-register LUTs).
+  double at(int n, int s) const { return stage_[size_t(n)] == s ? time_[size_t(n)] : 0.0; }
 
   hdl::Module& m_;
   const cmvm::Graph& g_;

@@ -19,9 +19,6 @@ constexpr double kBramSetup = 0.566; // a block RAM's address setup
 constexpr double kFfSetup = 0.10;
 constexpr double kDspMregOut = 1.819; // a DSP48E1's M register through its ALU to PCOUT
 constexpr double kFfOut = 0.30;
-constexpr double kSrlOut = 1.30; // a shift-register LUT's (SRL16E) clock-to-out: Yosys maps a
-                                 // chain of kSrlMinStages or more enabled registers to SRLs
-constexpr int kSrlMinStages = 3;
 
 /// One adder (or comparator) level of `width` bits: a LUT into a carry chain of ceil(width/4)
 /// CARRY4s.
