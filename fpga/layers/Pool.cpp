@@ -146,6 +146,8 @@ public:
     r.out = {win.OH, win.OW, win.C, false};
     r.outFormat = outF;
     r.summary = info.op;
+    // A maximum over windows that each hold at least one input is bounded below as its input.
+    if (arith.max && outF == a.format) r.outMin = a.rawMin;
     return r;
   }
 };
