@@ -27,6 +27,7 @@ struct CompileOptions {
   std::vector<std::string> precision, fifoDepth;
   std::string reuse = "1";
   std::string strategy = "dsp";
+  bool registerStreams = false;
   double clockMhz = 200;
   int shiftAddDigits = 2;
 };
@@ -85,6 +86,7 @@ int runCompile(CompileOptions o) {
     }
   }
   vo.until = o.until;
+  vo.registerStreams = o.registerStreams;
   if (auto st = fpga::parseStrategy(o.strategy))
     vo.strategy = *st;
   else
@@ -187,6 +189,10 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
                   "subexpressions shared, no DSP), auto (shift_add wherever it applies); per "
                   "layer in the config's \"strategy\": {layer: S}")
       ->capture_default_str();
+  cmd->add_flag(
+      "--register-streams", o->registerStreams,
+      "A skid buffer (registered ready, no added latency) in front of every layer, so the "
+      "valid/ready chain does not run through the whole design in one cycle");
   cmd->add_option("--shift-add-digits", o->shiftAddDigits,
                   "At reuse 1, products by constant weights of at most this many nonzero signed "
                   "digits (0, +-2^k, +-2^a +-2^b) are shifts and adds instead of multipliers "

@@ -179,6 +179,7 @@ nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const Verilo
   j["clock_mhz"] = vo.clockMhz;
   j["shift_add_digits"] = vo.shiftAddDigits;
   j["strategy"] = toString(vo.strategy);
+  j["register_streams"] = vo.registerStreams;
   // What triad sim needs to recompute expected outputs for other inputs.
   j["compile"] = {{"model", src.model},         {"dims", src.dims},
                   {"config", src.config},       {"default_precision", src.defaultPrecision},

@@ -458,6 +458,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
   for (const auto& f : fifoDepth)
     if (std::any_of(f.begin(), f.end(), [](int64_t x) { return x > 0; }))
       blocks.insert("triad_fifo");
+  if (o.registerStreams) blocks.insert("triad_skid");
   blocks = withDependencies(blocks);
 
   auto geomText = [](const StreamGeom& g) {
@@ -570,6 +571,30 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
         d.fifos.push_back({inst, s.layer, fifoDepth[i][k], bits, log2Exact(fifoDepth[i][k]),
                            o.fifoDepth.count(s.layer) > 0, why(s.layer)});
         d.glue += estimateFifo(bits, fifoDepth[i][k]);
+        c = {q + "_tdata", q + "_tvalid", q + "_tready"};
+      }
+      if (o.registerStreams) {
+        int64_t bits = streams.at(sv).bits();
+        std::string q = names.stream(fmt::format("{}_s{}", verilogName(s.layer), k));
+        top.addStreamWires(q, bits,
+                           fmt::format("operand {} of '{}' behind a skid buffer (registered ready)",
+                                       k, escape::comment(s.layer)),
+                           true);
+        top.add(hdl::Instance{"triad_skid",
+                              names.instance("u_skid_" + q),
+                              {{"W", std::to_string(bits)}},
+                              {{"clk", "clk"},
+                               {"rst_n", "rst_n"},
+                               {"in_tdata", c[0]},
+                               {"in_tvalid", c[1]},
+                               {"in_tready", c[2]},
+                               {"out_tdata", q + "_tdata"},
+                               {"out_tvalid", q + "_tvalid"},
+                               {"out_tready", q + "_tready"}},
+                              {}});
+        // The spare register and its select: a flip-flop and a LUT per bit.
+        d.glue.ff += double(bits + 1);
+        d.glue.lut += double(bits + 2);
         c = {q + "_tdata", q + "_tvalid", q + "_tready"};
       }
       opConn.push_back(c);

@@ -32,6 +32,9 @@ struct VerilogOptions {
   /// named in layerStrategy.
   Strategy strategy = Strategy::Dsp;
   std::map<std::string, Strategy> layerStrategy; // per layer (ONNX name)
+  /// A skid buffer (triad_skid: a registered ready, no added latency) in front of every layer
+  /// operand, so the valid/ready chain never runs combinationally through two layers.
+  bool registerStreams = false;
   /// FIFO depths by hand, by the joining layer's name (a power of two >= 2), instead of the
   /// static analysis: to tighten them after a simulation, or to provoke a deadlock in a test.
   std::map<std::string, int64_t> fifoDepth;

@@ -3,7 +3,8 @@
 # adder graphs): jet_mlp whole at reuse 1 on 1,000 test inputs and digits_cnn (Conv windows) on
 # 500 images are bit-exact with the emulator in Verilator (steady pass, and random gaps with
 # back-pressure), II 1 (jet) and the frame (digits_cnn), the predicted latency, no multiplier in
-# any Dense/Conv layer, lint clean; a per-layer strategy from the config; the must-fail cases.
+# any Dense/Conv layer, lint clean (jet with --register-streams: skid buffers between layers, no
+# added latency); a per-layer strategy from the config; the must-fail cases.
 # Exits 77 (skipped) without verilator.
 # Usage: fpga_shift_add_test.sh TRIAD_BINARY SOURCE_DIR
 set -u
@@ -39,7 +40,10 @@ if [[ $rc -ne 2 ]] || ! grep -q "strategy\['/fc2/Gemm'\]" "$TMP/err"; then
 else echo "ok   a bad strategy in the config names its key"; fi
 
 d=$TMP/jet
-if "$TRIAD" compile "$MODEL" --target fpga --strategy shift_add --input "$TMP/x.npy" -o "$d" &&
+# With --register-streams: a skid buffer (registered ready) in front of every layer, which adds
+# no cycle to the latency.
+if "$TRIAD" compile "$MODEL" --target fpga --strategy shift_add --register-streams \
+     --input "$TMP/x.npy" -o "$d" &&
    (cd "$d/rtl" && verilator --lint-only -Wall --top-module jet_mlp $(grep -v '^//' files.f)) &&
    "$TRIAD" sim "$d" --input "$TMP/x.npy" --json "$d/sim.json" &&
    $PY - "$d" <<'PYEOF'
@@ -59,6 +63,7 @@ for l in dense:
     assert l["latency_cycles"] == g["stages"] + 2, l
 v = open(d + "/rtl/jet_mlp.v").read()
 assert "triad_dense" not in v and "triad_pipe" in v
+assert s["register_streams"] and v.count("  triad_skid #(") == len(s["layers"]), s["blocks"]
 print("jet_mlp shift_add:", sum(l["adder_graph"]["adders"] for l in dense), "adders,",
       s["estimate"], "latency", s["latency_cycles"])
 PYEOF
