@@ -229,23 +229,20 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
       names += (names.empty() ? "" : ", ") + l.name;
     return names;
   };
-  if (!o.until.empty() && std::none_of(layers.begin(), layers.end(),
-                                       [&](const LayerInfo& l) { return l.name == o.until; }))
+  auto isLayer = [&](const std::string& n) {
+    return std::any_of(layers.begin(), layers.end(),
+                       [&](const LayerInfo& l) { return l.name == n; });
+  };
+  if (!o.until.empty() && !isLayer(o.until))
     fail(ErrorKind::Usage, "--until '{}' is not a layer of the model (layers: {})", o.until,
          layerNames());
-  for (const auto& [name, r] : o.layerReuse) {
-    (void)r;
-    if (std::none_of(layers.begin(), layers.end(),
-                     [&n = name](const LayerInfo& l) { return l.name == n; }))
+  for (const auto& [name, r] : o.layerReuse)
+    if (!isLayer(name))
       fail(ErrorKind::Usage, "a reuse factor is given for '{}', which is not a layer", name);
-  }
-  for (const auto& [name, st] : o.layerStrategy) {
-    (void)st;
-    if (std::none_of(layers.begin(), layers.end(),
-                     [&n = name](const LayerInfo& l) { return l.name == n; }))
+  for (const auto& [name, st] : o.layerStrategy)
+    if (!isLayer(name))
       fail(ErrorKind::Usage, "a strategy is given for '{}', which is not a layer (layers: {})",
            name, layerNames());
-  }
   VerilogDesign d;
   d.stageLevels = o.stageLevels;
   d.clockMhz = o.clockMhz;

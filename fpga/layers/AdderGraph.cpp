@@ -257,6 +257,7 @@ AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::str
                   fmt::format("results, {} each, in the last stage", formatToString(of))});
   for (int64_t o = 0; o < c.N; ++o) {
     const cmvm::Term& t = g.outputs[size_t(o)];
+    const int from = gw.finalStage(t, finalCost); // this output's last stage
     int64_t bias =
         c.b.empty() ? 0
                     : cast(c.b[size_t(o)], q.bias().format, af, q.acc().rounding, q.acc().overflow);
@@ -266,7 +267,7 @@ AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::str
     if (sh >= accW) {
       acc = hdl::hexLiteral(bias, accW);
     } else {
-      std::string v = gw.ref(t.node, gw.finalStage(t, finalCost));
+      std::string v = gw.ref(t.node, from);
       int hw = accW - sh;
       std::string term = ext(v, gw.width(t.node), hw);
       uint64_t hiBias = ub >> sh;
@@ -296,7 +297,6 @@ AdderGraphStats addAdderGraph(hdl::Module& m, const DenseCore& c, const std::str
     m.add(hdl::Wire{fmt::format("y{}", o), of.width, {}});
     m.add(std::move(cst));
     std::vector<int> made;
-    int from = gw.finalStage(t, finalCost);
     m.add(hdl::Assign{fmt::format("y[{}:{}]", (o + 1) * of.width - 1, o * of.width),
                       gw.delayed(fmt::format("y{}", o), of.width, from, P, &made)});
   }
