@@ -4,6 +4,17 @@
 // N_OUT * N_IN / REUSE multipliers: in the c-th of REUSE cycles (column c), output o's
 // multipliers take the inputs c, c + REUSE, c + 2*REUSE, ... A new input is accepted every REUSE
 // cycles (REUSE = 1: one per cycle), so II = REUSE.
+// Output folding: REUSE may also be N_IN * RO with RO dividing N_OUT (hls4ml's reuse above the
+// input count). Then N_OUT / RO output lanes each take one input per cycle: lane k computes
+// outputs k*RO .. k*RO + RO - 1 one after another (RO groups of N_IN columns; in column ci of
+// group co, lane k takes input ci and weight (k*RO + co, ci)), and a group's results wait in
+// y_buf until the vector's last group. In general multiplier m (m = lane * KPR + leaf) reads
+// weight m*REUSE + cnt of WEIGHTS in cycle cnt of a vector, whatever the folding.
+// Weight storage (REUSE > 1): WEIGHT_ROM = 0 selects each multiplier's weight among its REUSE
+// constants (an R-way multiplexer in logic); WEIGHT_ROM = 1 reads all of a cycle's weights as
+// one word of a ROM (block RAM), REUSE words of N_OUT*N_IN/REUSE weights: WEIGHTS then holds
+// word c at bit c*NM*W_W, multiplier m's weight at m*W_W within it. The ROM's read register,
+// and one for the column's inputs, add a pipeline stage (PRE = 1).
 // Arithmetic (docs/fpga.md): each product is exact (IN_W + W_W bits), is cast to the
 // accumulator format with ACC_ROUNDING/ACC_SATURATE; the bias is cast the same way; the sum
 // wraps modulo 2^ACC_W; the result is cast to OUT_W/OUT_FRAC with RES_ROUNDING/RES_SATURATE.
@@ -72,7 +83,8 @@ module triad_dense #(
     parameter integer W_MAG = W_W,
     parameter [N_OUT*N_IN*W_W-1:0] WEIGHTS = 0,
     parameter [N_OUT*N_IN*16-1:0] W_TERMS = 0,
-    parameter [N_OUT*B_W-1:0] BIASES = 0
+    parameter [N_OUT*B_W-1:0] BIASES = 0,
+    parameter integer WEIGHT_ROM = 0
 ) (
     input  wire                   clk,
     input  wire                   rst_n,
@@ -83,12 +95,20 @@ module triad_dense #(
     output reg                    out_tvalid,
     input  wire                   out_tready
 );
-  localparam integer KPR = N_IN / REUSE;  // multipliers per output (tree leaves)
+  localparam integer RO = (REUSE > N_IN) ? REUSE / N_IN : 1;  // output groups (folding)
+  localparam integer RI = REUSE / RO;  // columns per group
+  localparam integer KPR = N_IN / RI;  // multipliers per output lane (tree leaves)
+  localparam integer NL = N_OUT / RO;  // output lanes
+  localparam integer NM = NL * KPR;  // multipliers
+  localparam integer CI_W = (RI > 1) ? $clog2(RI) : 1;
+  localparam integer CO_W = (RO > 1) ? $clog2(RO) : 1;
+  localparam integer PRE = (WEIGHT_ROM != 0 && REUSE > 1) ? 1 : 0;  // the ROM's read stage
   localparam integer D = $clog2(KPR);  // tree levels
   localparam integer CNT_W = (REUSE > 1) ? $clog2(REUSE) : 1;
   localparam integer P_W = IN_W + W_W;
   localparam integer P_FRAC = IN_FRAC + W_FRAC;
   localparam [31:0] LAST = REUSE - 1;
+  localparam [31:0] LAST_CI = RI - 1;
   // The registered tree levels (bit l: after level l).
   function [63:0] stage_mask(input integer k);
     integer m;
@@ -108,7 +128,7 @@ module triad_dense #(
   localparam integer P = regs(MASK);
   /* verilator lint_off UNUSEDPARAM */
   // For the emitter and testbenches: cycles from an accepted input to its output.
-  localparam integer LATENCY = REUSE + 1 + P;
+  localparam integer LATENCY = REUSE + 1 + P + PRE;
   /* verilator lint_on UNUSEDPARAM */
   // Leaf width: the bits a cast product can need (see the header).
   localparam integer SHL = (ACC_FRAC > P_FRAC) ? ACC_FRAC - P_FRAC : 0;
@@ -142,54 +162,124 @@ module triad_dense #(
   reg [N_IN*IN_W-1:0] x_reg;
   reg x_valid;
   reg [CNT_W-1:0] cnt;
-  reg [N_OUT*ACC_W-1:0] acc;
+  reg [NL*ACC_W-1:0] acc;
+  wire [CI_W-1:0] ci;  // column within the output group
+  wire [CO_W-1:0] co;  // output group
 
   wire last = (cnt == LAST[CNT_W-1:0]);
-  // The last stage's column: valid, first (start from the bias), last (write the output).
+  wire glast = (ci == LAST_CI[CI_W-1:0]);
+  // The last stage's column: valid, first of a group (start from the bias), last of a group
+  // (a lane's result is final), last of the vector (write the output), and its group.
   wire s_valid, s_first, s_last;
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire s_glast;  // with RO = 1 the same as s_last
+  wire [CO_W-1:0] s_co;
+  /* verilator lint_on UNUSEDSIGNAL */
   wire en = ~(s_valid & s_last & out_tvalid & ~out_tready);
   assign in_tready = ~x_valid | (last & en);
 
   /* verilator lint_off UNUSEDSIGNAL */
   wire [N_OUT*N_IN*W_W-1:0] w_rom = WEIGHTS;  // at REUSE = 1 read only where a multiplier is
   /* verilator lint_on UNUSEDSIGNAL */
-  wire [N_OUT*ACC_W-1:0] b_acc;  // biases in the accumulator format
-  wire [N_OUT*ACC_W-1:0] acc_next;
-  wire [N_OUT*OUT_W-1:0] y;
+  wire [NL*ACC_W-1:0] b_acc;  // biases in the accumulator format
+  wire [NL*ACC_W-1:0] acc_next;
+  wire [NL*OUT_W-1:0] y;
+  // The column's inputs (one per leaf) and weights (one per multiplier), at the products.
+  /* verilator lint_off UNUSEDSIGNAL */
+  wire [KPR*IN_W-1:0] xcol;
+  wire [NM*W_W-1:0] wcol;
+  /* verilator lint_on UNUSEDSIGNAL */
 
-  // In cycle c, multiplier j of output o takes input j*REUSE + c and weight (o, j*REUSE + c):
-  // both are contiguous per multiplier, so each multiplier selects among its own REUSE inputs
-  // and weights (an R-way multiplexer; REUSE = 1: none) rather than shifting whole vectors, which
-  // synthesis would build as a barrel shifter of N_OUT*N_IN*W_W bits first.
+  // In cycle c, leaf j of every lane takes input j*RI + ci, and multiplier m weight m*REUSE + c:
+  // both are contiguous per leaf or multiplier, so each selects among its own inputs and weights
+  // (an R-way multiplexer; REUSE = 1: none) rather than shifting whole vectors, which synthesis
+  // would build as a barrel shifter of N_OUT*N_IN*W_W bits first.
   genvar o, l, j;
   generate
-
-    // The column's flags through the P pipeline registers (bit 0 first).
-    if (P == 0) begin : g_flags0
-      assign s_valid = x_valid;
-      assign s_first = (cnt == {CNT_W{1'b0}});
-      assign s_last = last;
-    end else begin : g_flags
-      reg [P-1:0] v_pipe, f_pipe, l_pipe;
-      wire [P:0] v_in = {v_pipe, x_valid};
-      wire [P:0] f_in = {f_pipe, cnt == {CNT_W{1'b0}}};
-      wire [P:0] l_in = {l_pipe, last};
+    if (RO == 1) begin : g_nofold
+      assign ci = cnt;
+      assign co = {CO_W{1'b0}};
+    end else begin : g_fold
+      reg [CI_W-1:0] ci_r;
+      reg [CO_W-1:0] co_r;
       always @(posedge clk) begin
-        if (!rst_n) v_pipe <= {P{1'b0}};
-        else if (en) v_pipe <= v_in[P-1:0];
-      end
-      always @(posedge clk) begin
-        if (en) begin
-          f_pipe <= f_in[P-1:0];
-          l_pipe <= l_in[P-1:0];
+        if (!rst_n) begin
+          ci_r <= {CI_W{1'b0}};
+          co_r <= {CO_W{1'b0}};
+        end else if (en & x_valid) begin
+          ci_r <= glast ? {CI_W{1'b0}} : ci_r + 1'b1;
+          if (glast) co_r <= last ? {CO_W{1'b0}} : co_r + 1'b1;
         end
       end
-      assign s_valid = v_in[P];
-      assign s_first = f_in[P];
-      assign s_last = l_in[P];
+      assign ci = ci_r;
+      assign co = co_r;
     end
 
-    for (o = 0; o < N_OUT; o = o + 1) begin : g_out
+    if (REUSE > 1) begin : g_column
+      wire [KPR*IN_W-1:0] xsel;
+      for (j = 0; j < KPR; j = j + 1) begin : g_x
+        wire [RI*IN_W-1:0] xs = x_reg[j*RI*IN_W+:RI*IN_W];
+        assign xsel[j*IN_W+:IN_W] = xs[ci*IN_W+:IN_W];
+      end
+      if (PRE == 0) begin : g_logic
+        assign xcol = xsel;
+        for (j = 0; j < NM; j = j + 1) begin : g_w
+          wire [REUSE*W_W-1:0] ws = w_rom[j*REUSE*W_W+:REUSE*W_W];
+          assign wcol[j*W_W+:W_W] = ws[cnt*W_W+:W_W];
+        end
+      end else begin : g_rom
+        // The weights of cycle c as word c of a ROM (block RAM), read a cycle ahead of the
+        // products together with the column's inputs.
+        reg [NM*W_W-1:0] rom[0:REUSE-1];
+        integer c;
+        initial begin
+          for (c = 0; c < REUSE; c = c + 1) rom[c] = WEIGHTS[c*NM*W_W+:NM*W_W];
+        end
+        reg [NM*W_W-1:0] w_q;
+        reg [KPR*IN_W-1:0] x_q;
+        always @(posedge clk) begin
+          if (en) begin
+            w_q <= rom[cnt];
+            x_q <= xsel;
+          end
+        end
+        assign xcol = x_q;
+        assign wcol = w_q;
+      end
+    end else begin : g_const_column
+      assign xcol = x_reg;
+      assign wcol = {NM * W_W{1'b0}};
+    end
+
+    // The column's flags through the PRE + P pipeline registers (bit 0 first).
+    if (PRE + P == 0) begin : g_flags0
+      assign s_valid = x_valid;
+      assign s_first = (ci == {CI_W{1'b0}});
+      assign s_glast = glast;
+      assign s_last = last;
+      assign s_co = co;
+    end else begin : g_flags
+      localparam integer PT = PRE + P;
+      localparam integer FW = CO_W + 3;
+      reg [PT-1:0] v_pipe;
+      reg [PT*FW-1:0] f_pipe;
+      wire [PT:0] v_in = {v_pipe, x_valid};
+      wire [(PT+1)*FW-1:0] f_in = {f_pipe, co, last, glast, ci == {CI_W{1'b0}}};
+      always @(posedge clk) begin
+        if (!rst_n) v_pipe <= {PT{1'b0}};
+        else if (en) v_pipe <= v_in[PT-1:0];
+      end
+      always @(posedge clk) begin
+        if (en) f_pipe <= f_in[PT*FW-1:0];
+      end
+      assign s_valid = v_in[PT];
+      assign s_first = f_in[PT*FW];
+      assign s_glast = f_in[PT*FW+1];
+      assign s_last = f_in[PT*FW+2];
+      assign s_co = f_in[PT*FW+3+:CO_W];
+    end
+
+    for (o = 0; o < NL; o = o + 1) begin : g_out
       // Every node of the tree, level after level (a node's bits: OFFS[l] + j*width(l)).
       /* verilator lint_off UNOPTFLAT */
       wire [TREE_BITS-1:0] tree  /*verilator split_var*/;
@@ -197,13 +287,13 @@ module triad_dense #(
       for (l = 0; l <= D; l = l + 1) begin : g_lvl
         // This level's node count, width and offset, and the previous level's (inline
         // expressions: no function calls per node).
-        localparam integer NL = (KPR + (1 << l) - 1) >> l;
+        localparam integer NL_L = (KPR + (1 << l) - 1) >> l;
         localparam integer WL = (LEAF_W + l < ACC_W) ? LEAF_W + l : ACC_W;
         localparam integer OL = OFFS[l*32+:32];
         localparam integer NC = (l > 0) ? (KPR + (1 << (l - 1)) - 1) >> (l - 1) : 1;
         localparam integer WC = (l > 0 && LEAF_W + l - 1 < ACC_W) ? LEAF_W + l - 1 : ACC_W;
         localparam integer OC = (l > 0) ? OFFS[(l-1)*32+:32] : 0;
-        for (j = 0; j < NL; j = j + 1) begin : g_node
+        for (j = 0; j < NL_L; j = j + 1) begin : g_node
           localparam integer W = WL;
           localparam integer POS = OL + j * W;
           wire [W-1:0] v;
@@ -239,10 +329,8 @@ module triad_dense #(
                 assign p = $signed(xj) * wv;
               end
             end else begin : g_mux
-              wire [REUSE*IN_W-1:0] xs = x_reg[j*REUSE*IN_W+:REUSE*IN_W];
-              wire [REUSE*W_W-1:0] ws = w_rom[(o*N_IN+j*REUSE)*W_W+:REUSE*W_W];
-              wire signed [IN_W-1:0] xv = xs[cnt*IN_W+:IN_W];
-              wire signed [W_W-1:0] wv = ws[cnt*W_W+:W_W];
+              wire signed [IN_W-1:0] xv = xcol[j*IN_W+:IN_W];
+              wire signed [W_W-1:0] wv = wcol[(o*KPR+j)*W_W+:W_W];
               assign p = xv * wv;
             end
             // The cast's result fits in W signed bits: its upper bits are copies of the sign.
@@ -286,6 +374,14 @@ module triad_dense #(
       end
       wire [TOP_W-1:0] top = tree[TOP_POS+:TOP_W];
       wire [ACC_W-1:0] s = {{(ACC_W - TOP_W + 1) {top[TOP_W-1]}}, top[TOP_W-2:0]};
+      // The lane's bias: output o (RO = 1), or output o*RO + group of its RO outputs.
+      wire [B_W-1:0] bv;
+      if (RO == 1) begin : g_bias
+        assign bv = BIASES[o*B_W+:B_W];
+      end else begin : g_bias_fold
+        wire [RO*B_W-1:0] bs = BIASES[o*RO*B_W+:RO*B_W];
+        assign bv = bs[s_co*B_W+:B_W];
+      end
       triad_cast #(
           .IN_W(B_W),
           .IN_FRAC(B_FRAC),
@@ -294,7 +390,7 @@ module triad_dense #(
           .ROUNDING(ACC_ROUNDING),
           .SATURATE(ACC_SATURATE)
       ) u_cast_b (
-          .in_data (BIASES[o*B_W+:B_W]),
+          .in_data (bv),
           .out_data(b_acc[o*ACC_W+:ACC_W])
       );
       wire [ACC_W-1:0] base = s_first ? b_acc[o*ACC_W+:ACC_W] : acc[o*ACC_W+:ACC_W];
@@ -310,6 +406,22 @@ module triad_dense #(
           .in_data (acc_next[o*ACC_W+:ACC_W]),
           .out_data(y[o*OUT_W+:OUT_W])
       );
+    end
+
+    // The output vector: the lanes' results (RO = 1), or every group's, collected in y_buf.
+    wire [N_OUT*OUT_W-1:0] y_vec;
+    if (RO == 1) begin : g_out_vec
+      assign y_vec = y;
+    end else begin : g_out_buf
+      reg [N_OUT*OUT_W-1:0] y_buf;
+      for (o = 0; o < NL; o = o + 1) begin : g_lane
+        for (j = 0; j < RO; j = j + 1) begin : g_group
+          localparam [CO_W-1:0] G = j;
+          assign y_vec[(o*RO+j)*OUT_W+:OUT_W] =
+              (s_glast && s_co == G) ? y[o*OUT_W+:OUT_W] : y_buf[(o*RO+j)*OUT_W+:OUT_W];
+        end
+      end
+      always @(posedge clk) if (en & s_valid & s_glast) y_buf <= y_vec;
     end
   endgenerate
 
@@ -329,6 +441,6 @@ module triad_dense #(
   always @(posedge clk) begin
     if (in_tready & in_tvalid) x_reg <= in_tdata;
     if (en & s_valid) acc <= acc_next;
-    if (en & s_valid & s_last) out_tdata <= y;
+    if (en & s_valid & s_last) out_tdata <= y_vec;
   end
 endmodule

@@ -5,7 +5,7 @@
 # (latency == LATENCY, II == REUSE), a pass with ~30% input gaps and ~30% back-pressure and one
 # with ~10% gaps and ~70% back-pressure, every output bit checked. Two cases build at a time.
 # Prints `ok   CASE` / `FAIL CASE: why` per case and finally `N passed, M failed`; exits 0 only
-# when all pass, 77 (skipped) without verilator.
+# when all pass, 77 (skipped) without verilator. DENSE_TEST_ONLY=REGEX runs the matching cases.
 # Usage: dense_tests.sh SOURCE_DIR [BUILD_DIR]
 set -u
 SRC=${1:?usage: dense_tests.sh SOURCE_DIR [BUILD_DIR]}
@@ -105,6 +105,17 @@ add "terms_lossy_r1" N_IN=10 N_OUT=4 REUSE=1 TERMS=1 STAGE_LEVELS=2 IN_W=10 IN_F
   W_FRAC=6 B_W=8 B_FRAC=4 ACC_W=11 ACC_FRAC=6 OUT_W=10 OUT_FRAC=5 ACC_ROUNDING=2 \
   ACC_SATURATE=1 RES_ROUNDING=2 SEED=$((seed++))
 
+# Output folding (REUSE = N_IN * RO: lanes computing RO outputs each, one group after another)
+# and weights read from a ROM (WEIGHT_ROM: one more pipeline stage), alone and together.
+add "fold_r32" N_IN=16 N_OUT=6 REUSE=32 SEED=$((seed++))
+add "fold_r96_k1" N_IN=16 N_OUT=6 REUSE=96 STAGE_LEVELS=1 SEED=$((seed++))
+add "fold_r36_narrow" N_IN=12 N_OUT=6 REUSE=36 IN_W=8 IN_FRAC=3 W_W=6 W_FRAC=4 B_W=10 \
+  B_FRAC=5 ACC_W=20 ACC_FRAC=9 OUT_W=9 OUT_FRAC=4 RES_ROUNDING=2 RES_SATURATE=0 SEED=$((seed++))
+add "rom_r4" N_IN=16 N_OUT=5 REUSE=4 WEIGHT_ROM=1 SEED=$((seed++))
+add "rom_r8_k1" N_IN=16 N_OUT=5 REUSE=8 STAGE_LEVELS=1 WEIGHT_ROM=1 SEED=$((seed++))
+add "rom_fold_r48_mask" N_IN=16 N_OUT=6 REUSE=48 STAGE_MASK=1 WEIGHT_ROM=1 SEED=$((seed++))
+add "rom_r1" N_IN=16 N_OUT=5 REUSE=1 WEIGHT_ROM=1 SEED=$((seed++))
+
 # One case: lint, generate the wrapper, Verilate, compile, run. Writes DIR/result.
 run_case() {
   local name=$1
@@ -158,6 +169,8 @@ names=()
 running=0
 for c in "${CASES[@]}"; do
   read -r -a a <<<"$c"
+  # DENSE_TEST_ONLY: a regular expression; only the cases whose name matches run.
+  if [ -n "${DENSE_TEST_ONLY:-}" ] && ! [[ ${a[0]} =~ $DENSE_TEST_ONLY ]]; then continue; fi
   names+=("${a[0]}")
   run_case "${a[@]}" &
   running=$((running + 1))
