@@ -4,6 +4,7 @@
 #include "cli/FpgaOptions.h"
 #include "fpga/Design.h"
 #include "fpga/Emulator.h"
+#include "fpga/Fit.h"
 #include "fpga/VerilogEmitter.h"
 #include "frontend/TensorIO.h"
 #include "ir/Files.h"
@@ -27,6 +28,9 @@ struct CompileOptions {
   std::vector<std::string> precision, fifoDepth;
   std::string reuse = "1";
   std::string strategy = "dsp";
+  std::string part;       // --fpga-part: fit the design to this part
+  double fitMargin = 0.8; // ... using at most this fraction of each resource
+  bool reuseGiven = false, strategyGiven = false;
   bool registerStreams = false;
   double clockMhz = 200;
   int shiftAddDigits = 2;
@@ -35,6 +39,64 @@ struct CompileOptions {
 ir::Tensor readF32(const std::string& path) {
   ir::Tensor x = frontend::readTensorFile(path).tensor;
   return x.dtype() == ir::DType::F32 ? x : x.castTo(ir::DType::F32);
+}
+
+nlohmann::json resourcesJsonOf(const ir::Resources& r) {
+  return {{"lut", r.lut}, {"ff", r.ff}, {"dsp", r.dsp}, {"bram18", r.bram18}};
+}
+
+// fit.json: the part, the budget, the predicted II and throughput, every layer's choice, and the
+// choices as config keys ("reuse", "strategy", "weights") to pin them in a precision config.
+nlohmann::json fitJson(const fpga::FitResult& f, const fpga::Device& part, double margin,
+                       double clockMhz) {
+  nlohmann::json j;
+  j["part"] = part.name;
+  j["description"] = part.description;
+  j["margin"] = margin;
+  j["budget"] = resourcesJsonOf(f.budget);
+  j["part_resources"] = resourcesJsonOf(part.resources);
+  j["estimate"] = resourcesJsonOf(f.design.resources());
+  j["ii_cycles"] = f.ii;
+  j["latency_cycles"] = f.design.latency;
+  j["clock_mhz"] = clockMhz;
+  j["inferences_per_s"] = f.ii > 0 ? clockMhz * 1e6 / double(f.ii) : 0.0;
+  j["probes"] = f.probes;
+  j["candidates"] = f.candidates;
+  j["layers"] = nlohmann::json::array();
+  nlohmann::json reuse = nlohmann::json::object(), strategy = nlohmann::json::object(),
+                 weights = nlohmann::json::object();
+  for (const fpga::FitLayer& l : f.layers) {
+    j["layers"].push_back({{"layer", l.layer},
+                           {"reuse", l.reuse},
+                           {"strategy", toString(l.strategy)},
+                           {"weights", l.weightRom ? "rom" : "logic"},
+                           {"cycles_per_sample", l.cyclesPerSample},
+                           {"estimate", resourcesJsonOf(l.resources)},
+                           {"pinned", l.fixed}});
+    if (l.fixed) continue;
+    reuse[l.layer] = l.reuse;
+    strategy[l.layer] = toString(l.strategy);
+    weights[l.layer] = l.weightRom ? "rom" : "logic";
+  }
+  j["config"] = {{"reuse", reuse}, {"strategy", strategy}, {"weights", weights}};
+  return j;
+}
+
+void printFit(const fpga::FitResult& f, const fpga::Device& part, double margin, double clockMhz) {
+  ir::Resources r = f.design.resources();
+  fmt::print("fitted to {} ({}) within {:.0f}%: II {} cycles ({:.4g} inferences/s at {:g} MHz); "
+             "estimate LUT {:.0f}/{:.0f}, FF {:.0f}/{:.0f}, DSP {:.0f}/{:.0f}, RAMB18 "
+             "{:.0f}/{:.0f}\n",
+             part.name, terminalText(part.description), margin * 100, f.ii,
+             f.ii > 0 ? clockMhz * 1e6 / double(f.ii) : 0.0, clockMhz, r.lut, f.budget.lut, r.ff,
+             f.budget.ff, r.dsp, f.budget.dsp, r.bram18, f.budget.bram18);
+  for (const fpga::FitLayer& l : f.layers)
+    if (l.reuse > 1 || l.strategy != fpga::Strategy::Dsp || !l.fixed)
+      fmt::print("  {}: reuse {}, {}{}, {} cycles/sample, LUT {:.0f} FF {:.0f} DSP {:.0f} "
+                 "RAMB18 {:.0f}{}\n",
+                 terminalText(l.layer), l.reuse, toString(l.strategy),
+                 l.weightRom ? ", weights in a ROM" : "", l.cyclesPerSample, l.resources.lut,
+                 l.resources.ff, l.resources.dsp, l.resources.bram18, l.fixed ? " (pinned)" : "");
 }
 
 int runCompile(CompileOptions o) {
@@ -96,6 +158,9 @@ int runCompile(CompileOptions o) {
     if (cj.is_object() && cj.contains("strategy") && cj["strategy"].is_object())
       for (auto& [k, v] : cj["strategy"].items()) // checked by the config's parser
         vo.layerStrategy[k] = *fpga::parseStrategy(v.get<std::string>());
+    if (cj.is_object() && cj.contains("weights") && cj["weights"].is_object())
+      for (auto& [k, v] : cj["weights"].items()) // checked by the config's parser
+        if (v.get<std::string>() == "rom") vo.romLayers.insert(k);
     if (cj.is_object() && cj.contains("reuse")) {
       if (!cj["reuse"].is_object())
         fail(ErrorKind::Usage, "{}: 'reuse' must map layer names to integers", o.config);
@@ -113,8 +178,29 @@ int runCompile(CompileOptions o) {
   src.defaultPrecision = o.defaultPrecision;
   src.precision = o.precision;
   src.calibration = o.input.empty() ? "" : fs::absolute(o.input).string();
+  std::optional<fpga::FitResult> fit;
+  if (!o.part.empty()) {
+    if (o.reuseGiven)
+      fail(ErrorKind::Usage,
+           "--fpga-part chooses every layer's reuse factor: drop --reuse '{}' "
+           "(pin a layer with the config's \"reuse\": {{layer: R}})",
+           o.reuse);
+    const fpga::Device& part = fpga::findDevice(o.part);
+    fpga::FitOptions fo;
+    fo.margin = o.fitMargin;
+    fo.chooseStrategy = !o.strategyGiven;
+    fit = fpga::fitToPart(g, emu, vo, part, fo);
+    vo = fit->options;
+  }
   nlohmann::json j = fpga::writeDesign(
       g, emu, vo, o.outdir, fs::path(o.model.model).filename().string(), src, x ? &*x : nullptr);
+  if (fit) {
+    nlohmann::json f = fitJson(*fit, fpga::findDevice(o.part), o.fitMargin, vo.clockMhz);
+    frontend::writeFileAtomic(fs::path(o.outdir) / "fit.json", f.dump(2) + "\n");
+    j["fit"] = f;
+    frontend::writeFileAtomic(fs::path(o.outdir) / "summary.json", j.dump(2) + "\n");
+    printFit(*fit, fpga::findDevice(o.part), o.fitMargin, vo.clockMhz);
+  }
   fmt::print("{}: {} layers, {} multipliers, latency {} cycles ({:.0f} ns at {:g} MHz) -> {}\n",
              terminalText(j["top"].get<std::string>()), j["layers"].size(),
              j["multipliers"].get<int64_t>(), j["latency_cycles"].get<int64_t>(),
@@ -177,11 +263,21 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
       ->check(CLI::ExistingFile);
   addPrecisionOptions(*cmd, o->defaultPrecision, o->precision);
   cmd->add_option("--reuse", o->reuse,
-                  "Reuse factor of Dense and Conv layers (divides the input count), or 'auto': per "
-                  "layer, the largest that keeps the design's II");
+                  "Reuse factor of Dense and Conv layers (divides the input count, or is the input "
+                  "count times a divisor of the output count), or 'auto': per layer, the largest "
+                  "divisor of the input count that keeps the design's II");
   cmd->add_option("--clock-mhz", o->clockMhz,
                   "Target clock: adder trees and the Softmax are registered where the delay model "
                   "(docs/fpga.md) says a stage would not fit it")
+      ->capture_default_str();
+  cmd->add_option("--fpga-part", o->part,
+                  "Fit the design to this part (xc7z020, xc7a35t, ...; an unknown name lists "
+                  "the known ones): per Dense/Conv layer the reuse factor, strategy and "
+                  "weight storage (logic or a block-RAM ROM) for the highest throughput within "
+                  "--fit-margin of its LUT, FF, DSP and BRAM; writes fit.json");
+  cmd->add_option("--fit-margin", o->fitMargin,
+                  "With --fpga-part: the fraction of each of the part's resources the design may "
+                  "use")
       ->capture_default_str();
   cmd->add_option("--strategy", o->strategy,
                   "How Dense/Conv layers multiply by constant weights: dsp (multipliers), "
@@ -209,7 +305,11 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
   cmd->add_option("-o,--output,--emit-source", o->outdir,
                   "Output directory (--emit-source DIR: the same, for the CPU target's sources)")
       ->required();
-  return [o] { return runCompile(*o); };
+  return [o, cmd] {
+    o->reuseGiven = cmd->get_option("--reuse")->count() > 0;
+    o->strategyGiven = cmd->get_option("--strategy")->count() > 0;
+    return runCompile(*o);
+  };
 }
 
 Action addSim(CLI::App& app, const ir::TargetRegistry&) {

@@ -159,6 +159,7 @@ nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const Verilo
         if (s.stageMask >> b & 1) regs.push_back(b);
       l["stage_registers"] = regs;
       l["strategy"] = s.adderGraph ? "shift_add" : "dsp";
+      l["weights"] = s.weightRom ? "rom" : "logic";
       if (const auto& ag = s.adderGraph)
         l["adder_graph"] = {{"adders", ag->adders},
                             {"shared", ag->shared},

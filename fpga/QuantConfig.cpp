@@ -219,8 +219,17 @@ QuantConfig QuantConfig::fromJson(const std::string& text, const std::string& la
         if (!st.is_string() || !parseStrategy(st.get<std::string>()))
           c.error(fmt::format("strategy['{}']", name),
                   fmt::format("expected \"dsp\", \"shift_add\" or \"auto\", got {}", show(st)));
+    } else if (k == "weights") {
+      // Dense/Conv weight storage per layer at reuse > 1 ("rom", "logic"): read like "reuse".
+      if (!v.is_object())
+        c.error(k, "expected an object mapping layer names to \"rom\" or \"logic\"");
+      for (auto& [name, st] : v.items())
+        if (!st.is_string() || (st.get<std::string>() != "rom" && st.get<std::string>() != "logic"))
+          c.error(fmt::format("weights['{}']", name),
+                  fmt::format("expected \"rom\" or \"logic\", got {}", show(st)));
     } else {
-      c.error(k, "unknown key (expected default, input, layers, auto_margin, reuse, strategy)");
+      c.error(k, "unknown key (expected default, input, layers, auto_margin, reuse, strategy, "
+                 "weights)");
     }
   }
   return q;

@@ -243,6 +243,11 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     if (!isLayer(name))
       fail(ErrorKind::Usage, "a strategy is given for '{}', which is not a layer (layers: {})",
            name, layerNames());
+  for (const std::string& name : o.romLayers)
+    if (!isLayer(name))
+      fail(ErrorKind::Usage,
+           "a weight storage is given for '{}', which is not a layer (layers: {})", name,
+           layerNames());
   VerilogDesign d;
   d.stageLevels = o.stageLevels;
   d.clockMhz = o.clockMhz;
@@ -299,6 +304,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     rs.shiftAddDigits = o.shiftAddDigits;
     auto st = o.layerStrategy.find(L.name);
     rs.strategy = st != o.layerStrategy.end() ? st->second : o.strategy;
+    rs.weightRom = o.romLayers.count(L.name) > 0;
     rs.module = fmt::format("{}_{}", d.top, verilogName(L.name));
     RtlLayer r;
     try {
@@ -332,6 +338,7 @@ VerilogDesign emitDesign(const ir::Graph& g, const Emulator& emu, const VerilogO
     s.stageMask = r.stageMask;
     s.multipliers = r.multipliers;
     s.adderGraph = r.adderGraph;
+    s.weightRom = r.weightRom;
     s.latency = r.latency;
     s.lookahead = r.lookahead;
     s.memoryBits = r.memoryBits;

@@ -11,6 +11,7 @@
 #include "fpga/layers/Layer.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct VerilogOptions {
   /// named in layerStrategy.
   Strategy strategy = Strategy::Dsp;
   std::map<std::string, Strategy> layerStrategy; // per layer (ONNX name)
+  /// Dense/Conv layers at reuse > 1 whose weights are read from a ROM (block RAM) rather than
+  /// selected by multiplexers (triad_dense's WEIGHT_ROM), by ONNX name.
+  std::set<std::string> romLayers;
   /// A skid buffer (triad_skid: a registered ready, no added latency) in front of every layer
   /// operand, so the valid/ready chain never runs combinationally through two layers.
   bool registerStreams = false;
@@ -51,6 +55,7 @@ struct RtlStage {
   FixedFormat in2; // a second operand's format (Add, Concat)
   int64_t multipliers = 0;
   std::optional<AdderGraphStats> adderGraph; // Dense/Conv built without multipliers
+  bool weightRom = false;                    // Dense/Conv: weights read from a ROM
   int64_t latency = 0;                       // cycles through the block (no stalls)
   int64_t lookahead = 0;                     // input transfers taken before the first output
   int64_t memoryBits = 0;                    // line buffers and tables
@@ -102,7 +107,8 @@ struct VerilogDesign {
   std::string fileList() const;
 };
 
-/// Valid reuse factors of a Dense layer with `nIn` inputs: the divisors of nIn.
+/// Reuse factors of a Dense layer with `nIn` inputs that keep one output per lane: the divisors
+/// of nIn (`--reuse auto` chooses among these; denseReuseFactors adds output folding).
 std::vector<int64_t> validReuseFactors(int64_t nIn);
 /// A legal, keyword-safe Verilog identifier for an ONNX name ("/fc1/Gemm" -> "fc1_Gemm"):
 /// escape::identifier for Verilog ("l_" when nothing legal is left).

@@ -261,7 +261,7 @@ uint64_t uniformStageMask(int stageLevels, int depth) {
 }
 
 uint64_t stageMaskFor(const DenseCore& c, int64_t reuse, const RtlSettings& s) {
-  int depth = treeDepth(c.K / std::max<int64_t>(reuse, 1));
+  int depth = treeDepth(denseLeaves(c.K, reuse));
   if (s.stageLevels > 0 || s.clockMhz <= 0) return uniformStageMask(s.stageLevels, depth);
   using namespace delay;
   const int accW = c.q->acc().format.width, leafW = denseLeafWidth(c);
@@ -284,11 +284,31 @@ uint64_t stageMaskFor(const DenseCore& c, int64_t reuse, const RtlSettings& s) {
   return mask;
 }
 
-int64_t denseLatency(int64_t reuse, int64_t kPerOutput, uint64_t stageMask) {
-  // triad_dense's LATENCY: R + 1 + the registered levels (bit 0: the products).
+int64_t denseLatency(int64_t reuse, int64_t kPerOutput, uint64_t stageMask, bool weightRom) {
+  // triad_dense's LATENCY: R + 1 + the registered levels (bit 0: the products) + the ROM's
+  // read stage.
   int depth = treeDepth(kPerOutput);
   uint64_t levels = depth >= 63 ? ~uint64_t(0) : (uint64_t(2) << depth) - 1;
-  return reuse + 1 + std::popcount(stageMask & levels);
+  return reuse + 1 + std::popcount(stageMask & levels) + (weightRom && reuse > 1 ? 1 : 0);
+}
+
+int64_t denseLeaves(int64_t nIn, int64_t reuse) {
+  return reuse >= 1 && reuse <= nIn ? nIn / reuse : 1;
+}
+
+bool validDenseReuse(int64_t nIn, int64_t nOut, int64_t reuse) {
+  if (reuse < 1 || nIn < 1) return false;
+  if (reuse <= nIn) return nIn % reuse == 0;
+  return reuse % nIn == 0 && nOut % (reuse / nIn) == 0;
+}
+
+std::vector<int64_t> denseReuseFactors(int64_t nIn, int64_t nOut) {
+  std::vector<int64_t> v;
+  for (int64_t r = 1; r <= nIn; ++r)
+    if (nIn % r == 0) v.push_back(r);
+  for (int64_t d = 2; d <= nOut; ++d)
+    if (nOut % d == 0) v.push_back(nIn * d);
+  return v;
 }
 
 uint16_t constTerms(int64_t w, int maxTerms) {
@@ -306,18 +326,14 @@ uint16_t constTerms(int64_t w, int maxTerms) {
 
 int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& layer,
                          const std::vector<int64_t>& perm, int64_t reuse, uint64_t stageMask,
-                         int shiftAddDigits, const std::string& inPrefix,
+                         int shiftAddDigits, bool weightRom, const std::string& inPrefix,
                          const std::string& outPrefix) {
   int64_t nIn = perm.empty() ? c.K : int64_t(perm.size());
-  if (reuse < 1 || nIn % reuse != 0) {
-    std::vector<int64_t> valid;
-    for (int64_t i = 1; i <= nIn; ++i)
-      if (nIn % i == 0) valid.push_back(i);
+  if (!validDenseReuse(nIn, c.N, reuse))
     fail(ErrorKind::Usage,
-         "reuse factor {} is not valid for layer '{}' ({} inputs): it must divide the input "
-         "count; valid: {}",
-         reuse, layer, nIn, fmt::join(valid, ", "));
-  }
+         "reuse factor {} is not valid for layer '{}' ({} inputs, {} outputs): it must divide the "
+         "input count, or be the input count times a divisor of the output count; valid: {}",
+         reuse, layer, nIn, c.N, fmt::join(denseReuseFactors(nIn, c.N), ", "));
   const LayerQuant& q = *c.q;
   const FixedFormat& wf = q.weight().format;
   const FixedFormat& bf = q.bias().format;
@@ -325,22 +341,43 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
   requireSigned(wf, layer, "weight");
   requireSigned(bf, layer, "bias");
   requireSigned(af, layer, "accumulator");
+  auto weight = [&](int64_t o, int64_t i) {
+    int64_t src = perm.empty() ? i : perm[size_t(i)];
+    return src < 0 ? 0 : c.w[size_t(o * c.K + src)];
+  };
+  const char* permNote =
+      perm.empty() ? "" : "\ncolumns in the order the stream delivers them (zeros: not connected)";
   std::string rows;
-  for (int64_t o = c.N; o-- > 0;) {
-    rows += "\n      ";
-    for (int64_t i = nIn; i-- > 0;) {
-      int64_t src = perm.empty() ? i : perm[size_t(i)];
-      int64_t v = src < 0 ? 0 : c.w[size_t(o * c.K + src)];
-      rows += hdl::hexLiteral(v, wf.width) + (i > 0 || o > 0 ? (i > 0 ? ", " : ",") : "");
+  const bool rom = weightRom && reuse > 1;
+  if (rom) {
+    // ROM words: word t holds weight m*R + t of every multiplier m (w[o][i] at o*nIn + i).
+    const int64_t nm = c.N * nIn / reuse;
+    for (int64_t t = reuse; t-- > 0;) {
+      rows += "\n      ";
+      for (int64_t mi = nm; mi-- > 0;) {
+        int64_t flat = mi * reuse + t;
+        rows += hdl::hexLiteral(weight(flat / nIn, flat % nIn), wf.width) +
+                (mi > 0 || t > 0 ? (mi > 0 ? ", " : ",") : "");
+      }
     }
+    m.add(hdl::LocalParam{
+        "WEIGHTS", c.N * nIn * wf.width, "{" + rows + "\n  }",
+        fmt::format("a ROM of {} words, one per cycle of a vector, word {} first: multiplier m's "
+                    "weight at bit m*{} of its word (w[o][i] is weight o*{} + i, multiplier m "
+                    "reads weights m*{} .. m*{} + {}){}",
+                    reuse, reuse - 1, wf.width, nIn, reuse, reuse, reuse - 1, permNote)});
+  } else {
+    for (int64_t o = c.N; o-- > 0;) {
+      rows += "\n      ";
+      for (int64_t i = nIn; i-- > 0;)
+        rows +=
+            hdl::hexLiteral(weight(o, i), wf.width) + (i > 0 || o > 0 ? (i > 0 ? ", " : ",") : "");
+    }
+    m.add(hdl::LocalParam{"WEIGHTS", c.N * nIn * wf.width, "{" + rows + "\n  }",
+                          fmt::format("w[o][i] at bit (o*{} + i)*{}; one row o per line, o = {} "
+                                      "first{}",
+                                      nIn, wf.width, c.N - 1, permNote)});
   }
-  m.add(hdl::LocalParam{"WEIGHTS", c.N * nIn * wf.width, "{" + rows + "\n  }",
-                        fmt::format("w[o][i] at bit (o*{} + i)*{}; one row o per line, o = {} "
-                                    "first{}",
-                                    nIn, wf.width, c.N - 1,
-                                    perm.empty() ? ""
-                                                 : "\ncolumns in the order the stream "
-                                                   "delivers them (zeros: not connected)")});
   std::string b = "{";
   for (int64_t o = c.N; o-- > 0;)
     b += hdl::hexLiteral(c.b.empty() ? 0 : c.b[size_t(o)], bf.width) + (o > 0 ? ", " : "");
@@ -394,6 +431,7 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
   if (stageMask != 0) inst.params.push_back({"STAGE_MASK", fmt::format("64'h{:x}", stageMask)});
   inst.params.push_back({"W_MAG", std::to_string(wMag)});
   if (!terms.empty()) inst.params.push_back({"W_TERMS", "W_TERMS"});
+  if (rom) inst.params.push_back({"WEIGHT_ROM", "1"});
   inst.ports = hdl::streamConnections(inPrefix, outPrefix);
   m.add(std::move(inst));
   return c.N * nIn / reuse;
@@ -427,13 +465,15 @@ void addDenseCore(RtlLayer& r, const DenseCore& c, const std::string& layer,
     r.summary = fmt::format("reuse 1, shift_add ({} adders)", r.adderGraph->adders);
     return;
   }
+  const int64_t nIn = perm.empty() ? c.K : int64_t(perm.size());
   r.stageMask = stageMaskFor(c, s.reuse, s);
   r.shiftAddDigits = s.reuse == 1 ? s.shiftAddDigits : 0;
+  r.weightRom = s.weightRom && s.reuse > 1;
   r.multipliers = addDenseInstance(r.module, c, layer, perm, s.reuse, r.stageMask, s.shiftAddDigits,
-                                   inPrefix, outPrefix);
+                                   r.weightRom, inPrefix, outPrefix);
   r.blocks.insert("triad_dense");
-  r.latency += denseLatency(s.reuse, c.K / s.reuse, r.stageMask);
-  r.summary = fmt::format("reuse {}", s.reuse);
+  r.latency += denseLatency(s.reuse, denseLeaves(nIn, s.reuse), r.stageMask, r.weightRom);
+  r.summary = fmt::format("reuse {}{}", s.reuse, r.weightRom ? ", weights in a ROM" : "");
 }
 
 namespace {

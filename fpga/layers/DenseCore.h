@@ -39,10 +39,11 @@ DenseCore planDenseCore(LayerInfo& info, PlanContext& ctx, const std::vector<dou
 /// j of the RTL's input vector from column perm[j] of the core (identity when perm is empty);
 /// `stageMask`: the registered tree levels (stageMaskFor); at reuse 1 the products by weights
 /// of at most `shiftAddDigits` signed digits are shifts and adds (constTerms). Returns the
-/// multipliers. Usage error listing the valid factors when `reuse` does not divide K.
+/// multipliers; `weightRom` (reuse > 1): the weights as a ROM of `reuse` words (triad_dense's
+/// WEIGHT_ROM). Usage error listing the valid factors when `reuse` is not (validDenseReuse).
 int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& layer,
                          const std::vector<int64_t>& perm, int64_t reuse, uint64_t stageMask,
-                         int shiftAddDigits, const std::string& inPrefix,
+                         int shiftAddDigits, bool weightRom, const std::string& inPrefix,
                          const std::string& outPrefix);
 
 /// Whether every product x * w casts to the accumulator exactly (no rounding, no overflow): then
@@ -85,6 +86,14 @@ uint64_t uniformStageMask(int stageLevels, int depth);
 uint64_t stageMaskFor(const DenseCore& c, int64_t reuse, const RtlSettings& s);
 
 /// Cycles through triad_dense from its input accepted to its output valid.
-int64_t denseLatency(int64_t reuse, int64_t kPerOutput, uint64_t stageMask);
+int64_t denseLatency(int64_t reuse, int64_t kPerOutput, uint64_t stageMask, bool weightRom);
+
+/// Reuse factors of a core with nIn inputs and nOut outputs: the divisors of nIn (each output's
+/// nIn/R products summed by a tree), and nIn times a divisor d of nOut (output folding: nOut/d
+/// lanes, each taking one input per cycle for d outputs one after another; triad_dense).
+bool validDenseReuse(int64_t nIn, int64_t nOut, int64_t reuse);
+std::vector<int64_t> denseReuseFactors(int64_t nIn, int64_t nOut);
+/// Products per output lane at reuse R (the adder tree's leaves): nIn / R, or 1 when folded.
+int64_t denseLeaves(int64_t nIn, int64_t reuse);
 
 } // namespace triad::fpga

@@ -164,6 +164,7 @@ struct RtlSettings {
   double clockMhz = 0;    // > 0: each Dense/Conv core picks its levels per stage for this clock
   int shiftAddDigits = 2; // reuse 1: products by constants of <= this many digits in logic
   Strategy strategy = Strategy::Dsp;
+  bool weightRom = false; // reuse > 1: the weights in a ROM (block RAM), not multiplexers
 };
 
 /// A multiplier-free layer's adder graph (fpga/Cmvm.h) as built.
@@ -195,6 +196,7 @@ struct RtlLayer {
   int stageLevels = 0;    // Dense-like layers: the settings' adder-tree levels per stage
   uint64_t stageMask = 0; // Dense-like layers: the registered tree levels (bit l: level l)
   int shiftAddDigits = 0; // Dense-like layers at reuse 1: constant products in logic
+  bool weightRom = false; // Dense-like layers at reuse > 1: the weights read from a ROM
   std::optional<AdderGraphStats> adderGraph; // Dense-like layers built as an adder graph
   std::optional<int64_t> outMin;             // the least raw output, when above the format's
   int64_t memoryBits = 0;                    // line buffers and tables

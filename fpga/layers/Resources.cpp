@@ -96,7 +96,9 @@ void addRom(ir::Resources& res, int64_t depth, int64_t width, int64_t copies) {
 ir::Resources macArray(const LayerInfo& info, const FixedFormat& in, const RtlLayer& r) {
   ir::Resources res;
   const int64_t K = info.fanIn, N = info.fanOut, R = std::max<int64_t>(r.reuse, 1);
-  const int64_t kpr = std::max<int64_t>(K / R, 1);
+  // Output folding (R = K x RO): N / RO lanes of one product each; else N lanes of K / R.
+  const int64_t RO = R > K && K > 0 ? R / K : 1, RI = R / RO;
+  const int64_t kpr = std::max<int64_t>(K / RI, 1), lanes = std::max<int64_t>(N / RO, 1);
   const int D = ceilLog2(kpr);
   const LayerQuant& q = info.quant;
   const FixedFormat &wf = q.weight().format, &af = q.acc().format, &of = info.outFormat;
@@ -109,14 +111,14 @@ ir::Resources macArray(const LayerInfo& info, const FixedFormat& in, const RtlLa
   auto levelCount = [&](int l) { return (kpr + (int64_t(1) << l) - 1) >> l; };
   auto registered = [&](int l) { return l < 64 && l <= D && (r.stageMask >> l & 1); };
 
-  // Products: per multiplier (output o, tree leaf j) the R weights it reads.
+  // Products: per multiplier m (lane o, tree leaf j) the R weights it reads, m*R .. m*R + R - 1.
   int64_t dsp = 0, weightSelectBits = 0;
-  for (int64_t o = 0; o < N; ++o)
+  for (int64_t o = 0; o < lanes; ++o)
     for (int64_t j = 0; j < kpr; ++j) {
       int wbits = 1;
       bool allZero = true, shift = true;
       for (int64_t c = 0; c < R; ++c) {
-        size_t idx = size_t(o * K + j * R + c);
+        size_t idx = size_t((o * kpr + j) * R + c);
         int64_t w = idx < info.weights.size() ? info.weights[idx] : 1;
         wbits = std::max(wbits, signedBits(w));
         allZero = allZero && w == 0;
@@ -164,17 +166,28 @@ ir::Resources macArray(const LayerInfo& info, const FixedFormat& in, const RtlLa
   const double accBits = double(af.width),
                castLuts = of.width + std::max(0, af.width - of.width) / 3.0;
   res.lut +=
-      double(N) * (kLutPerAdderBit * (addBits + accBits) + kLutPerCastBit * castLuts + srlBits);
-  res.ff += double(N) * std::max(regBits, 0.0);
+      double(lanes) * (kLutPerAdderBit * (addBits + accBits) + kLutPerCastBit * castLuts + srlBits);
+  res.ff += double(lanes) * std::max(regBits, 0.0);
   res.ff += double(K * in.width + N * of.width); // x_reg, out_tdata
+  if (RO > 1) {
+    res.ff += double(N * of.width);                                                   // y_buf
+    res.lut += double(lanes * q.bias().format.width) * std::ceil(double(RO - 1) / 3); // bias
+  }
   if (R > 1) {
-    res.ff += double(N * af.width);  // acc
-    res.lut += double(N * af.width); // the accumulate's base: bias or acc
-    // Each tree leaf selects one of its R inputs (shared by every output; a LUT6 is a 4:1
-    // multiplexer) and each multiplier one of its R weights (one LUT per bit up to R = 64).
-    res.lut += double(kpr * in.width) * std::ceil(double(R - 1) / 3);
-    // At R = 2 a weight bit is the column bit, its inverse or a constant: no LUT of its own.
-    if (R > 2) res.lut += double(weightSelectBits) * std::ceil(double(R) / 64);
+    res.ff += double(lanes * af.width);  // acc
+    res.lut += double(lanes * af.width); // the accumulate's base: bias or acc
+    // Each tree leaf selects one of its RI inputs (shared by every lane; a LUT6 is a 4:1
+    // multiplexer).
+    res.lut += double(kpr * in.width) * std::ceil(double(RI - 1) / 3);
+    if (r.weightRom) {
+      // A ROM of R words of every multiplier's weight (and the column's inputs registered).
+      addRom(res, R, lanes * kpr * wf.width, 1);
+      res.ff += double(kpr * in.width);
+    } else if (R > 2) {
+      // Each multiplier selects one of its R weights (one LUT per bit up to R = 64). At R = 2 a
+      // weight bit is the column bit, its inverse or a constant: no LUT of its own.
+      res.lut += double(weightSelectBits) * std::ceil(double(R) / 64);
+    }
   }
   return res;
 }
