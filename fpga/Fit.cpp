@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace triad::fpga {
 
@@ -17,7 +18,7 @@ namespace {
 
 // Adder graphs are solved for layers of at most this many weights (the solver's time grows
 // with the pairs of digits; a larger layer would not fit a part's LUTs at reuse 1 anyway).
-constexpr int64_t kMaxAdderGraphWeights = 16384;
+constexpr int64_t kMaxAdderGraphWeights = 4096;
 // Rounds of re-weighting the resources over budget, per candidate II.
 constexpr int kWeightRounds = 24;
 
@@ -179,6 +180,34 @@ FitResult fitToPart(const ir::Graph& g, const Emulator& emu, const VerilogOption
         smallest = total;
       }
       if (total.fitsIn(fr.budget)) {
+        // Spend block RAM the design leaves unused: a layer whose weights sit in multiplexers
+        // takes the ROM of the same reuse where that saves LUTs and the total still fits, the
+        // largest savings first (the II does not change; large constant multiplexers are also
+        // what makes synthesis and Verilator slow).
+        std::vector<std::tuple<double, size_t, size_t>> swaps; // LUTs saved, layer, option
+        for (size_t i = 0; i < tunables.size(); ++i) {
+          const Option& cur = tunables[i].options[pick[i]];
+          if (cur.rom || cur.reuse < 2) continue;
+          for (size_t k = 0; k < tunables[i].options.size(); ++k) {
+            const Option& alt = tunables[i].options[k];
+            if (alt.rom && alt.reuse == cur.reuse && alt.strategy == cur.strategy &&
+                alt.res.lut < cur.res.lut)
+              swaps.push_back({cur.res.lut - alt.res.lut, i, k});
+          }
+        }
+        std::sort(swaps.rbegin(), swaps.rend());
+        for (const auto& [saved, i, k] : swaps) {
+          ir::Resources next = total;
+          const ir::Resources &from = tunables[i].options[pick[i]].res,
+                              &to = tunables[i].options[k].res;
+          next.lut += to.lut - from.lut;
+          next.ff += to.ff - from.ff;
+          next.dsp += to.dsp - from.dsp;
+          next.bram18 += to.bram18 - from.bram18;
+          if (!next.fitsIn(fr.budget)) continue;
+          total = next;
+          pick[i] = k;
+        }
         VerilogOptions o = probe;
         for (size_t i = 0; i < tunables.size(); ++i)
           apply(o, tunables[i].layer, tunables[i].options[pick[i]]);

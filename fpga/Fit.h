@@ -10,7 +10,8 @@
 //      takes the option with cycles <= T that costs least, cost = sum over LUT, FF, DSP and
 //      BRAM of weight x use / budget; while the total exceeds the budget, the weights of the
 //      resources over it double (a few rounds), so layers trade a scarce resource for another.
-//   3. The first T that fits is the design; none: a Usage error stating the smallest design's
+//   3. The first T that fits is the design, after moving weights from multiplexers to ROMs where
+//      block RAM is left and that saves LUTs; none: a Usage error stating the smallest design's
 //      resources beside the part's.
 // Layers whose reuse the config fixes ("reuse": {layer: R}) keep it; so do their strategy and
 // storage when the config names them.

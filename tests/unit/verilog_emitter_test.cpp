@@ -437,3 +437,48 @@ TEST(VerilogEmitter, RegisteredStreamsKeepLatencyAndResults) {
   EXPECT_EQ(rep.ii, 1.0);
   EXPECT_EQ(rep.latencyCycles, d.latency);
 }
+
+// Output folding (reuse above the input count: lanes computing several outputs one after
+// another) and weights read from a ROM (one more pipeline stage) are bit-exact with the emulator
+// at the II and latency the design predicts, with gaps and back-pressure; lint is clean.
+TEST(VerilogEmitter, FoldedOutputsAndWeightRomsAreBitExact) {
+  const int64_t n = 40;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-6, 6);
+  Tensor x(DType::F32, {n, 6});
+  for (int64_t i = 0; i < n * 6; ++i)
+    x.data<float>()[i] = u(rng);
+  Graph g = tinyMlp(n, false);
+  fpga::Emulator emu(g, fpga::QuantConfig{});
+  fpga::EmulatorResult res = emu.run(std::span<const Tensor>(&x, 1), false);
+  fpga::VerilogOptions o = opts();
+  o.clockMhz = 200;
+  o.layerReuse = {{"/fc1/Gemm", 12}, {"/fc2/Gemm", 12}}; // 6 x 2 lanes; 4 x 3, one lane
+  o.romLayers = {"/fc1/Gemm"};
+  fpga::VerilogDesign d = fpga::emitVerilog(g, emu, o);
+  ASSERT_EQ(d.stages.size(), 3u); // fc1, relu, fc2
+  EXPECT_EQ(d.stages[0].multipliers, 2);
+  EXPECT_TRUE(d.stages[0].weightRom);
+  EXPECT_EQ(d.stages[2].multipliers, 1);
+  EXPECT_FALSE(d.stages[2].weightRom);
+  EXPECT_NE(d.verilog.find(".WEIGHT_ROM(1)"), std::string::npos);
+  o.romLayers.clear();
+  fpga::VerilogDesign logic = fpga::emitVerilog(g, emu, o);
+  EXPECT_EQ(d.latency, logic.latency + 1); // the ROM's read stage
+  o.layerReuse["/fc2/Gemm"] = 8;           // neither a divisor of 4 nor 4 x a divisor of 3
+  EXPECT_THROW(fpga::emitVerilog(g, emu, o), Error);
+  if (!sim::haveVerilator()) GTEST_SKIP() << "verilator is not on PATH";
+  fs::path dir = writeDesign(d, "fold");
+  std::string cmd = "cd '" + (dir / "rtl").string() +
+                    "' && verilator --lint-only -Wall --top-module tiny_mlp *.v 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::vector<int64_t> in;
+  for (int64_t i = 0; i < n * 6; ++i)
+    in.push_back(fpga::quantize(x.data<float>()[i], d.inFormat, emu.inputQuant().rounding,
+                                emu.inputQuant().overflow));
+  sim::SimReport rep = sim::simulate(dir, d.top, in, res.layerRaw[d.lastLayer], n, d.outElems, 3);
+  EXPECT_EQ(rep.mismatches, 0);
+  EXPECT_EQ(rep.missing, 0);
+  EXPECT_EQ(rep.ii, 12.0);
+  EXPECT_EQ(rep.latencyCycles, d.latency);
+}
