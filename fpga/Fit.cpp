@@ -99,8 +99,9 @@ FitResult fitToPart(const ir::Graph& g, const Emulator& emu, const VerilogOption
     if (!denseLike(s) || base.layerReuse.count(s.layer) || s.nOut < 1 || s.multipliers < 1) {
       fixedRes += s.resources;
       fixedCycles = std::max(fixedCycles, stageCyclesPerSample(s));
-      fr.layers.push_back({s.layer, s.reuse, s.adderGraph ? Strategy::ShiftAdd : Strategy::Dsp,
-                           s.weightRom, stageCyclesPerSample(s), s.resources, true});
+      if (denseLike(s))
+        fr.layers.push_back({s.layer, s.reuse, s.adderGraph ? Strategy::ShiftAdd : Strategy::Dsp,
+                             s.weightRom, stageCyclesPerSample(s), s.resources, true});
       continue;
     }
     Tunable t{s.layer, {}};

@@ -46,11 +46,11 @@ struct FitLayer {
 struct FitResult {
   VerilogOptions options; // what the design was built with
   VerilogDesign design;
-  std::vector<FitLayer> layers;
-  int64_t ii = 0;         // the predicted II: the slowest stage's cycles per sample
-  ir::Resources budget;   // the part's resources times the margin
-  int64_t probes = 0;     // designs planned during the search
-  int64_t candidates = 0; // options considered over all layers
+  std::vector<FitLayer> layers; // the Dense/Conv layers, in stream order
+  int64_t ii = 0;               // the predicted II: the slowest stage's cycles per sample
+  ir::Resources budget;         // the part's resources times the margin
+  int64_t probes = 0;           // designs planned during the search
+  int64_t candidates = 0;       // options considered over all layers
 };
 
 /// Fits the design of `g` to `part`. `base`: every other setting (clock, shift-add digits,
