@@ -1,5 +1,6 @@
 // Pooling: MaxPool and AveragePool over 2-D windows (triad_window + triad_pool) and
-// GlobalMaxPool / GlobalAveragePool over the whole frame (triad_global_pool).
+// GlobalMaxPool / GlobalAveragePool over the whole frame (triad_global_pool); so is a window
+// pool whose window is the frame.
 // Max: the largest raw value (the padding reads the format's minimum), cast to the result.
 // Average: the exact sum of the window times the reciprocal of its size, quantized once to
 // fixed<18,2> (16 fraction bits, convergent), the exact product cast to the result. Padded
@@ -152,7 +153,23 @@ public:
   }
 };
 
+std::unique_ptr<Layer> planGlobalPool(const ir::Node& n, PlanContext& ctx);
+
+// A window over the whole frame (PyTorch's avg_pool2d(x, 8) on 8x8): one output pixel, the same
+// arithmetic as a global pool over H x W, which needs no line buffer.
+bool coversFrame(const ir::Node& n) {
+  const auto& a = n.attrs<ir::PoolAttrs>();
+  const ir::Shape& s = n.input(0)->type().shape;
+  const ir::Shape& o = n.output(0)->type().shape;
+  bool unpadded = std::all_of(a.pads.begin(), a.pads.end(), [](int64_t p) { return p == 0; });
+  bool undilated =
+      std::all_of(a.dilations.begin(), a.dilations.end(), [](int64_t d) { return d == 1; });
+  return s.size() == 4 && o.size() == 4 && a.kernel.size() == 2 && a.kernel[0] == s[2] &&
+         a.kernel[1] == s[3] && o[2] == 1 && o[3] == 1 && unpadded && undilated;
+}
+
 std::unique_ptr<Layer> planPool(const ir::Node& n, PlanContext& ctx) {
+  if (coversFrame(n)) return planGlobalPool(n, ctx);
   auto L = planWindowLayer<Pool, ir::PoolAttrs>(n, ctx);
   int in = L->info.inputs[0];
   RoleRanges rr;

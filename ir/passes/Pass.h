@@ -51,7 +51,7 @@ private:
 };
 
 // The passes (one file each in ir/passes/).
-std::unique_ptr<Pass> createRemoveIdentityPass(); // Identity, inference Dropout
+std::unique_ptr<Pass> createRemoveIdentityPass(); // Identity, inference Dropout, zero Pad
 /// Nodes computable ahead of run time become constants (Folding.h: size guard, Shape chains).
 std::unique_ptr<Pass> createConstantFoldPass(int64_t maxGrowthElements = kMaxFoldGrowthElements);
 /// Common subexpressions: identical constants, then nodes of the same kind, attributes and inputs.

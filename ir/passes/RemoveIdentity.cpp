@@ -1,7 +1,9 @@
-// Removes Identity and inference-mode Dropout: their users read the input directly. A node whose
+// Removes Identity, inference-mode Dropout and a Pad of zeros on every side (PyTorch exports
+// one before an average pool): their users read the input directly. A node whose
 // output is a graph output is kept when its input is a graph input or a constant, so that graph
 // outputs keep their names and stay computed values; otherwise the input value takes the
 // output's name.
+#include "ir/ops/Movement.h"
 #include "ir/passes/Pass.h"
 
 #include <algorithm>
@@ -26,7 +28,10 @@ public:
     std::unordered_set<const Node*> dead;
     for (const auto& np : g.nodes()) {
       Node* n = np.get();
-      if (n->kind() != OpKind::Identity && n->kind() != OpKind::Dropout) continue;
+      bool zeroPad = n->kind() == OpKind::Pad &&
+                     std::all_of(n->attrs<PadAttrs>().pads.begin(), n->attrs<PadAttrs>().pads.end(),
+                                 [](int64_t p) { return p == 0; });
+      if (n->kind() != OpKind::Identity && n->kind() != OpKind::Dropout && !zeroPad) continue;
       // Dropout's optional mask output must be unused (the verifier would catch a dangling use).
       if (n->outputs().size() > 1 && isUsed(g, n->output(1))) continue;
       Value* in = n->input(0);

@@ -4,6 +4,7 @@
 #include "ir/Verifier.h"
 #include "ir/ops/Conv.h"
 #include "ir/ops/Linear.h"
+#include "ir/ops/Movement.h"
 #include "ir/ops/Normalization.h"
 #include "ir/passes/Pass.h"
 
@@ -186,6 +187,29 @@ TEST(Passes, RemoveIdentityAndDce) {
   EXPECT_FALSE(records[6].changed); // fuse-layernorm
   EXPECT_FALSE(records[7].changed); // fuse-softmax
   EXPECT_TRUE(records[8].changed);  // dce
+}
+
+// A Pad of zeros on every side (PyTorch exports one before avg_pool2d) is an identity; one that
+// pads is kept.
+TEST(Passes, RemoveIdentityDropsAZeroPad) {
+  Graph g;
+  Value* x = g.addInput("x", TensorType{DType::F32, {1, 2, 3, 3}, {}});
+  auto zero = std::make_shared<PadAttrs>();
+  zero->pads.assign(8, 0);
+  zero->value = Tensor::scalar<float>(0);
+  Node* p0 = g.addNode(OpKind::Pad, "/Pad", {x}, zero, {"p0"}, {x->type()});
+  Node* r = g.addNode(OpKind::Relu, "relu", {p0->output(0)}, nullptr, {"r"}, {x->type()});
+  auto one = std::make_shared<PadAttrs>(*zero);
+  one->pads = {0, 0, 1, 1, 0, 0, 1, 1};
+  Node* p1 = g.addNode(OpKind::Pad, "/Pad_1", {r->output(0)}, one, {"y"},
+                       {TensorType{DType::F32, {1, 2, 5, 5}, {}}});
+  g.addOutput(p1->output(0));
+  EXPECT_TRUE(createRemoveIdentityPass()->run(g));
+  ASSERT_EQ(g.nodes().size(), 2u);
+  EXPECT_EQ(g.nodes()[0]->name(), "relu");
+  EXPECT_EQ(g.nodes()[0]->input(0), x);
+  EXPECT_EQ(g.nodes()[1]->name(), "/Pad_1");
+  EXPECT_FALSE(createRemoveIdentityPass()->run(g));
 }
 
 TEST(Passes, ManagerNamesABrokenPass) {

@@ -7,6 +7,7 @@
 #include "ir/Graph.h"
 #include "ir/ops/Linear.h"
 #include "ir/ops/Normalization.h"
+#include "ir/ops/Pool.h"
 #include "sim/Simulator.h"
 #include "tests/unit/Golden.h"
 
@@ -481,4 +482,45 @@ TEST(VerilogEmitter, FoldedOutputsAndWeightRomsAreBitExact) {
   EXPECT_EQ(rep.missing, 0);
   EXPECT_EQ(rep.ii, 12.0);
   EXPECT_EQ(rep.latencyCycles, d.latency);
+}
+
+// An average pool whose window is the whole frame (PyTorch's avg_pool2d(x, 8) on 8x8) is built
+// as a global pool (no line buffer), with the same result as the window's arithmetic; a smaller
+// window keeps the window generator.
+TEST(VerilogEmitter, AWindowOverTheWholeFrameIsAGlobalPool) {
+  for (int64_t k : {4, 2}) {
+    SCOPED_TRACE(k);
+    Graph g;
+    g.name = "pool";
+    g.opset = 17;
+    Value* x = g.addInput("x", TensorType{DType::F32, {3, 2, 4, 4}, {}});
+    auto a = std::make_shared<PoolAttrs>();
+    a->kernel = {k, k};
+    a->strides = {k, k};
+    a->pads = {0, 0, 0, 0};
+    a->dilations = {1, 1};
+    int64_t o = 4 / k;
+    Node* p = g.addNode(OpKind::AveragePool, "/AveragePool", {x}, a, {"y"},
+                        {TensorType{DType::F32, {3, 2, o, o}, {}}});
+    g.addOutput(p->output(0));
+    fpga::Emulator emu(g, fpga::QuantConfig{});
+    fpga::VerilogDesign d = fpga::emitVerilog(g, emu, fpga::VerilogOptions{});
+    bool global = std::count(d.blocks.begin(), d.blocks.end(), "triad_global_pool") > 0;
+    EXPECT_EQ(global, k == 4);
+    EXPECT_EQ(std::count(d.blocks.begin(), d.blocks.end(), "triad_window") > 0, k != 4);
+    // The emulator's result is the average of each plane either way.
+    Tensor in(DType::F32, {3, 2, 4, 4});
+    for (int64_t i = 0; i < in.numElements(); ++i)
+      in.data<float>()[i] = float(i % 7) * 0.25f - 0.5f;
+    fpga::EmulatorResult r = emu.run(std::span<const Tensor>(&in, 1), false);
+    const std::vector<int64_t>& y = r.layerRaw[d.lastLayer];
+    ASSERT_EQ(int64_t(y.size()), 3 * 2 * o * o);
+    if (k == 4)
+      for (int64_t plane = 0; plane < 6; ++plane) {
+        double sum = 0;
+        for (int64_t i = 0; i < 16; ++i)
+          sum += in.data<float>()[plane * 16 + i];
+        EXPECT_NEAR(fpga::dequantize(y[size_t(plane)], d.outFormat), sum / 16, 1.0 / 64);
+      }
+  }
 }
