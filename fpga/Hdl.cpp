@@ -35,6 +35,28 @@ std::string hexLiteral(int64_t v, int width) {
   return fmt::format("{}'h{:0{}x}", width, u, (width + 3) / 4);
 }
 
+std::string packedHexLiteral(const std::vector<int64_t>& msbFirst, int width) {
+  // Bits, least significant first, then hex digits from the top.
+  const size_t n = msbFirst.size(), bits = n * size_t(width);
+  std::vector<uint8_t> bit(bits, 0);
+  for (size_t e = 0; e < n; ++e) {
+    uint64_t u = static_cast<uint64_t>(msbFirst[n - 1 - e]);
+    for (int b = 0; b < width; ++b)
+      bit[e * size_t(width) + size_t(b)] = b < 64 ? uint8_t(u >> b & 1) : uint8_t(u >> 63 & 1);
+  }
+  const size_t digits = (bits + 3) / 4;
+  const bool separate = width % 4 == 0;
+  std::string s = fmt::format("{}'h", bits);
+  for (size_t d = digits; d-- > 0;) {
+    unsigned v = 0;
+    for (size_t b = 0; b < 4; ++b)
+      if (d * 4 + b < bits) v |= unsigned(bit[d * 4 + b]) << b;
+    s += "0123456789abcdef"[v];
+    if (separate && d > 0 && (d * 4) % size_t(width) == 0) s += '_';
+  }
+  return s;
+}
+
 std::string commentLines(const std::string& text, const std::string& indent) {
   std::string out;
   size_t start = 0;

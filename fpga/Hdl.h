@@ -16,6 +16,10 @@ namespace triad::fpga::hdl {
 
 /// A sized hexadecimal literal of `width` bits ("16'h03ff"); negative values in two's complement.
 std::string hexLiteral(int64_t v, int width);
+/// One literal of n x width bits holding the values, the first one in the most significant
+/// bits; an underscore between values when width is a multiple of 4. Verilator folds a
+/// concatenation of n literals in time ~n^2, so large tables are written a word per line.
+std::string packedHexLiteral(const std::vector<int64_t>& msbFirst, int width);
 
 enum class Dir { In, Out };
 

@@ -324,6 +324,9 @@ uint16_t constTerms(int64_t w, int maxTerms) {
                   unsigned(bShift));
 }
 
+// Weight tables above this many entries are written a row (or ROM word) per literal.
+constexpr int64_t kPackedWeights = 8192;
+
 int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& layer,
                          const std::vector<int64_t>& perm, int64_t reuse, uint64_t stageMask,
                          int shiftAddDigits, bool weightRom, const std::string& inPrefix,
@@ -349,11 +352,21 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
       perm.empty() ? "" : "\ncolumns in the order the stream delivers them (zeros: not connected)";
   std::string rows;
   const bool rom = weightRom && reuse > 1;
+  // Large tables as one literal per row (or ROM word): Verilator's constant folding of a
+  // concatenation takes time quadratic in its items (AD08's 81,920 weights: hours).
+  const bool packed = c.N * nIn > kPackedWeights;
   if (rom) {
     // ROM words: word t holds weight m*R + t of every multiplier m (w[o][i] at o*nIn + i).
     const int64_t nm = c.N * nIn / reuse;
     for (int64_t t = reuse; t-- > 0;) {
       rows += "\n      ";
+      if (packed) {
+        std::vector<int64_t> word;
+        for (int64_t mi = nm; mi-- > 0;)
+          word.push_back(weight((mi * reuse + t) / nIn, (mi * reuse + t) % nIn));
+        rows += hdl::packedHexLiteral(word, wf.width) + (t > 0 ? "," : "");
+        continue;
+      }
       for (int64_t mi = nm; mi-- > 0;) {
         int64_t flat = mi * reuse + t;
         rows += hdl::hexLiteral(weight(flat / nIn, flat % nIn), wf.width) +
@@ -369,6 +382,13 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
   } else {
     for (int64_t o = c.N; o-- > 0;) {
       rows += "\n      ";
+      if (packed) {
+        std::vector<int64_t> row;
+        for (int64_t i = nIn; i-- > 0;)
+          row.push_back(weight(o, i));
+        rows += hdl::packedHexLiteral(row, wf.width) + (o > 0 ? "," : "");
+        continue;
+      }
       for (int64_t i = nIn; i-- > 0;)
         rows +=
             hdl::hexLiteral(weight(o, i), wf.width) + (i > 0 || o > 0 ? (i > 0 ? ", " : ",") : "");
@@ -392,12 +412,16 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
     terms = "{";
     for (int64_t o = c.N; o-- > 0;) {
       terms += "\n      ";
+      std::vector<int64_t> row;
       for (int64_t i = nIn; i-- > 0;) {
-        int64_t src = perm.empty() ? i : perm[size_t(i)];
-        uint16_t t = constTerms(src < 0 ? 0 : c.w[size_t(o * c.K + src)], shiftAddDigits);
+        uint16_t t = constTerms(weight(o, i), shiftAddDigits);
         lutProducts += t != 0;
-        terms += fmt::format("16'h{:04x}", t) + (i > 0 || o > 0 ? (i > 0 ? ", " : ",") : "");
+        if (packed)
+          row.push_back(t);
+        else
+          terms += fmt::format("16'h{:04x}", t) + (i > 0 || o > 0 ? (i > 0 ? ", " : ",") : "");
       }
+      if (packed) terms += hdl::packedHexLiteral(row, 16) + (o > 0 ? "," : "");
     }
     terms += "\n  }";
     m.add(hdl::LocalParam{

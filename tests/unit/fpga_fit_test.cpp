@@ -3,6 +3,7 @@
 // layers pinned by the caller keep their reuse, and a budget nothing fits is refused with the
 // numbers.
 #include "fpga/Fit.h"
+#include "fpga/Hdl.h"
 #include "fpga/layers/DenseCore.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/Diagnostics.h"
@@ -114,4 +115,14 @@ TEST(FpgaFit, NothingFitsIsAUsageErrorWithTheNumbers) {
   }
   fo.margin = 1.5;
   EXPECT_THROW(fpga::fitToPart(g, emu, {}, fpga::findDevice("xc7a35t"), fo), Error);
+}
+
+// Large weight tables are written one literal per row or ROM word (Verilator folds a
+// concatenation in time quadratic in its items): the first value takes the top bits, values are
+// separated by underscores when their width is a multiple of 4, and negative values wrap.
+TEST(FpgaFit, PackedLiteralsHoldTheValuesMostSignificantFirst) {
+  EXPECT_EQ(fpga::hdl::packedHexLiteral({1, -1, 0x1f}, 8), "24'h01_ff_1f");
+  EXPECT_EQ(fpga::hdl::packedHexLiteral({-1, 2}, 6), "12'hfc2");       // 111111 000010
+  EXPECT_EQ(fpga::hdl::packedHexLiteral({1, 0, -2}, 3), "9'h046");     // 001 000 110
+  EXPECT_EQ(fpga::hdl::packedHexLiteral({0x1234}, 16), "16'h1234");
 }
