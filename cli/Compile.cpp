@@ -2,6 +2,7 @@
 // expected outputs; triad sim: runs that design in Verilator against them (docs/fpga.md).
 #include "cli/Commands.h"
 #include "cli/FpgaOptions.h"
+#include "fpga/Cost.h"
 #include "fpga/Design.h"
 #include "fpga/Emulator.h"
 #include "fpga/Fit.h"
@@ -60,6 +61,14 @@ nlohmann::json fitJson(const fpga::FitResult& f, const fpga::Device& part, doubl
   j["latency_cycles"] = f.design.latency;
   j["clock_mhz"] = clockMhz;
   j["inferences_per_s"] = f.ii > 0 ? clockMhz * 1e6 / double(f.ii) : 0.0;
+  // Energy per inference at the II (an estimate: fpga/Cost.h, docs/fpga.md "Energy").
+  if (f.ii > 0 && clockMhz > 0) {
+    double perInference = double(f.ii) / (clockMhz * 1e6);
+    fpga::EnergyEstimate e = fpga::estimateEnergy(
+        f.design.resources(), fpga::designActivity(f.design), clockMhz, perInference, part.name);
+    j["energy_per_inference_j"] = e.joules;
+    j["energy_model"] = e.model;
+  }
   j["probes"] = f.probes;
   j["candidates"] = f.candidates;
   j["layers"] = nlohmann::json::array();
@@ -82,14 +91,20 @@ nlohmann::json fitJson(const fpga::FitResult& f, const fpga::Device& part, doubl
   return j;
 }
 
-void printFit(const fpga::FitResult& f, const fpga::Device& part, double margin, double clockMhz) {
+void printFit(const fpga::FitResult& f, const nlohmann::json& j, const fpga::Device& part,
+              double margin, double clockMhz) {
   ir::Resources r = f.design.resources();
-  fmt::print("fitted to {} ({}) within {:.0f}%: II {} cycles ({:.4g} inferences/s at {:g} MHz); "
+  fmt::print("fitted to {} ({}) within {:.0f}%: II {} cycles ({:.4g} inferences/s at {:g} MHz{}); "
              "estimate LUT {:.0f}/{:.0f}, FF {:.0f}/{:.0f}, DSP {:.0f}/{:.0f}, RAMB18 "
              "{:.0f}/{:.0f}\n",
              part.name, terminalText(part.description), margin * 100, f.ii,
-             f.ii > 0 ? clockMhz * 1e6 / double(f.ii) : 0.0, clockMhz, r.lut, f.budget.lut, r.ff,
-             f.budget.ff, r.dsp, f.budget.dsp, r.bram18, f.budget.bram18);
+             f.ii > 0 ? clockMhz * 1e6 / double(f.ii) : 0.0, clockMhz,
+             j.contains("energy_per_inference_j")
+                 ? fmt::format(", ~{:.3g} uJ per inference (estimate)",
+                               j["energy_per_inference_j"].get<double>() * 1e6)
+                 : "",
+             r.lut, f.budget.lut, r.ff, f.budget.ff, r.dsp, f.budget.dsp, r.bram18,
+             f.budget.bram18);
   for (const fpga::FitLayer& l : f.layers)
     if (l.reuse > 1 || l.strategy != fpga::Strategy::Dsp || !l.fixed)
       fmt::print("  {}: reuse {}, {}{}, {} cycles/sample, LUT {:.0f} FF {:.0f} DSP {:.0f} "
@@ -199,7 +214,7 @@ int runCompile(CompileOptions o) {
     frontend::writeFileAtomic(fs::path(o.outdir) / "fit.json", f.dump(2) + "\n");
     j["fit"] = f;
     frontend::writeFileAtomic(fs::path(o.outdir) / "summary.json", j.dump(2) + "\n");
-    printFit(*fit, fpga::findDevice(o.part), o.fitMargin, vo.clockMhz);
+    printFit(*fit, f, fpga::findDevice(o.part), o.fitMargin, vo.clockMhz);
   }
   fmt::print("{}: {} layers, {} multipliers, latency {} cycles ({:.0f} ns at {:g} MHz) -> {}\n",
              terminalText(j["top"].get<std::string>()), j["layers"].size(),

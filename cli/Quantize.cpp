@@ -4,8 +4,10 @@
 // accuracy against the float model on the CPU target.
 #include "cli/Commands.h"
 #include "cli/FpgaOptions.h"
+#include "fpga/AutoPrecision.h"
 #include "fpga/Emulator.h"
 #include "fpga/Profile.h"
+#include "fpga/VerilogEmitter.h"
 #include "frontend/QdqQuantizer.h"
 #include "frontend/TensorIO.h"
 #include "ir/Files.h"
@@ -29,6 +31,10 @@ struct QuantizeOptions {
   std::string config, calibrate, input, output, json, labels, defaultPrecision, plot;
   std::vector<std::string> precision;
   bool report = false;
+  // --auto: the narrowest widths within --budget, written to --write-config
+  bool autoPrecision = false;
+  double budget = 0.5;
+  std::string writeConfig;
   // --format qdq
   std::string format = "fixed", method = "minmax", activations = "uint8", target = "cpu";
   bool perTensor = false;
@@ -198,6 +204,100 @@ int runQuantize(const QuantizeOptions& o) {
   return 0;
 }
 
+// The design's resource estimate (reuse 1, multipliers, 200 MHz) with a config; nullopt when
+// the model has no RTL.
+std::optional<ir::Resources> designEstimate(const ir::Graph& g, const nlohmann::json& config,
+                                            const ir::Tensor& x) {
+  try {
+    fpga::ValueRanges ranges = fpga::observeRanges(g, std::span<const ir::Tensor>(&x, 1));
+    fpga::Emulator emu(g, fpga::QuantConfig::fromJson(config.dump(), "config"), ranges);
+    fpga::VerilogOptions vo;
+    vo.clockMhz = 200;
+    return fpga::emitVerilog(g, emu, vo).resources();
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// --auto: the search of fpga/AutoPrecision.h, its config written to --write-config, and the
+// bits, accuracy and resources beside fixed<16,6> everywhere.
+int runAutoPrecision(const QuantizeOptions& o) {
+  if (!o.config.empty() || !o.precision.empty() || !o.defaultPrecision.empty())
+    fail(ErrorKind::Usage, "--auto chooses the precisions: drop --config, --precision and "
+                           "--default-precision");
+  if (o.writeConfig.empty()) fail(ErrorKind::Usage, "--auto needs --write-config FILE");
+  ir::Tensor x = readInput(o.input);
+  if (x.dtype() != ir::DType::F32) x = x.castTo(ir::DType::F32);
+  frontend::ImportResult r = loadFor(o, x, o.input);
+  const ir::Graph& g = r.graph;
+  fpga::AutoPrecisionOptions ao;
+  ao.budget = o.budget;
+  if (!o.labels.empty()) {
+    ir::Tensor l = readInput(o.labels);
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < l.numElements(); ++i)
+      v.push_back(l.getInt(i));
+    ao.labels = std::move(v);
+  }
+  fpga::AutoPrecisionResult a = fpga::autoPrecision(g, x, ao);
+  frontend::writeFileAtomic(o.writeConfig, a.config.dump(2) + "\n");
+  const bool top1 = ao.labels.has_value();
+  fmt::print("automatic precision within {} {}: {} knobs, {} emulator runs -> {}\n", o.budget,
+             top1 ? "points of top-1" : "relative output error", a.knobs.size(), a.evaluations,
+             o.writeConfig);
+  for (const fpga::PrecisionKnob& k : a.knobs)
+    fmt::print("  {:<28} {:<7} fixed<{},auto>\n", terminalText(k.layer), k.role, k.width);
+  auto show = [&](const char* what, const fpga::PrecisionScore& s) {
+    if (top1)
+      fmt::print("  {}: top-1 {:.4f} ({:+.2f} points from float {:.4f}), relative error {:.4g}\n",
+                 what, s.accuracy, -s.metric, a.floatAccuracy, s.relError);
+    else
+      fmt::print("  {}: relative error {:.4g}\n", what, s.relError);
+  };
+  show("fixed<16,6> everywhere", a.baseline);
+  show("automatic", a.result);
+  fmt::print("  weight bits {} -> {} ({:.0f}% saved), activation bits per sample {} -> {}\n",
+             a.weightBits16, a.weightBits,
+             a.weightBits16 > 0
+                 ? 100.0 * double(a.weightBits16 - a.weightBits) / double(a.weightBits16)
+                 : 0.0,
+             a.activationBits16, a.activationBits);
+  nlohmann::json j = {
+      {"model", o.model.model},
+      {"budget", o.budget},
+      {"metric", top1 ? "top1_points" : "relative_error"},
+      {"config", a.config},
+      {"evaluations", a.evaluations},
+      {"weight_bits", {{"fixed16", a.weightBits16}, {"auto", a.weightBits}}},
+      {"activation_bits", {{"fixed16", a.activationBits16}, {"auto", a.activationBits}}}};
+  auto scoreJson = [&](const fpga::PrecisionScore& s) {
+    nlohmann::json sj = {{"relative_error", s.relError}};
+    if (top1) sj["accuracy"] = s.accuracy;
+    return sj;
+  };
+  j["baseline"] = scoreJson(a.baseline);
+  j["auto"] = scoreJson(a.result);
+  if (top1) j["float_accuracy"] = a.floatAccuracy;
+  j["knobs"] = nlohmann::json::array();
+  for (const fpga::PrecisionKnob& k : a.knobs)
+    j["knobs"].push_back({{"layer", k.layer}, {"role", k.role}, {"width", k.width}});
+  auto base = designEstimate(g, nlohmann::json::object(), x),
+       tuned = designEstimate(g, a.config, x);
+  if (base && tuned) {
+    fmt::print("  design at reuse 1 (estimate): LUT {:.0f} -> {:.0f}, FF {:.0f} -> {:.0f}, DSP "
+               "{:.0f} -> {:.0f}, RAMB18 {:.0f} -> {:.0f}\n",
+               base->lut, tuned->lut, base->ff, tuned->ff, base->dsp, tuned->dsp, base->bram18,
+               tuned->bram18);
+    auto rj = [](const ir::Resources& res) {
+      return nlohmann::json{
+          {"lut", res.lut}, {"ff", res.ff}, {"dsp", res.dsp}, {"bram18", res.bram18}};
+    };
+    j["resources"] = {{"fixed16", rj(*base)}, {"auto", rj(*tuned)}};
+  }
+  if (!o.json.empty()) frontend::writeFileAtomic(o.json, j.dump(2) + "\n");
+  return 0;
+}
+
 /// The model's outputs on `target` for input `x` (read from `path`), the model at `model`.
 std::vector<ir::Tensor> runModel(const QuantizeOptions& o, const ir::Target& target,
                                  const std::string& model, const ir::Tensor& x,
@@ -305,12 +405,22 @@ Action addQuantize(CLI::App& app, const ir::TargetRegistry& targets) {
   cmd->add_option("-o,--output", o->output,
                   "Write the (dequantized) first output (.npy or .pb); with --format qdq, the "
                   "QDQ model (.onnx)");
+  cmd->add_flag("--auto", o->autoPrecision,
+                "Search the narrowest fixed<W,auto> per layer (input, weights, results) whose "
+                "outputs stay within --budget of float on --input, with the emulator; writes the "
+                "config to --write-config");
+  cmd->add_option("--budget", o->budget,
+                  "--auto: the allowed loss, in points of top-1 with --labels, else a relative "
+                  "output error (max |fixed - float| / max |float|)")
+      ->capture_default_str();
+  cmd->add_option("--write-config", o->writeConfig, "--auto: the precision config to write");
   cmd->add_option("--plot", o->plot,
                   "Draw the numerical profile (per-layer value ranges against the formats, "
                   "overflows, error vs float) to FILE.png/.svg/.pdf (Python with matplotlib)");
   return [o, &targets] {
     if (o->format == "qdq") return runQuantizeQdq(*o, targets);
     if (o->input.empty()) fail(ErrorKind::Usage, "--input is required (--format fixed)");
+    if (o->autoPrecision) return runAutoPrecision(*o);
     return runQuantize(*o);
   };
 }

@@ -103,6 +103,7 @@ module triad_dense #(
   localparam integer CI_W = (RI > 1) ? $clog2(RI) : 1;
   localparam integer CO_W = (RO > 1) ? $clog2(RO) : 1;
   localparam integer PRE = (WEIGHT_ROM != 0 && REUSE > 1) ? 1 : 0;  // the ROM's read stage
+  localparam integer WCOL_W = (REUSE > 1) ? NM * W_W : 1;
   localparam integer D = $clog2(KPR);  // tree levels
   localparam integer CNT_W = (REUSE > 1) ? $clog2(REUSE) : 1;
   localparam integer P_W = IN_W + W_W;
@@ -187,7 +188,7 @@ module triad_dense #(
   // The column's inputs (one per leaf) and weights (one per multiplier), at the products.
   /* verilator lint_off UNUSEDSIGNAL */
   wire [KPR*IN_W-1:0] xcol;
-  wire [NM*W_W-1:0] wcol;
+  wire [WCOL_W-1:0] wcol;  // REUSE = 1: unused (the weights are constants)
   /* verilator lint_on UNUSEDSIGNAL */
 
   // In cycle c, leaf j of every lane takes input j*RI + ci, and multiplier m weight m*REUSE + c:
@@ -248,7 +249,7 @@ module triad_dense #(
       end
     end else begin : g_const_column
       assign xcol = x_reg;
-      assign wcol = {NM * W_W{1'b0}};
+      assign wcol = 1'b0;
     end
 
     // The column's flags through the PRE + P pipeline registers (bit 0 first).
