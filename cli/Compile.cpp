@@ -42,10 +42,6 @@ ir::Tensor readF32(const std::string& path) {
   return x.dtype() == ir::DType::F32 ? x : x.castTo(ir::DType::F32);
 }
 
-nlohmann::json resourcesJsonOf(const ir::Resources& r) {
-  return {{"lut", r.lut}, {"ff", r.ff}, {"dsp", r.dsp}, {"bram18", r.bram18}};
-}
-
 // fit.json: the part, the budget, the predicted II and throughput, every layer's choice, and the
 // choices as config keys ("reuse", "strategy", "weights") to pin them in a precision config.
 nlohmann::json fitJson(const fpga::FitResult& f, const fpga::Device& part, double margin,
@@ -54,9 +50,9 @@ nlohmann::json fitJson(const fpga::FitResult& f, const fpga::Device& part, doubl
   j["part"] = part.name;
   j["description"] = part.description;
   j["margin"] = margin;
-  j["budget"] = resourcesJsonOf(f.budget);
-  j["part_resources"] = resourcesJsonOf(part.resources);
-  j["estimate"] = resourcesJsonOf(f.design.resources());
+  j["budget"] = fpga::resourcesJson(f.budget);
+  j["part_resources"] = fpga::resourcesJson(part.resources);
+  j["estimate"] = fpga::resourcesJson(f.design.resources());
   j["ii_cycles"] = f.ii;
   j["latency_cycles"] = f.design.latency;
   j["clock_mhz"] = clockMhz;
@@ -80,7 +76,7 @@ nlohmann::json fitJson(const fpga::FitResult& f, const fpga::Device& part, doubl
                            {"strategy", toString(l.strategy)},
                            {"weights", l.weightRom ? "rom" : "logic"},
                            {"cycles_per_sample", l.cyclesPerSample},
-                           {"estimate", resourcesJsonOf(l.resources)},
+                           {"estimate", fpga::resourcesJson(l.resources)},
                            {"pinned", l.fixed}});
     if (l.fixed) continue;
     reuse[l.layer] = l.reuse;

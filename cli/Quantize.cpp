@@ -5,6 +5,7 @@
 #include "cli/Commands.h"
 #include "cli/FpgaOptions.h"
 #include "fpga/AutoPrecision.h"
+#include "fpga/Design.h"
 #include "fpga/Emulator.h"
 #include "fpga/Profile.h"
 #include "fpga/VerilogEmitter.h"
@@ -288,11 +289,8 @@ int runAutoPrecision(const QuantizeOptions& o) {
                "{:.0f} -> {:.0f}, RAMB18 {:.0f} -> {:.0f}\n",
                base->lut, tuned->lut, base->ff, tuned->ff, base->dsp, tuned->dsp, base->bram18,
                tuned->bram18);
-    auto rj = [](const ir::Resources& res) {
-      return nlohmann::json{
-          {"lut", res.lut}, {"ff", res.ff}, {"dsp", res.dsp}, {"bram18", res.bram18}};
-    };
-    j["resources"] = {{"fixed16", rj(*base)}, {"auto", rj(*tuned)}};
+    j["resources"] = {{"fixed16", fpga::resourcesJson(*base)},
+                      {"auto", fpga::resourcesJson(*tuned)}};
   }
   if (!o.json.empty()) frontend::writeFileAtomic(o.json, j.dump(2) + "\n");
   return 0;

@@ -34,13 +34,6 @@ nlohmann::json formatJson(const FixedFormat& f) {
   return {{"format", formatToString(f)}, {"width", f.width}, {"frac", f.fracBits()}};
 }
 
-nlohmann::json resourcesJson(const ir::Resources& r) {
-  return {{"lut", std::lround(r.lut)},
-          {"ff", std::lround(r.ff)},
-          {"dsp", std::lround(r.dsp)},
-          {"bram18", std::lround(r.bram18)}};
-}
-
 // The emulator's raw outputs (stream order) for inputs `x`, from the options `triad compile`
 // stored in summary.json (the model, its config and precision flags, the calibration input).
 std::vector<int64_t> recomputeExpected(const nlohmann::json& c, const ir::Tensor& x,
@@ -332,6 +325,13 @@ ir::Tensor simOutputs(const DesignSim& d) {
         float(d.outReal ? d.outReal->real(logical[i], d.outFormat, int64_t(i) % outPer, d.outPlane)
                         : dequantize(logical[i], d.outFormat));
   return y;
+}
+
+nlohmann::json resourcesJson(const ir::Resources& r) {
+  return {{"lut", std::lround(r.lut)},
+          {"ff", std::lround(r.ff)},
+          {"dsp", std::lround(r.dsp)},
+          {"bram18", std::lround(r.bram18)}};
 }
 
 } // namespace triad::fpga

@@ -65,6 +65,10 @@ DesignSim simulateDesign(const std::filesystem::path& dir, const ir::Tensor& x,
 std::string deadlockMessage(const DesignSim& d);
 /// The report as `triad sim --json` writes it.
 nlohmann::json simReportJson(const DesignSim& d, uint64_t seed);
+
+/// {"lut", "ff", "dsp", "bram18"}, each rounded: a resource estimate in summary.json, fit.json
+/// and the reports of triad quantize.
+nlohmann::json resourcesJson(const ir::Resources& r);
 /// The RTL's outputs dequantized: f32 [samples, output elements] (logical order).
 ir::Tensor simOutputs(const DesignSim& d);
 

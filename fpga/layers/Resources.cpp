@@ -16,7 +16,8 @@
 //         kLutPerAdderBit per bit of the node's range-sized width; the accumulate; the output
 //         cast (saturation); at reuse > 1 the R:1 input multiplexers (one per tree leaf, shared
 //         by the outputs; a LUT6 is a 4:1 multiplexer) and, at R > 2, the weight selection (a
-//         function of the column counter: one LUT per significant bit); shift-register LUTs
+//         function of the column counter: one LUT per significant bit; none when the weights
+//         are a ROM); with output folding the group select of each output bit; shift-register LUTs
 //         (SRL16E/SRLC32E) for delay-line runs of 3 or more stages and for a tree node passed
 //         through three or more registered levels; ROMs under 2 Kib in LUTs (64 x 1 bits per LUT6);
 //         element-wise layers one LUT per output bit (the cast), reductions one per bit summed or
@@ -24,7 +25,8 @@
 //   FF    the stream registers (a Dense core's input vector, every block's output register),
 //         the accumulator at reuse > 1, the registered adder-tree levels from 2 (levels 0 and 1
 //         are the DSP48E1's M and P registers), delay-line taps and a collected frame.
-//   BRAM  a ROM of 2 Kib or more in RAMB18s (1K x 18, 2K x 9, 512 x 36, ...), one per copy.
+//   BRAM  a ROM of 2 Kib or more in RAMB18s (1K x 18, 2K x 9, 512 x 36, ...), one per copy:
+//         tables, and a Dense/Conv core's weights at R > 1 with WEIGHT_ROM (R words).
 // Calibrated on jet_mlp at reuse 1 (docs/fpga.md) and checked against Yosys on small designs by
 // tests/unit/fpga_cost_test.cpp; accuracy on the measured designs in docs/fpga.md, "Resources
 // (estimate)".
@@ -40,11 +42,12 @@ namespace triad::fpga {
 namespace {
 
 // Calibration (see the header comment).
-constexpr double kLutPerAdderBit = 0.92; // a carry-chain adder bit (jet_mlp at R = 1: 0.9-1)
-constexpr double kLutPerCastBit = 1.0;   // a saturating or rounding cast, per output bit
-constexpr int64_t kSrlStages = 32;       // SRLC32E
-constexpr int64_t kRomLutBits = 64;      // a LUT6 as a 64 x 1 ROM
-constexpr int64_t kBramMinBits = 2048;   // smaller ROMs stay in LUTs
+constexpr double kLutPerAdderBit = 0.92;        // a carry-chain adder bit (jet_mlp at R = 1: 0.9-1)
+constexpr double kLutPerCastBit = 1.0;          // a saturating or rounding cast, per output bit
+constexpr int64_t kSrlStages = 32;              // SRLC32E
+constexpr int64_t kRomLutBits = 64;             // a LUT6 as a 64 x 1 ROM
+constexpr int64_t kBramMinBits = 2048;          // smaller ROMs stay in LUTs
+constexpr double kLutPerFoldedOutputBit = 0.75; // output folding's group select (AD08, Yosys)
 
 // Significant bits of a signed raw value (two's complement, with the sign).
 int signedBits(int64_t v) {
@@ -170,8 +173,11 @@ ir::Resources macArray(const LayerInfo& info, const FixedFormat& in, const RtlLa
   res.ff += double(lanes) * std::max(regBits, 0.0);
   res.ff += double(K * in.width + N * of.width); // x_reg, out_tdata
   if (RO > 1) {
-    res.ff += double(N * of.width);                                                   // y_buf
-    res.lut += double(lanes * q.bias().format.width) * std::ceil(double(RO - 1) / 3); // bias
+    // y_buf, and the selection of each group's results into it and into the output register
+    // (Yosys 0.23 on AD08's folded layers: 0.7-0.9 LUT per output bit); the bias of the group.
+    res.ff += double(N * of.width);
+    res.lut += kLutPerFoldedOutputBit * double(N * of.width);
+    res.lut += double(lanes * q.bias().format.width) * std::ceil(double(RO - 1) / 3);
   }
   if (R > 1) {
     res.ff += double(lanes * af.width);  // acc

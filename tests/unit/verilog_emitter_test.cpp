@@ -103,8 +103,10 @@ TEST(VerilogEmitter, RejectsInvalidReuseListingValidOnes) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Usage);
-    EXPECT_NE(std::string(e.what()).find("'/fc1/Gemm' (6 inputs, 4 outputs)"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("valid: 1, 2, 3, 6, 12, 24"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'/fc1/Gemm' (6 inputs, 4 outputs)"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("valid: 1, 2, 3, 6, 12, 24"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -395,19 +397,45 @@ TEST(VerilogEmitter, ShiftAddStrategyAppliesOnlyWhereExact) {
   EXPECT_THROW(emitTiny({}, o), Error);
 }
 
+namespace {
+
+// n samples of tiny_mlp's 6 inputs, uniform in [-6, 6).
+Tensor tinyInputs(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-6, 6);
+  Tensor x(DType::F32, {n, 6});
+  for (int64_t i = 0; i < n * 6; ++i)
+    x.data<float>()[i] = u(rng);
+  return x;
+}
+
+// Lints `d` (written under `name`) and runs `x` through it in Verilator against the emulator's
+// outputs (steady, then with gaps and back-pressure from `seed`).
+sim::SimReport lintAndSimulate(const fpga::VerilogDesign& d, const fpga::Emulator& emu,
+                               const Tensor& x, const std::string& name, uint64_t seed) {
+  fs::path dir = writeDesign(d, name);
+  std::string cmd = "cd '" + (dir / "rtl").string() + "' && verilator --lint-only -Wall " +
+                    "--top-module " + d.top + " *.v 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  fpga::EmulatorResult res = emu.run(std::span<const Tensor>(&x, 1), false);
+  std::vector<int64_t> in;
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    in.push_back(fpga::quantize(x.data<float>()[i], d.inFormat, emu.inputQuant().rounding,
+                                emu.inputQuant().overflow));
+  int64_t n = x.shape()[0];
+  return sim::simulate(dir, d.top, in, res.layerRaw[d.lastLayer], n, d.outElems, seed);
+}
+
+} // namespace
+
 // registerStreams: a skid buffer in front of every layer operand (triad_skid): lint clean,
 // bit-exact with gaps and back-pressure, the same latency and II as without, and its registers in
 // the glue's estimate.
 TEST(VerilogEmitter, RegisteredStreamsKeepLatencyAndResults) {
   const int64_t n = 150;
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-6, 6);
-  Tensor x(DType::F32, {n, 6});
-  for (int64_t i = 0; i < n * 6; ++i)
-    x.data<float>()[i] = u(rng);
+  Tensor x = tinyInputs(n, 5);
   Graph g = tinyMlp(n, true);
   fpga::Emulator emu(g, fpga::QuantConfig{});
-  fpga::EmulatorResult res = emu.run(std::span<const Tensor>(&x, 1), false);
   fpga::VerilogOptions o = opts();
   o.clockMhz = 200;
   o.strategy = fpga::Strategy::ShiftAdd;
@@ -424,15 +452,7 @@ TEST(VerilogEmitter, RegisteredStreamsKeepLatencyAndResults) {
   EXPECT_EQ(d.latency, plain.latency);
   EXPECT_GT(d.glue.ff, plain.glue.ff);
   if (!sim::haveVerilator()) GTEST_SKIP() << "verilator is not on PATH";
-  fs::path dir = writeDesign(d, "skid");
-  std::string cmd = "cd '" + (dir / "rtl").string() +
-                    "' && verilator --lint-only -Wall --top-module tiny_mlp *.v 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  std::vector<int64_t> in;
-  for (int64_t i = 0; i < n * 6; ++i)
-    in.push_back(fpga::quantize(x.data<float>()[i], d.inFormat, emu.inputQuant().rounding,
-                                emu.inputQuant().overflow));
-  sim::SimReport rep = sim::simulate(dir, d.top, in, res.layerRaw[d.lastLayer], n, d.outElems, 9);
+  sim::SimReport rep = lintAndSimulate(d, emu, x, "skid", 9);
   EXPECT_EQ(rep.mismatches, 0);
   EXPECT_EQ(rep.missing, 0);
   EXPECT_EQ(rep.ii, 1.0);
@@ -444,14 +464,9 @@ TEST(VerilogEmitter, RegisteredStreamsKeepLatencyAndResults) {
 // at the II and latency the design predicts, with gaps and back-pressure; lint is clean.
 TEST(VerilogEmitter, FoldedOutputsAndWeightRomsAreBitExact) {
   const int64_t n = 40;
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-6, 6);
-  Tensor x(DType::F32, {n, 6});
-  for (int64_t i = 0; i < n * 6; ++i)
-    x.data<float>()[i] = u(rng);
+  Tensor x = tinyInputs(n, 11);
   Graph g = tinyMlp(n, false);
   fpga::Emulator emu(g, fpga::QuantConfig{});
-  fpga::EmulatorResult res = emu.run(std::span<const Tensor>(&x, 1), false);
   fpga::VerilogOptions o = opts();
   o.clockMhz = 200;
   o.layerReuse = {{"/fc1/Gemm", 12}, {"/fc2/Gemm", 12}}; // 6 x 2 lanes; 4 x 3, one lane
@@ -469,15 +484,7 @@ TEST(VerilogEmitter, FoldedOutputsAndWeightRomsAreBitExact) {
   o.layerReuse["/fc2/Gemm"] = 8;           // neither a divisor of 4 nor 4 x a divisor of 3
   EXPECT_THROW(fpga::emitVerilog(g, emu, o), Error);
   if (!sim::haveVerilator()) GTEST_SKIP() << "verilator is not on PATH";
-  fs::path dir = writeDesign(d, "fold");
-  std::string cmd = "cd '" + (dir / "rtl").string() +
-                    "' && verilator --lint-only -Wall --top-module tiny_mlp *.v 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  std::vector<int64_t> in;
-  for (int64_t i = 0; i < n * 6; ++i)
-    in.push_back(fpga::quantize(x.data<float>()[i], d.inFormat, emu.inputQuant().rounding,
-                                emu.inputQuant().overflow));
-  sim::SimReport rep = sim::simulate(dir, d.top, in, res.layerRaw[d.lastLayer], n, d.outElems, 3);
+  sim::SimReport rep = lintAndSimulate(d, emu, x, "fold", 3);
   EXPECT_EQ(rep.mismatches, 0);
   EXPECT_EQ(rep.missing, 0);
   EXPECT_EQ(rep.ii, 12.0);
