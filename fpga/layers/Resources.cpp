@@ -8,7 +8,8 @@
 //
 // The model follows what Yosys' synth_xilinx makes of the fpga/rtl/ blocks (with the adder trees
 // pipelined, as `--clock-mhz` makes them):
-//   DSP   one DSP48E1 per product of at most 25 x 18 signed bits (wider: one per 24 x 17 piece);
+//   DSP   one DSP48E1 per product of at most 25 x 18 signed bits (wider: one per 24 x 17 piece),
+//         when the product has 9 bits or more (narrower ones are LUTs, as Yosys maps them);
 //         at reuse 1 a weight that quantizes to 0 needs no product; a power of two needs none
 //         only in an unpipelined tree (registered, Yosys keeps it in a DSP48E1). At reuse > 1
 //         every multiplier reads R weights through a multiplexer and is a DSP.
@@ -48,6 +49,7 @@ constexpr int64_t kSrlStages = 32;              // SRLC32E
 constexpr int64_t kRomLutBits = 64;             // a LUT6 as a 64 x 1 ROM
 constexpr int64_t kBramMinBits = 2048;          // smaller ROMs stay in LUTs
 constexpr double kLutPerFoldedOutputBit = 0.75; // output folding's group select (AD08, Yosys)
+constexpr int kDspMinProductBits = 9;           // narrower products are logic (Yosys 0.23)
 
 // Significant bits of a signed raw value (two's complement, with the sign).
 int signedBits(int64_t v) {
@@ -68,6 +70,18 @@ int64_t dspsFor(int a, int b) {
   if (a <= 25 && b <= 18) return 1;
   if (b <= 18) return (a - 2) / 24 + 1;
   return ((a - 2) / 24 + 1) * ((b - 2) / 17 + 1);
+}
+
+// An a x b bit signed product: DSP48E1s, or LUTs when its result is under 9 bits (Yosys 0.23's
+// synth_xilinx maps narrower products to logic: DSP_Y_MINWIDTH), about one per two partial
+// product bits.
+struct MultiplierCost {
+  int64_t dsp = 0;
+  double lut = 0;
+};
+MultiplierCost multiplierCost(int a, int b) {
+  if (a + b < kDspMinProductBits) return {0, double(a * b) / 2 + 1};
+  return {dspsFor(a, b), 0};
 }
 
 int ceilLog2(int64_t v) {
@@ -137,7 +151,9 @@ ir::Resources macArray(const LayerInfo& info, const FixedFormat& in, const RtlLa
           continue;
         }
       }
-      dsp += dspsFor(in.width, R == 1 ? wbits : wf.width);
+      MultiplierCost mc = multiplierCost(in.width, R == 1 ? wbits : wf.width);
+      dsp += mc.dsp;
+      res.lut += mc.lut;
     }
   res.dsp = double(dsp);
 
@@ -286,7 +302,9 @@ ir::Resources estimateResources(const Layer& layer, std::span<const RtlOperand> 
   if (r.multipliers > 0) {
     int bw = info.invTable.empty() ? info.quant.weight().format.width : info.quant.inv.format.width;
     int aw = info.invTable.empty() ? a.format.width : info.quant.exp.format.width;
-    res.dsp += double(r.multipliers * dspsFor(aw, bw));
+    MultiplierCost mc = multiplierCost(aw, bw);
+    res.dsp += double(r.multipliers * mc.dsp);
+    res.lut += double(r.multipliers) * mc.lut;
   }
   // A normalisation by a reciprocal table (Softmax): per element the maximum's compare and
   // select, the subtraction and the table index, the sum of the exponentials, the product's
