@@ -270,7 +270,8 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
   o->model.add(*cmd);
   cmd->add_option("--target", o->target, "Target (fpga, cpu)")->required();
   cmd->add_option("--config", o->config,
-                  "Precision config (JSON, docs/fpga.md); may hold \"reuse\": {layer: R}")
+                  "Precision config (JSON, docs/fpga.md); may hold \"reuse\": {layer: R}, "
+                  "\"strategy\": {layer: S} and \"weights\": {layer: \"rom\"|\"logic\"}")
       ->check(CLI::ExistingFile);
   addPrecisionOptions(*cmd, o->defaultPrecision, o->precision);
   cmd->add_option("--reuse", o->reuse,
