@@ -189,7 +189,7 @@ int runCompile(CompileOptions o) {
   src.defaultPrecision = o.defaultPrecision;
   src.precision = o.precision;
   src.calibration = o.input.empty() ? "" : fs::absolute(o.input).string();
-  std::optional<fpga::FitResult> fit;
+  nlohmann::json sections = nlohmann::json::object();
   if (!o.part.empty()) {
     if (o.reuseGiven)
       fail(ErrorKind::Usage,
@@ -200,18 +200,14 @@ int runCompile(CompileOptions o) {
     fpga::FitOptions fo;
     fo.margin = o.fitMargin;
     fo.chooseStrategy = !o.strategyGiven;
-    fit = fpga::fitToPart(g, emu, vo, part, fo);
-    vo = fit->options;
+    fpga::FitResult fit = fpga::fitToPart(g, emu, vo, part, fo);
+    vo = fit.options;
+    sections["fit"] = fitJson(fit, part, o.fitMargin, vo.clockMhz);
+    printFit(fit, sections["fit"], part, o.fitMargin, vo.clockMhz);
   }
-  nlohmann::json j = fpga::writeDesign(
-      g, emu, vo, o.outdir, fs::path(o.model.model).filename().string(), src, x ? &*x : nullptr);
-  if (fit) {
-    nlohmann::json f = fitJson(*fit, fpga::findDevice(o.part), o.fitMargin, vo.clockMhz);
-    frontend::writeFileAtomic(fs::path(o.outdir) / "fit.json", f.dump(2) + "\n");
-    j["fit"] = f;
-    frontend::writeFileAtomic(fs::path(o.outdir) / "summary.json", j.dump(2) + "\n");
-    printFit(*fit, f, fpga::findDevice(o.part), o.fitMargin, vo.clockMhz);
-  }
+  nlohmann::json j =
+      fpga::writeDesign(g, emu, vo, o.outdir, fs::path(o.model.model).filename().string(), src,
+                        x ? &*x : nullptr, sections);
   fmt::print("{}: {} layers, {} multipliers, latency {} cycles ({:.0f} ns at {:g} MHz) -> {}\n",
              terminalText(j["top"].get<std::string>()), j["layers"].size(),
              j["multipliers"].get<int64_t>(), j["latency_cycles"].get<int64_t>(),

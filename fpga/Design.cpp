@@ -71,7 +71,8 @@ std::vector<int64_t> recomputeExpected(const nlohmann::json& c, const ir::Tensor
 
 nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const VerilogOptions& vo,
                            const fs::path& out, const std::string& modelName,
-                           const DesignSource& src, const ir::Tensor* x) {
+                           const DesignSource& src, const ir::Tensor* x,
+                           const nlohmann::json& sections) {
   VerilogDesign d = emitVerilog(g, emu, vo);
 
   createDirectories(out / "rtl", "the output folder");
@@ -143,7 +144,7 @@ nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const Verilo
                         {"out", formatToString(s.out)},
                         {"latency_cycles", s.latency},
                         {"multipliers", s.multipliers}};
-    if (s.op == "Gemm" || s.op == "MatMul" || s.op == "Conv") {
+    if (isDenseCore(s)) {
       l["reuse"] = s.reuse;
       l["stage_levels"] = s.stageLevels;
       // The registered adder-tree levels (0: the products), from the delay model or the levels.
@@ -195,7 +196,10 @@ nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const Verilo
         rawTensor(toStreamOrder(res.layerRaw[d.lastLayer], d.outGeom), n, d.outGeom.elements()));
     j["samples"] = n;
   }
-  frontend::writeFileAtomic(out / "summary.json", j.dump(2) + "\n");
+  for (const auto& [key, value] : sections.items()) {
+    frontend::writeFileAtomic(out / (key + ".json"), value.dump(2) + "\n");
+    j[key] = value;
+  }
   frontend::writeFileAtomic(out / "summary.json", j.dump(2) + "\n");
   return j;
 }

@@ -32,10 +32,13 @@ struct DesignSource {
 
 /// Writes the design of `emu` (planned on `g`) with `vo` to `out` (`modelName`: the model's file
 /// name for the summary); with `x` (float inputs of the graph's batch) also the raw inputs and
-/// the expected outputs. Returns summary.json's contents.
+/// the expected outputs. `sections`: more top-level keys of summary.json, each also written as
+/// KEY.json (before summary.json, which marks the folder complete). Returns summary.json's
+/// contents.
 nlohmann::json writeDesign(const ir::Graph& g, const Emulator& emu, const VerilogOptions& vo,
                            const std::filesystem::path& out, const std::string& modelName,
-                           const DesignSource& src, const ir::Tensor* x);
+                           const DesignSource& src, const ir::Tensor* x,
+                           const nlohmann::json& sections = nlohmann::json::object());
 
 /// A simulation of a design folder.
 struct DesignSim {

@@ -22,8 +22,11 @@ constexpr int64_t kMaxAdderGraphWeights = 4096;
 // Rounds of re-weighting the resources over budget, per candidate II.
 constexpr int kWeightRounds = 24;
 
-bool denseLike(const RtlStage& s) {
-  return s.op == "Gemm" || s.op == "MatMul" || s.op == "Conv";
+// The stage of `layer` in `d` (nullptr when the design has none).
+const RtlStage* stageOf(const VerilogDesign& d, const std::string& layer) {
+  auto it = std::find_if(d.stages.begin(), d.stages.end(),
+                         [&](const RtlStage& s) { return s.layer == layer; });
+  return it == d.stages.end() ? nullptr : &*it;
 }
 
 struct Option {
@@ -96,26 +99,27 @@ FitResult fitToPart(const ir::Graph& g, const Emulator& emu, const VerilogOption
   ir::Resources fixedRes = d0.glue;
   int64_t fixedCycles = 1;
   for (const RtlStage& s : d0.stages) {
-    if (!denseLike(s) || base.layerReuse.count(s.layer) || s.nOut < 1 || s.multipliers < 1) {
+    if (!isDenseCore(s) || base.layerReuse.count(s.layer) || s.nOut < 1 || s.multipliers < 1) {
       fixedRes += s.resources;
       fixedCycles = std::max(fixedCycles, stageCyclesPerSample(s));
-      if (denseLike(s))
+      if (isDenseCore(s))
         fr.layers.push_back({s.layer, s.reuse, s.adderGraph ? Strategy::ShiftAdd : Strategy::Dsp,
                              s.weightRom, stageCyclesPerSample(s), s.resources, true});
       continue;
     }
     Tunable t{s.layer, {}};
     const int64_t nIn = s.multipliers / s.nOut; // at reuse 1
+    auto pinned = base.layerStrategy.find(s.layer);
+    const Strategy strategy = pinned != base.layerStrategy.end() ? pinned->second : Strategy::Dsp;
+    // A layer pinned to shift_add has one option: reuse 1 (its adder graph).
     for (int64_t r : denseReuseFactors(nIn, s.nOut)) {
-      t.options.push_back({r, Strategy::Dsp, false, 0, {}});
-      if (r > 1) t.options.push_back({r, Strategy::Dsp, true, 0, {}});
+      if (strategy == Strategy::ShiftAdd && r > 1) break;
+      t.options.push_back({r, strategy, false, 0, {}});
+      if (r > 1) t.options.push_back({r, strategy, true, 0, {}});
     }
-    bool strategyPinned = base.layerStrategy.count(s.layer) > 0;
-    if (fo.chooseStrategy && !strategyPinned && nIn * s.nOut <= kMaxAdderGraphWeights)
+    if (fo.chooseStrategy && pinned == base.layerStrategy.end() &&
+        nIn * s.nOut <= kMaxAdderGraphWeights)
       t.options.push_back({1, Strategy::Auto, false, 0, {}}); // an adder graph where it applies
-    if (strategyPinned)
-      for (Option& op : t.options)
-        op.strategy = base.layerStrategy.at(s.layer);
     fr.candidates += int64_t(t.options.size());
     tunables.push_back(std::move(t));
   }
@@ -132,11 +136,10 @@ FitResult fitToPart(const ir::Graph& g, const Emulator& emu, const VerilogOption
     ++fr.probes;
     for (Tunable& t : tunables) {
       if (k >= t.options.size()) continue;
-      auto it = std::find_if(d.stages.begin(), d.stages.end(),
-                             [&](const RtlStage& s) { return s.layer == t.layer; });
-      if (it == d.stages.end()) continue;
-      t.options[k].cycles = stageCyclesPerSample(*it);
-      t.options[k].res = it->resources;
+      const RtlStage* st = stageOf(d, t.layer);
+      if (!st) continue;
+      t.options[k].cycles = stageCyclesPerSample(*st);
+      t.options[k].res = st->resources;
     }
   }
 
@@ -219,12 +222,10 @@ FitResult fitToPart(const ir::Graph& g, const Emulator& emu, const VerilogOption
         fr.design = std::move(d);
         for (size_t i = 0; i < tunables.size(); ++i) {
           const Option& op = tunables[i].options[pick[i]];
-          auto it = std::find_if(fr.design.stages.begin(), fr.design.stages.end(),
-                                 [&](const RtlStage& s) { return s.layer == tunables[i].layer; });
-          fr.layers.push_back(
-              {tunables[i].layer, op.reuse,
-               it != fr.design.stages.end() && it->adderGraph ? Strategy::ShiftAdd : Strategy::Dsp,
-               op.rom, op.cycles, op.res, false});
+          const RtlStage* st = stageOf(fr.design, tunables[i].layer);
+          fr.layers.push_back({tunables[i].layer, op.reuse,
+                               st && st->adderGraph ? Strategy::ShiftAdd : Strategy::Dsp, op.rom,
+                               op.cycles, op.res, false});
         }
         // In the design's order.
         std::map<std::string, size_t> order;

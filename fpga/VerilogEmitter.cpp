@@ -185,6 +185,10 @@ int64_t stageCyclesPerSample(const RtlStage& s) {
   return stageCycles(s, s.reuse);
 }
 
+bool isDenseCore(const RtlStage& s) {
+  return s.op == "Gemm" || s.op == "MatMul" || s.op == "Conv";
+}
+
 VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const VerilogOptions& opts) {
   const VerilogOptions& o = opts;
   if (!o.autoReuse) return emitDesign(g, emu, o);
@@ -201,8 +205,7 @@ VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const Verilog
   ii = std::max<int64_t>(ii / 2, 1);
   VerilogOptions tuned = one;
   for (const RtlStage& s : d.stages) {
-    if (s.reuse < 1 || o.layerReuse.count(s.layer) || s.multipliers == 0 ||
-        !(s.op == "Gemm" || s.op == "MatMul" || s.op == "Conv"))
+    if (s.reuse < 1 || o.layerReuse.count(s.layer) || s.multipliers == 0 || !isDenseCore(s))
       continue;
     int64_t nIn = s.multipliers / std::max<int64_t>(s.nOut, 1); // at reuse 1
     int64_t best = 1;

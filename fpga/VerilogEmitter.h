@@ -118,6 +118,8 @@ std::string verilogName(const std::string& s);
 VerilogDesign emitVerilog(const ir::Graph& g, const Emulator& emu, const VerilogOptions& o);
 /// Cycles one sample spends in a stage at full speed (its share of the design's II).
 int64_t stageCyclesPerSample(const RtlStage& s);
+/// Whether a stage is a Dense/Conv multiply-accumulate core (reuse, strategy, weight storage).
+bool isDenseCore(const RtlStage& s);
 /// The hand-written RTL blocks (file name, text), embedded at build time from fpga/rtl/.
 const std::vector<std::pair<std::string, std::string>>& rtlLibrary();
 

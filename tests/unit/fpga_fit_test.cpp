@@ -96,6 +96,17 @@ TEST(FpgaFit, PinnedLayersKeepTheirSettings) {
       EXPECT_TRUE(s.weightRom);
     }
   EXPECT_GE(f.ii, 32);
+  // A layer pinned to shift_add stays an adder graph at reuse 1 while the others are fitted.
+  fpga::VerilogOptions sa;
+  sa.clockMhz = 200;
+  sa.layerStrategy["/fc4/Gemm"] = fpga::Strategy::ShiftAdd;
+  fpga::FitResult g4 = fpga::fitToPart(g, emu, sa, fpga::findDevice("xc7a35t"), {});
+  for (const fpga::RtlStage& s : g4.design.stages)
+    if (s.layer == "/fc4/Gemm") {
+      EXPECT_EQ(s.reuse, 1);
+      EXPECT_TRUE(s.adderGraph.has_value());
+    }
+  EXPECT_TRUE(g4.design.resources().fitsIn(g4.budget));
 }
 
 TEST(FpgaFit, NothingFitsIsAUsageErrorWithTheNumbers) {
@@ -122,7 +133,7 @@ TEST(FpgaFit, NothingFitsIsAUsageErrorWithTheNumbers) {
 // separated by underscores when their width is a multiple of 4, and negative values wrap.
 TEST(FpgaFit, PackedLiteralsHoldTheValuesMostSignificantFirst) {
   EXPECT_EQ(fpga::hdl::packedHexLiteral({1, -1, 0x1f}, 8), "24'h01_ff_1f");
-  EXPECT_EQ(fpga::hdl::packedHexLiteral({-1, 2}, 6), "12'hfc2");       // 111111 000010
-  EXPECT_EQ(fpga::hdl::packedHexLiteral({1, 0, -2}, 3), "9'h046");     // 001 000 110
+  EXPECT_EQ(fpga::hdl::packedHexLiteral({-1, 2}, 6), "12'hfc2");   // 111111 000010
+  EXPECT_EQ(fpga::hdl::packedHexLiteral({1, 0, -2}, 3), "9'h046"); // 001 000 110
   EXPECT_EQ(fpga::hdl::packedHexLiteral({0x1234}, 16), "16'h1234");
 }
