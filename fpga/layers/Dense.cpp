@@ -324,8 +324,29 @@ uint16_t constTerms(int64_t w, int maxTerms) {
                   unsigned(bShift));
 }
 
+namespace {
+
 // Weight tables above this many entries are written a row (or ROM word) per literal.
 constexpr int64_t kPackedWeights = 8192;
+
+// A table localparam's concatenation, one row per line (rows from the top, each most
+// significant first): a literal per value, or one packed literal per row.
+std::string concatRows(const std::vector<std::vector<int64_t>>& rows, int width, bool packed) {
+  std::string s = "{";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    s += "\n      ";
+    if (packed) {
+      s += hdl::packedHexLiteral(rows[r], width);
+    } else {
+      for (size_t i = 0; i < rows[r].size(); ++i)
+        s += (i > 0 ? ", " : "") + hdl::hexLiteral(rows[r][i], width);
+    }
+    if (r + 1 < rows.size()) s += ",";
+  }
+  return s + "\n  }";
+}
+
+} // namespace
 
 int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& layer,
                          const std::vector<int64_t>& perm, int64_t reuse, uint64_t stageMask,
@@ -350,50 +371,32 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
   };
   const char* permNote =
       perm.empty() ? "" : "\ncolumns in the order the stream delivers them (zeros: not connected)";
-  std::string rows;
   const bool rom = weightRom && reuse > 1;
   // Large tables as one literal per row (or ROM word): Verilator's constant folding of a
   // concatenation takes time quadratic in its items (AD08's 81,920 weights: hours).
   const bool packed = c.N * nIn > kPackedWeights;
+  std::vector<std::vector<int64_t>> rows; // from the top row, each most significant first
   if (rom) {
     // ROM words: word t holds weight m*R + t of every multiplier m (w[o][i] at o*nIn + i).
     const int64_t nm = c.N * nIn / reuse;
     for (int64_t t = reuse; t-- > 0;) {
-      rows += "\n      ";
-      if (packed) {
-        std::vector<int64_t> word;
-        for (int64_t mi = nm; mi-- > 0;)
-          word.push_back(weight((mi * reuse + t) / nIn, (mi * reuse + t) % nIn));
-        rows += hdl::packedHexLiteral(word, wf.width) + (t > 0 ? "," : "");
-        continue;
-      }
-      for (int64_t mi = nm; mi-- > 0;) {
-        int64_t flat = mi * reuse + t;
-        rows += hdl::hexLiteral(weight(flat / nIn, flat % nIn), wf.width) +
-                (mi > 0 || t > 0 ? (mi > 0 ? ", " : ",") : "");
-      }
+      rows.emplace_back();
+      for (int64_t mi = nm; mi-- > 0;)
+        rows.back().push_back(weight((mi * reuse + t) / nIn, (mi * reuse + t) % nIn));
     }
     m.add(hdl::LocalParam{
-        "WEIGHTS", c.N * nIn * wf.width, "{" + rows + "\n  }",
+        "WEIGHTS", c.N * nIn * wf.width, concatRows(rows, wf.width, packed),
         fmt::format("a ROM of {} words, one per cycle of a vector, word {} first: multiplier m's "
                     "weight at bit m*{} of its word (w[o][i] is weight o*{} + i, multiplier m "
                     "reads weights m*{} .. m*{} + {}){}",
                     reuse, reuse - 1, wf.width, nIn, reuse, reuse, reuse - 1, permNote)});
   } else {
     for (int64_t o = c.N; o-- > 0;) {
-      rows += "\n      ";
-      if (packed) {
-        std::vector<int64_t> row;
-        for (int64_t i = nIn; i-- > 0;)
-          row.push_back(weight(o, i));
-        rows += hdl::packedHexLiteral(row, wf.width) + (o > 0 ? "," : "");
-        continue;
-      }
+      rows.emplace_back();
       for (int64_t i = nIn; i-- > 0;)
-        rows +=
-            hdl::hexLiteral(weight(o, i), wf.width) + (i > 0 || o > 0 ? (i > 0 ? ", " : ",") : "");
+        rows.back().push_back(weight(o, i));
     }
-    m.add(hdl::LocalParam{"WEIGHTS", c.N * nIn * wf.width, "{" + rows + "\n  }",
+    m.add(hdl::LocalParam{"WEIGHTS", c.N * nIn * wf.width, concatRows(rows, wf.width, packed),
                           fmt::format("w[o][i] at bit (o*{} + i)*{}; one row o per line, o = {} "
                                       "first{}",
                                       nIn, wf.width, c.N - 1, permNote)});
@@ -409,21 +412,16 @@ int64_t addDenseInstance(hdl::Module& m, const DenseCore& c, const std::string& 
   std::string terms;
   int64_t lutProducts = 0;
   if (reuse == 1 && shiftAddDigits > 0) {
-    terms = "{";
+    std::vector<std::vector<int64_t>> codes;
     for (int64_t o = c.N; o-- > 0;) {
-      terms += "\n      ";
-      std::vector<int64_t> row;
+      codes.emplace_back();
       for (int64_t i = nIn; i-- > 0;) {
         uint16_t t = constTerms(weight(o, i), shiftAddDigits);
         lutProducts += t != 0;
-        if (packed)
-          row.push_back(t);
-        else
-          terms += fmt::format("16'h{:04x}", t) + (i > 0 || o > 0 ? (i > 0 ? ", " : ",") : "");
+        codes.back().push_back(t);
       }
-      if (packed) terms += hdl::packedHexLiteral(row, 16) + (o > 0 ? "," : "");
     }
-    terms += "\n  }";
+    terms = concatRows(codes, 16, packed);
     m.add(hdl::LocalParam{
         "W_TERMS", c.N * nIn * 16, terms,
         fmt::format("products built from shifts and adds: {} of {} (16 bits per weight: 0 "
