@@ -96,18 +96,6 @@ void drawPlot(const nlohmann::json& profile, const std::string& out) {
   fail(ErrorKind::Io, "--plot '{}': the plot script failed (exit {}): {}", out, code, log);
 }
 
-std::vector<int64_t> argmaxRows(const ir::Tensor& t) {
-  int64_t cols = t.shape().back(), rows = t.numElements() / cols;
-  std::vector<int64_t> r(static_cast<size_t>(rows));
-  for (int64_t i = 0; i < rows; ++i) {
-    int64_t best = 0;
-    for (int64_t c = 1; c < cols; ++c)
-      if (t.getDouble(i * cols + c) > t.getDouble(i * cols + best)) best = c;
-    r[size_t(i)] = best;
-  }
-  return r;
-}
-
 /// Compares an output `q` (of the `kind` model: "fixed", "int8") with the float one `f` into
 /// `oj`, printing as it goes: max |q - f|, and for classifiers the top-1 agreement and, with
 /// `labels` (read from `labelsPath`), both accuracies.
@@ -120,7 +108,7 @@ void compareWithFloat(const ir::Tensor& q, const ir::Tensor& f, const std::strin
   oj["max_abs_error"] = err;
   fmt::print("  max |{} - float| = {:.4g}\n", kind, err);
   if (q.rank() < 1 || q.shape().back() <= 1) return; // not a classifier
-  auto a = argmaxRows(q), b = argmaxRows(f);
+  auto a = fpga::argmaxRows(q), b = fpga::argmaxRows(f);
   int64_t agree = 0;
   for (size_t k = 0; k < a.size(); ++k)
     agree += a[k] == b[k];
@@ -208,9 +196,8 @@ int runQuantize(const QuantizeOptions& o) {
 // The design's resource estimate (reuse 1, multipliers, 200 MHz) with a config; nullopt when
 // the model has no RTL.
 std::optional<ir::Resources> designEstimate(const ir::Graph& g, const nlohmann::json& config,
-                                            const ir::Tensor& x) {
+                                            const fpga::ValueRanges& ranges) {
   try {
-    fpga::ValueRanges ranges = fpga::observeRanges(g, std::span<const ir::Tensor>(&x, 1));
     fpga::Emulator emu(g, fpga::QuantConfig::fromJson(config.dump(), "config"), ranges);
     fpga::VerilogOptions vo;
     vo.clockMhz = 200;
@@ -240,7 +227,8 @@ int runAutoPrecision(const QuantizeOptions& o) {
       v.push_back(l.getInt(i));
     ao.labels = std::move(v);
   }
-  fpga::AutoPrecisionResult a = fpga::autoPrecision(g, x, ao);
+  const fpga::ValueRanges ranges = fpga::observeRanges(g, std::span<const ir::Tensor>(&x, 1));
+  fpga::AutoPrecisionResult a = fpga::autoPrecision(g, x, ranges, ao);
   frontend::writeFileAtomic(o.writeConfig, a.config.dump(2) + "\n");
   const bool top1 = ao.labels.has_value();
   fmt::print("automatic precision within {} {}: {} knobs, {} emulator runs -> {}\n", o.budget,
@@ -282,8 +270,8 @@ int runAutoPrecision(const QuantizeOptions& o) {
   j["knobs"] = nlohmann::json::array();
   for (const fpga::PrecisionKnob& k : a.knobs)
     j["knobs"].push_back({{"layer", k.layer}, {"role", k.role}, {"width", k.width}});
-  auto base = designEstimate(g, nlohmann::json::object(), x),
-       tuned = designEstimate(g, a.config, x);
+  auto base = designEstimate(g, nlohmann::json::object(), ranges),
+       tuned = designEstimate(g, a.config, ranges);
   if (base && tuned) {
     fmt::print("  design at reuse 1 (estimate): LUT {:.0f} -> {:.0f}, FF {:.0f} -> {:.0f}, DSP "
                "{:.0f} -> {:.0f}, RAMB18 {:.0f} -> {:.0f}\n",

@@ -39,15 +39,6 @@ nlohmann::json configOf(const std::vector<PrecisionKnob>& knobs) {
   return c;
 }
 
-std::vector<int64_t> argmaxRows(const ir::Tensor& t) {
-  int64_t cols = t.rank() > 0 ? t.shape().back() : 1, rows = t.numElements() / cols;
-  std::vector<int64_t> r(size_t(rows), 0);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t c = 1; c < cols; ++c)
-      if (t.getDouble(i * cols + c) > t.getDouble(i * cols + r[size_t(i)])) r[size_t(i)] = c;
-  return r;
-}
-
 double accuracy(const ir::Tensor& t, const std::vector<int64_t>& labels) {
   std::vector<int64_t> a = argmaxRows(t);
   if (a.size() != labels.size())
@@ -97,11 +88,19 @@ struct Evaluator {
 
 } // namespace
 
+std::vector<int64_t> argmaxRows(const ir::Tensor& t) {
+  int64_t cols = t.rank() > 0 ? t.shape().back() : 1, rows = cols > 0 ? t.numElements() / cols : 0;
+  std::vector<int64_t> r(size_t(rows), 0);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 1; c < cols; ++c)
+      if (t.getDouble(i * cols + c) > t.getDouble(i * cols + r[size_t(i)])) r[size_t(i)] = c;
+  return r;
+}
+
 AutoPrecisionResult autoPrecision(const ir::Graph& g, const ir::Tensor& x,
-                                  const AutoPrecisionOptions& o) {
+                                  const ValueRanges& ranges, const AutoPrecisionOptions& o) {
   if (!(o.budget >= 0) || !std::isfinite(o.budget))
     fail(ErrorKind::Usage, "--budget {}: expected a non-negative number", o.budget);
-  ValueRanges ranges = observeRanges(g, std::span<const ir::Tensor>(&x, 1));
   // The float outputs, and the layers to tune (from a plan at the built-in precision).
   Emulator base(g, QuantConfig{}, ranges);
   EmulatorResult br = base.run(std::span<const ir::Tensor>(&x, 1), true);

@@ -55,9 +55,15 @@ struct AutoPrecisionResult {
   int64_t evaluations = 0;
 };
 
-/// Searches the widths for `g` on the samples `x` (float, the graph's input). Runtime error when
-/// even 16 bits everywhere misses the budget (naming the metric).
+/// Searches the widths for `g` on the samples `x` (float, the graph's input), with the value
+/// ranges observed on them (fpga::observeRanges). Runtime error when even 16 bits everywhere
+/// misses the budget (naming the metric).
 AutoPrecisionResult autoPrecision(const ir::Graph& g, const ir::Tensor& x,
+                                  const std::vector<std::optional<double>>& ranges,
                                   const AutoPrecisionOptions& o);
+
+/// The class of each row of a classifier's output (the index of the largest value along the
+/// last axis; the first on a tie).
+std::vector<int64_t> argmaxRows(const ir::Tensor& t);
 
 } // namespace triad::fpga
