@@ -31,7 +31,7 @@ struct CompileOptions {
   std::string strategy = "dsp";
   std::string part;       // --fpga-part: fit the design to this part
   double fitMargin = 0.8; // ... using at most this fraction of each resource
-  bool reuseGiven = false, strategyGiven = false;
+  bool reuseGiven = false, strategyGiven = false, partGiven = false;
   bool registerStreams = false;
   double clockMhz = 200;
   int shiftAddDigits = 2;
@@ -190,7 +190,7 @@ int runCompile(CompileOptions o) {
   src.precision = o.precision;
   src.calibration = o.input.empty() ? "" : fs::absolute(o.input).string();
   nlohmann::json sections = nlohmann::json::object();
-  if (!o.part.empty()) {
+  if (o.partGiven) {
     if (o.reuseGiven)
       fail(ErrorKind::Usage,
            "--fpga-part chooses every layer's reuse factor: drop --reuse '{}' "
@@ -316,6 +316,7 @@ Action addCompile(CLI::App& app, const ir::TargetRegistry&) {
   return [o, cmd] {
     o->reuseGiven = cmd->get_option("--reuse")->count() > 0;
     o->strategyGiven = cmd->get_option("--strategy")->count() > 0;
+    o->partGiven = cmd->get_option("--fpga-part")->count() > 0;
     return runCompile(*o);
   };
 }

@@ -109,8 +109,12 @@ FitResult fitToPart(const ir::Graph& g, const Emulator& emu, const VerilogOption
     }
     Tunable t{s.layer, {}};
     const int64_t nIn = s.multipliers / s.nOut; // at reuse 1
+    // The layer's strategy: the config's, else the caller's when it chose one, else multipliers
+    // (with the adder graph as one more option below).
     auto pinned = base.layerStrategy.find(s.layer);
-    const Strategy strategy = pinned != base.layerStrategy.end() ? pinned->second : Strategy::Dsp;
+    const Strategy strategy = pinned != base.layerStrategy.end() ? pinned->second
+                              : fo.chooseStrategy                ? Strategy::Dsp
+                                                                 : base.strategy;
     // A layer pinned to shift_add has one option: reuse 1 (its adder graph).
     for (int64_t r : denseReuseFactors(nIn, s.nOut)) {
       if (strategy == Strategy::ShiftAdd && r > 1) break;

@@ -28,7 +28,8 @@ namespace triad::fpga {
 
 struct FitOptions {
   double margin = 0.8; // use at most this fraction of each of the part's resources
-  /// Whether layers may be built as adder graphs (at reuse 1) where that costs less.
+  /// Whether layers may be built as adder graphs (at reuse 1) where that costs less; when false,
+  /// every layer the config does not pin keeps the caller's VerilogOptions::strategy.
   bool chooseStrategy = true;
 };
 

@@ -107,6 +107,23 @@ TEST(FpgaFit, PinnedLayersKeepTheirSettings) {
       EXPECT_TRUE(s.adderGraph.has_value());
     }
   EXPECT_TRUE(g4.design.resources().fitsIn(g4.budget));
+  // A strategy the caller chose for every layer (--strategy) is kept: shift_add needs reuse 1,
+  // so on the 35T nothing fits; dsp offers no adder graph.
+  fpga::VerilogOptions all = sa;
+  all.layerStrategy.clear();
+  all.strategy = fpga::Strategy::ShiftAdd;
+  fpga::FitOptions keep;
+  keep.chooseStrategy = false;
+  EXPECT_THROW(fpga::fitToPart(g, emu, all, fpga::findDevice("xc7a35t"), keep), Error);
+  fpga::FitResult big = fpga::fitToPart(g, emu, all, fpga::findDevice("xcvu9p"), keep);
+  for (const fpga::RtlStage& s : big.design.stages)
+    if (fpga::isDenseCore(s)) {
+      EXPECT_TRUE(s.adderGraph.has_value()) << s.layer;
+    }
+  all.strategy = fpga::Strategy::Dsp;
+  fpga::FitResult dsp = fpga::fitToPart(g, emu, all, fpga::findDevice("xc7a35t"), keep);
+  for (const fpga::RtlStage& s : dsp.design.stages)
+    EXPECT_FALSE(s.adderGraph.has_value()) << s.layer;
 }
 
 TEST(FpgaFit, NothingFitsIsAUsageErrorWithTheNumbers) {
