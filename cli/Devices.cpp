@@ -59,6 +59,7 @@ int runDevices(const DevicesOptions& o) {
              {"driver_version", d.driverVersion},
              {"device_version", d.deviceVersion},
              {"opencl_c_version", d.openclCVersion},
+             {"extensions", d.extensions},
              {"selected", d.globalIndex == selected.globalIndex}});
       j["platforms"].push_back(std::move(pj));
     }

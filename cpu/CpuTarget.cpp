@@ -532,23 +532,10 @@ bool qdqInteger(bool option) {
   return option;
 }
 
-bool hasQdq(const Graph& g) {
-  for (const auto& n : g.nodes())
-    if (n->kind() == OpKind::QuantizeLinear) return true;
-  return false;
-}
-
 } // namespace
 
 std::shared_ptr<Graph> cpuGraph(const Graph& g, bool qdqIntegerOption) {
-  std::shared_ptr<Graph> owned;
-  if (qdqInteger(qdqIntegerOption) && hasQdq(g)) {
-    owned = std::make_shared<Graph>(g.clone());
-    if (!createFuseQdqPass()->run(*owned)) return nullptr;
-    // The float paths the integer nodes replaced (DequantizeLinear of the weights, ...).
-    createDeadCodeEliminationPass()->run(*owned);
-  }
-  return owned;
+  return qdqInteger(qdqIntegerOption) ? fuseQdqCopy(g) : nullptr;
 }
 
 namespace {

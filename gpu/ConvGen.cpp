@@ -47,8 +47,19 @@ std::string ConvParams::toString() const {
 // Direct convolution
 
 GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& s, const ConvParams& p,
-                               const Epilogue& epi) {
+                               const Epilogue& epi, const IntOperands* integer) {
   s.validate();
+  if (integer && epi.code.empty())
+    fail(ErrorKind::Usage, "convolution '{}': integer operands need an epilogue declaring acc",
+         layer);
+  // Float, or integers shifted by their zero points and summed in int32 (IntOperands).
+  const std::string scalar = integer ? "int" : "float", zero = integer ? "0" : "0.0f";
+  auto load = [&](const std::string& element, bool isX) {
+    if (!integer) return element;
+    const std::string& shift = isX ? integer->bShift : integer->aShift;
+    return shift.empty() ? fmt::format("(int){}", element)
+                         : fmt::format("((int){} - {})", element, shift);
+  };
   if (p.blockK < 1 || p.workW < 1 || p.wgW < 1 || p.wgH < 1 || p.blockK * p.workW > 256)
     fail(ErrorKind::Usage, "convolution '{}': invalid parameters {}", layer, p.toString());
   const int64_t OH = s.outH(), OW = s.outW(), G = s.group;
@@ -64,17 +75,21 @@ GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& s, const
                     size_t(s.N * G * kBlocks)};
   k.range.local = {size_t(p.wgW), size_t(p.wgH), 1};
   k.params = {"X", "W", "Y"};
-  std::vector<std::string> decls = {"__global const float* restrict X",
-                                    "__global const float* restrict W",
-                                    "__global float* restrict Y"};
+  std::vector<std::string> decls = {
+      fmt::format("__global const {}* restrict X", integer ? integer->bType : "float"),
+      fmt::format("__global const {}* restrict W", integer ? integer->aType : "float"),
+      fmt::format("__global {}* restrict Y", integer ? integer->cType : "float")};
   appendParams(epi.params, decls, k.params);
   const bool padded = s.padTop || s.padLeft || s.padBottom || s.padRight;
   // Without padding, every tap of an in-range output lies inside the input.
   const bool checkIH = padded, checkIW = padded;
 
   CodeWriter w;
-  w.line("// Layer: {} (Conv, direct{}), f32", escape::comment(layer),
-         s.depthwise() ? ", depthwise" : "");
+  w.line("// Layer: {} (Conv, direct{}), {}", escape::comment(layer),
+         s.depthwise() ? ", depthwise" : "",
+         integer ? fmt::format("{} x {} -> int32 sums -> {}", integer->aType, integer->bType,
+                               integer->cType)
+                 : "f32");
   w.line("//   {}", s.toString());
   w.line("//   X stored [N,C,H,W], W stored [K,C/group,R,S], Y stored [N,K,OH,OW]");
   w.line("// Blocking: {}: each work-item computes {} output channel(s) x {} output column(s)",
@@ -95,31 +110,38 @@ GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& s, const
   w.line("const int kb = z % {}, g = (z / {}) % {}, n = z / {};", kBlocks, kBlocks, G, kBlocks * G);
   w.line("if (oh >= OH || ow0 >= OW) return;");
   w.line("const int kg0 = kb * {}; // first output channel of this block, within the group", BK);
-  w.line("float sums[{}][{}];", BK, p.workW);
+  w.line("{} sums[{}][{}];", scalar, BK, p.workW);
   w.line("for (int kk = 0; kk < {}; ++kk)", BK);
-  w.line("  for (int j = 0; j < {}; ++j) sums[kk][j] = 0.0f;", p.workW);
+  w.line("  for (int j = 0; j < {}; ++j) sums[kk][j] = {};", p.workW, zero);
   w.open("for (int c = 0; c < CG; ++c)");
-  w.line("__global const float* x = X + ((n * C + g * CG + c) * H) * W_IN;");
-  w.line("__global const float* wt = W + ((g * KG + kg0) * CG + c) * {};", s.R * s.S);
+  w.line("__global const {}* x = X + ((n * C + g * CG + c) * H) * W_IN;",
+         integer ? integer->bType : "float");
+  w.line("__global const {}* wt = W + ((g * KG + kg0) * CG + c) * {};",
+         integer ? integer->aType : "float", s.R * s.S);
   w.open("for (int r = 0; r < {}; ++r)", s.R);
   w.line("const int ih = oh * {} - {} + r * {};", s.strideH, s.padTop, s.dilationH);
   if (checkIH) w.line("if (ih < 0 || ih >= H) continue;");
   w.open("for (int s = 0; s < {}; ++s)", s.S);
-  w.line("float xv[{}];", p.workW);
+  w.line("{} xv[{}];", scalar, p.workW);
   w.open("for (int j = 0; j < {}; ++j)", p.workW);
   w.line("const int iw = (ow0 + j) * {} - {} + s * {};", s.strideW, s.padLeft, s.dilationW);
   // Columns past OW (the last block) may index past the row: clamp them into range.
+  const std::string xe = load("x[ih * W_IN + iw]", true);
   if (checkIW)
-    w.line("xv[j] = (iw >= 0 && iw < W_IN) ? x[ih * W_IN + iw] : 0.0f;");
+    w.line("xv[j] = (iw >= 0 && iw < W_IN) ? {} : {};", xe, zero);
   else if (OW % p.workW != 0)
-    w.line("xv[j] = iw < W_IN ? x[ih * W_IN + iw] : 0.0f;");
+    w.line("xv[j] = iw < W_IN ? {} : {};", xe, zero);
   else
-    w.line("xv[j] = x[ih * W_IN + iw];");
+    w.line("xv[j] = {};", xe);
   w.close();
   w.open("for (int kk = 0; kk < {}; ++kk)", BK);
   if (Kg % BK != 0) w.line("if (kg0 + kk >= KG) break;");
-  w.line("const float wv = wt[kk * {} + r * {} + s];", Cg * s.R * s.S, s.S);
-  w.line("for (int j = 0; j < {}; ++j) sums[kk][j] = mad(wv, xv[j], sums[kk][j]);", p.workW);
+  w.line("const {} wv = {};", scalar,
+         load(fmt::format("wt[kk * {} + r * {} + s]", Cg * s.R * s.S, s.S), false));
+  if (integer)
+    w.line("for (int j = 0; j < {}; ++j) sums[kk][j] += wv * xv[j];", p.workW);
+  else
+    w.line("for (int j = 0; j < {}; ++j) sums[kk][j] = mad(wv, xv[j], sums[kk][j]);", p.workW);
   w.close();
   w.close();
   w.close();
@@ -131,7 +153,7 @@ GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& s, const
   w.open("for (int j = 0; j < {}; ++j)", p.workW);
   w.line("const int ow = ow0 + j;");
   if (OW % p.workW != 0) w.line("if (ow >= OW) break;");
-  w.line("float acc = sums[kk][j];");
+  w.line("{}", integer ? "const int iacc = sums[kk][j];" : "float acc = sums[kk][j];");
   if (!epi.code.empty()) w.lines(epi.code);
   w.line("Y[((n * K + k) * OH + oh) * OW + ow] = acc;");
   w.close();

@@ -10,6 +10,8 @@
 #include "gpu/KernelGen.h"
 #include "gpu/PanelGen.h"
 
+#include <cstring>
+
 namespace triad::gpu {
 
 std::string GemmShape::toString() const {
@@ -68,7 +70,89 @@ struct GemmPlan {
   std::string epiloguePrelude; // statements defining the epilogue's index variables
   std::string store;           // statement storing `acc` at (row, col)
   int64_t M = 1, N = 1, K = 1, batch = 1;
+  const IntOperands* integer = nullptr; // int32 sums of shifted integers (aValue/bValue: int)
+  // IntOperands::dot4: the tiles hold words of 4 bytes along K; aWord (at gm, gk4) and bWord (at
+  // gk4, gn) are uint expressions, dot the function of (activation word, weight word).
+  std::string aWord, bWord, dot;
 };
+
+/// The dot4 form's K loop: words of four consecutive k staged in local memory, four products per
+/// dot (IntOperands::dot4).
+void emitDot4Loop(CodeWriter& w, const GemmPlan& plan, bool checkM, bool checkN, bool checkK4) {
+  const bool packedA = plan.integer->packedA;
+  w.line("__local uint As[TILE_K4][TILE_M]; // A block, 4 k per word, transposed: As[k/4][m]");
+  w.line("__local uint Bs[TILE_K4][TILE_N]; // B block, 4 k per word: Bs[k/4][n]");
+  w.open("for (int k04 = 0; k04 < K4; k04 += TILE_K4)");
+  auto load = [&](const char* tile, const char* loop, const char* index, std::string word,
+                  std::vector<std::string> conds) {
+    w.open("{}", loop);
+    w.line("{}", index);
+    w.line("{} = {};", tile,
+           conds.empty() ? word : fmt::format("({}) ? {} : 0u", fmt::join(conds, " && "), word));
+    w.close();
+  };
+  std::vector<std::string> ca, cb;
+  if (checkM) ca.push_back("gm < M");
+  if (checkK4) ca.push_back("gk4 < K4"), cb.push_back("gk4 < K4");
+  if (checkN) cb.push_back("gn < N");
+  load("As[kk4][mm]", "for (int t = lid; t < TILE_M * TILE_K4; t += WG_M * WG_N)",
+       "const int mm = t / TILE_K4, kk4 = t % TILE_K4, gm = m0 + mm, gk4 = k04 + kk4;", plan.aWord,
+       ca);
+  load("Bs[kk4][nn]", "for (int t = lid; t < TILE_K4 * TILE_N; t += WG_M * WG_N)",
+       "const int kk4 = t / TILE_N, nn = t % TILE_N, gk4 = k04 + kk4, gn = n0 + nn;", plan.bWord,
+       cb);
+  w.line("barrier(CLK_LOCAL_MEM_FENCE);");
+  w.open("for (int kk4 = 0; kk4 < TILE_K4; ++kk4)");
+  w.line("uint a_reg[TM];");
+  w.line("for (int i = 0; i < TM; ++i) a_reg[i] = As[kk4][ty + i * WG_M];");
+  w.open("for (int j = 0; j < TN; ++j)");
+  w.line("const uint b_reg = Bs[kk4][j * WG_N + tx];");
+  w.line("for (int i = 0; i < TM; ++i) sums[i][j] += {}({});", plan.dot,
+         packedA ? "b_reg, a_reg[i]" : "a_reg[i], b_reg");
+  w.close();
+  w.close();
+  w.line("barrier(CLK_LOCAL_MEM_FENCE);");
+  w.close();
+}
+
+/// The header line of an integer kernel names its operand types instead of "f32".
+std::string integerTypes(const IntOperands& i) {
+  return fmt::format("{} x {} -> int32 sums -> {}", i.aType, i.bType, i.cType);
+}
+
+/// The dot4 form's product of four byte pairs: the activation word (unsigned or signed bytes)
+/// by the weight word (signed bytes); cl_khr_integer_dot_product's dot where the compiler has it.
+std::string dotHelper(bool unsignedX) {
+  const char* name = unsignedX ? "triad_dot_us" : "triad_dot_ss";
+  const char* xv = unsignedX ? "uchar4" : "char4";
+  return fmt::format(R"(#ifndef TRIAD_HELPER_{0}
+#define TRIAD_HELPER_{0}
+// Four products of bytes, summed: x {2} bytes, w signed bytes.
+#ifdef cl_khr_integer_dot_product
+#pragma OPENCL EXTENSION cl_khr_integer_dot_product : enable
+int {1}(uint x, uint w) {{ return dot(as_{3}(x), as_char4(w)); }}
+#else
+int {1}(uint x, uint w) {{
+  const {3} a = as_{3}(x);
+  const char4 b = as_char4(w);
+  return a.s0 * b.s0 + a.s1 * b.s1 + a.s2 * b.s2 + a.s3 * b.s3;
+}}
+#endif
+#endif)",
+                     unsignedX ? "DOT_US" : "DOT_SS", name, unsignedX ? "unsigned" : "signed", xv);
+}
+
+/// A stored byte of an integer operand as a uint (its bits, for packing into words).
+std::string rawByte(const std::string& element, const std::string& type) {
+  return type == "char" ? fmt::format("(uint)as_uchar({})", element)
+                        : fmt::format("(uint){}", element);
+}
+
+/// `element` converted to int and shifted by `shift` (IntOperands).
+std::string shiftedInt(const std::string& element, const std::string& shift) {
+  return shift.empty() ? fmt::format("(int){}", element)
+                       : fmt::format("((int){} - {})", element, shift);
+}
 
 GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilogue& epi) {
   validateGemmParams(p);
@@ -76,9 +160,19 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
       plan.K * std::max(plan.M, plan.N) >= (int64_t(1) << 31))
     fail(ErrorKind::Unsupported, "GEMM '{}': operands exceed 32-bit indexing", plan.name);
   const int V = p.vectorWidth;
+  const IntOperands* I = plan.integer;
+  if (I && epi.code.empty())
+    fail(ErrorKind::Usage, "GEMM '{}': an integer GEMM needs an epilogue declaring acc", plan.name);
+  const std::string scalar = I ? "int" : "float", zero = I ? "0" : "0.0f";
+  const bool dot4 = I && I->dot4;
+  if (dot4 && V != 1)
+    fail(ErrorKind::Usage, "GEMM '{}': the dot4 form reads words one by one (vector width 1)",
+         plan.name);
+  // dot4: K counted in words of four (the operands' last word zero-padded).
+  const int64_t K4 = ceilDiv(plan.K, 4), tileK4 = ceilDiv(p.tileK, 4);
   const bool checkM = plan.M % p.tileM() != 0, checkN = plan.N % p.tileN() != 0,
-             checkK = plan.K % p.tileK != 0;
-  const std::string vtype = V == 1 ? "float" : fmt::format("float{}", V);
+             checkK = dot4 ? K4 % tileK4 != 0 : plan.K % p.tileK != 0;
+  const std::string vtype = V == 1 ? scalar : fmt::format("{}{}", scalar, V);
 
   GeneratedKernel k;
   k.name = plan.name;
@@ -86,7 +180,7 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
   k.range.global = {size_t(ceilDiv(plan.N, p.tileN()) * p.wgN),
                     size_t(ceilDiv(plan.M, p.tileM()) * p.wgM), size_t(plan.batch)};
   k.range.local = {size_t(p.wgN), size_t(p.wgM), 1};
-  k.localMemBytes = size_t(p.tileK) * size_t(p.tileM() + p.tileN()) * sizeof(float);
+  k.localMemBytes = size_t(dot4 ? tileK4 : p.tileK) * size_t(p.tileM() + p.tileN()) * 4;
   k.params = plan.bufferNames;
   std::vector<std::string> decls = plan.bufferParams;
   appendParams(epi.params, decls, k.params);
@@ -106,7 +200,10 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
   if (!plan.prelude.empty()) w.lines(plan.prelude);
   w.line("#define TILE_M {}", p.tileM());
   w.line("#define TILE_N {}", p.tileN());
-  w.line("#define TILE_K {}", p.tileK);
+  if (dot4)
+    w.line("#define TILE_K4 {}", tileK4);
+  else
+    w.line("#define TILE_K {}", p.tileK);
   w.line("#define WG_M {}", p.wgM);
   w.line("#define WG_N {}", p.wgN);
   w.line("#define TM {}", p.workM);
@@ -115,7 +212,11 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
   w.line("__kernel __attribute__((reqd_work_group_size(WG_N, WG_M, 1)))");
   std::string head = fmt::format("void {}(", k.name);
   w.open("{}{})", head, joinParams(decls, int(head.size())));
-  w.line("const int M = {}, N = {}, K = {};", plan.M, plan.N, plan.K);
+  if (dot4)
+    w.line("const int M = {}, N = {}, K4 = {}; // K = {} in words of four", plan.M, plan.N, K4,
+           plan.K);
+  else
+    w.line("const int M = {}, N = {}, K = {};", plan.M, plan.N, plan.K);
   w.line("const int tx = get_local_id(0), ty = get_local_id(1);");
   w.line("const int lid = ty * WG_N + tx;");
   w.line("const int m0 = get_group_id(1) * TILE_M, n0 = get_group_id(0) * TILE_N;");
@@ -123,69 +224,79 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
     w.line("const int batch = get_global_id(2);");
     w.lines(plan.batchSetup);
   }
-  w.line("__local float As[TILE_K][TILE_M]; // A block, transposed: As[k][m]");
-  w.line("__local float Bs[TILE_K][TILE_N]; // B block: Bs[k][n]");
   w.line("{} sums[TM][TN / VW];", vtype);
   w.line("for (int i = 0; i < TM; ++i)");
-  w.line("  for (int j = 0; j < TN / VW; ++j) sums[i][j] = 0.0f;");
+  w.line("  for (int j = 0; j < TN / VW; ++j) sums[i][j] = {};", zero);
   w.blank();
-  w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)");
-  auto guard = [](std::vector<std::string> conds, const std::string& value) {
-    if (conds.empty()) return value;
-    return fmt::format("({}) ? {} : 0.0f", fmt::join(conds, " && "), value);
-  };
-  w.open("for (int t = lid; t < TILE_M * TILE_K; t += WG_M * WG_N)");
-  if (plan.aAlongK)
-    w.line("const int mm = t / TILE_K, kk = t % TILE_K;");
-  else
-    w.line("const int kk = t / TILE_M, mm = t % TILE_M;");
-  w.line("const int gm = m0 + mm, gk = k0 + kk;");
-  {
-    std::vector<std::string> c;
-    if (checkM) c.push_back("gm < M");
-    if (checkK) c.push_back("gk < K");
-    w.line("As[kk][mm] = {};", guard(c, plan.aValue));
-  }
-  w.close();
-  w.open("for (int t = lid; t < TILE_K * TILE_N; t += WG_M * WG_N)");
-  if (plan.bAlongN)
-    w.line("const int kk = t / TILE_N, nn = t % TILE_N;");
-  else
-    w.line("const int nn = t / TILE_K, kk = t % TILE_K;");
-  w.line("const int gk = k0 + kk, gn = n0 + nn;");
-  {
-    std::vector<std::string> c;
-    if (checkK) c.push_back("gk < K");
-    if (checkN) c.push_back("gn < N");
-    w.line("Bs[kk][nn] = {};", guard(c, plan.bValue));
-  }
-  w.close();
-  w.line("barrier(CLK_LOCAL_MEM_FENCE);");
-  w.open("for (int kk = 0; kk < TILE_K; ++kk)");
-  w.line("float a_reg[TM];");
-  w.line("for (int i = 0; i < TM; ++i) a_reg[i] = As[kk][ty + i * WG_M];");
-  w.open("for (int j = 0; j < TN / VW; ++j)");
-  if (V == 1) {
-    w.line("const float b_reg = Bs[kk][j * WG_N + tx];");
-    w.line("for (int i = 0; i < TM; ++i) sums[i][j] = mad(a_reg[i], b_reg, sums[i][j]);");
+  if (dot4) {
+    emitDot4Loop(w, plan, checkM, checkN, checkK);
   } else {
-    w.line("const {} b_reg = vload{}(0, &Bs[kk][j * WG_N * VW + tx * VW]);", vtype, V);
-    w.line("for (int i = 0; i < TM; ++i) sums[i][j] = mad(({})(a_reg[i]), b_reg, sums[i][j]);",
-           vtype);
+    w.line("__local {} As[TILE_K][TILE_M]; // A block, transposed: As[k][m]", scalar);
+    w.line("__local {} Bs[TILE_K][TILE_N]; // B block: Bs[k][n]", scalar);
+    w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)");
+    auto guard = [&zero](std::vector<std::string> conds, const std::string& value) {
+      if (conds.empty()) return value;
+      return fmt::format("({}) ? {} : {}", fmt::join(conds, " && "), value, zero);
+    };
+    w.open("for (int t = lid; t < TILE_M * TILE_K; t += WG_M * WG_N)");
+    if (plan.aAlongK)
+      w.line("const int mm = t / TILE_K, kk = t % TILE_K;");
+    else
+      w.line("const int kk = t / TILE_M, mm = t % TILE_M;");
+    w.line("const int gm = m0 + mm, gk = k0 + kk;");
+    {
+      std::vector<std::string> c;
+      if (checkM) c.push_back("gm < M");
+      if (checkK) c.push_back("gk < K");
+      w.line("As[kk][mm] = {};", guard(c, plan.aValue));
+    }
+    w.close();
+    w.open("for (int t = lid; t < TILE_K * TILE_N; t += WG_M * WG_N)");
+    if (plan.bAlongN)
+      w.line("const int kk = t / TILE_N, nn = t % TILE_N;");
+    else
+      w.line("const int nn = t / TILE_K, kk = t % TILE_K;");
+    w.line("const int gk = k0 + kk, gn = n0 + nn;");
+    {
+      std::vector<std::string> c;
+      if (checkK) c.push_back("gk < K");
+      if (checkN) c.push_back("gn < N");
+      w.line("Bs[kk][nn] = {};", guard(c, plan.bValue));
+    }
+    w.close();
+    w.line("barrier(CLK_LOCAL_MEM_FENCE);");
+    w.open("for (int kk = 0; kk < TILE_K; ++kk)");
+    w.line("{} a_reg[TM];", scalar);
+    w.line("for (int i = 0; i < TM; ++i) a_reg[i] = As[kk][ty + i * WG_M];");
+    w.open("for (int j = 0; j < TN / VW; ++j)");
+    if (I && V == 1) {
+      w.line("const int b_reg = Bs[kk][j * WG_N + tx];");
+      w.line("for (int i = 0; i < TM; ++i) sums[i][j] += a_reg[i] * b_reg;");
+    } else if (I) {
+      w.line("const {} b_reg = vload{}(0, &Bs[kk][j * WG_N * VW + tx * VW]);", vtype, V);
+      w.line("for (int i = 0; i < TM; ++i) sums[i][j] += ({})(a_reg[i]) * b_reg;", vtype);
+    } else if (V == 1) {
+      w.line("const float b_reg = Bs[kk][j * WG_N + tx];");
+      w.line("for (int i = 0; i < TM; ++i) sums[i][j] = mad(a_reg[i], b_reg, sums[i][j]);");
+    } else {
+      w.line("const {} b_reg = vload{}(0, &Bs[kk][j * WG_N * VW + tx * VW]);", vtype, V);
+      w.line("for (int i = 0; i < TM; ++i) sums[i][j] = mad(({})(a_reg[i]), b_reg, sums[i][j]);",
+             vtype);
+    }
+    w.close();
+    w.close();
+    w.line("barrier(CLK_LOCAL_MEM_FENCE);");
+    w.close();
   }
-  w.close();
-  w.close();
-  w.line("barrier(CLK_LOCAL_MEM_FENCE);");
-  w.close();
   w.blank();
   w.line("// Epilogue and store.");
   w.open("for (int i = 0; i < TM; ++i)");
   w.line("const int row = m0 + ty + i * WG_M;");
   w.open("for (int j = 0; j < TN / VW; ++j)");
   if (V == 1) {
-    w.line("const float out[1] = {{sums[i][j]}};");
+    w.line("const {} out[1] = {{sums[i][j]}};", scalar);
   } else {
-    w.line("float out[VW];");
+    w.line("{} out[VW];", scalar);
     w.line("vstore{}(sums[i][j], 0, out);", V);
   }
   w.open("for (int e = 0; e < VW; ++e)");
@@ -194,7 +305,12 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
   if (checkM) storeChecks.push_back("row < M");
   if (checkN) storeChecks.push_back("col < N");
   if (!storeChecks.empty()) w.line("if (!({})) continue;", fmt::join(storeChecks, " && "));
-  w.line("float acc = out[e];");
+  if (!I)
+    w.line("float acc = out[e];");
+  else if (I->compensation.empty())
+    w.line("const int iacc = out[e];");
+  else // dot4: the products of the activations' zero point, taken at compile time
+    w.line("const int iacc = out[e] - {};", I->compensation);
   if (!epi.code.empty()) {
     w.lines(plan.epiloguePrelude);
     w.lines(epi.code);
@@ -204,13 +320,29 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
   w.close();
   w.close();
   w.close();
-  for (const char* d : {"TILE_M", "TILE_N", "TILE_K", "WG_M", "WG_N", "TM", "TN", "VW"})
+  for (const char* d :
+       {"TILE_M", "TILE_N", dot4 ? "TILE_K4" : "TILE_K", "WG_M", "WG_N", "TM", "TN", "VW"})
     w.line("#undef {}", d);
   k.source = w.str();
   return k;
 }
 
 } // namespace
+
+std::vector<float> packInt8Words(const uint8_t* w, bool isSigned, int64_t rows, int64_t k,
+                                 int64_t zeroPoint) {
+  const int64_t k4 = ceilDiv(k, 4);
+  std::vector<uint32_t> words(size_t(rows * k4), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t v = (isSigned ? int64_t(int8_t(w[r * k + i])) : int64_t(w[r * k + i])) - zeroPoint;
+      if (v < -128 || v > 127) return {};
+      words[size_t(r * k4 + i / 4)] |= uint32_t(uint8_t(int8_t(v))) << (8 * (i % 4));
+    }
+  std::vector<float> out(words.size());
+  std::memcpy(out.data(), words.data(), words.size() * 4);
+  return out;
+}
 
 std::vector<std::string> gemmComment(std::string_view layer, const GemmShape& s,
                                      std::string_view kind) {
@@ -228,9 +360,11 @@ std::vector<std::string> gemmComment(std::string_view layer, const GemmShape& s,
 }
 
 GeneratedKernel generateGemm(std::string_view layer, const GemmShape& s, const GemmParams& p,
-                             const Epilogue& epi) {
+                             const Epilogue& epi, const IntOperands* integer) {
   if (s.M < 1 || s.N < 1 || s.K < 1 || s.batch < 1)
     fail(ErrorKind::Usage, "GEMM '{}': sizes must be positive ({})", layer, s.toString());
+  if (p.panel && integer)
+    fail(ErrorKind::Usage, "GEMM '{}': integer operands need the tiled kernel", layer);
   if (p.panel) return generatePanelGemm(layer, s, p, epi);
   if (s.packedB)
     fail(ErrorKind::Usage, "GEMM '{}': a packed B needs the panel kernel ({})", layer,
@@ -242,32 +376,67 @@ GeneratedKernel generateGemm(std::string_view layer, const GemmShape& s, const G
   plan.K = s.K;
   plan.batch = s.batch;
   plan.comment = gemmComment(layer, s, "GEMM");
-  plan.bufferParams = {"__global const float* restrict A", "__global const float* restrict B",
-                       "__global float* restrict C"};
+  plan.integer = integer;
+  const std::string ta = integer ? integer->aType : "float",
+                    tb = integer ? integer->bType : "float",
+                    tc = integer ? integer->cType : "float";
+  if (integer) plan.comment[0].replace(plan.comment[0].rfind("f32"), 3, integerTypes(*integer));
+  plan.bufferParams = {fmt::format("__global const {}* restrict A", ta),
+                       fmt::format("__global const {}* restrict B", tb),
+                       fmt::format("__global {}* restrict C", tc)};
   plan.bufferNames = {"A", "B", "C"};
   if (s.batch > 1) {
-    auto offset = [&](const char* name, bool broadcast, int64_t size) {
+    auto offset = [&](const char* name, const std::string& t, bool broadcast, int64_t size) {
       return broadcast
-                 ? fmt::format("__global const float* {0}b = {0}; // shared by all batches", name)
-                 : fmt::format("__global const float* {0}b = {0} + batch * {1};", name, size);
+                 ? fmt::format("__global const {1}* {0}b = {0}; // shared by all batches", name, t)
+                 : fmt::format("__global const {2}* {0}b = {0} + batch * {1};", name, size, t);
     };
-    plan.batchSetup = offset("A", s.broadcastA, s.M * s.K) + "\n" +
-                      offset("B", s.broadcastB, s.K * s.N) + "\n" +
-                      fmt::format("__global float* Cb = C + batch * {};", s.M * s.N);
+    plan.batchSetup = offset("A", ta, s.broadcastA, s.M * s.K) + "\n" +
+                      offset("B", tb, s.broadcastB, s.K * s.N) + "\n" +
+                      fmt::format("__global {}* Cb = C + batch * {};", tc, s.M * s.N);
   }
   const std::string a = s.batch > 1 ? "Ab" : "A", b = s.batch > 1 ? "Bb" : "B",
                     c = s.batch > 1 ? "Cb" : "C";
   plan.aValue = s.transA ? a + "[gk * M + gm]" : a + "[gm * K + gk]";
   plan.aAlongK = !s.transA;
   plan.bValue = s.transB ? b + "[gn * K + gk]" : b + "[gk * N + gn]";
+  if (integer) {
+    plan.aValue = shiftedInt(plan.aValue, integer->aShift);
+    plan.bValue = shiftedInt(plan.bValue, integer->bShift);
+  }
+  if (integer && integer->dot4) {
+    if (integer->packedA || s.transA || s.batch > 1)
+      fail(ErrorKind::Usage, "GEMM '{}': the dot4 form packs B ({}) and reads A as stored", layer,
+           s.toString());
+    // B: words of four k per column ([N][K/4]); A: four bytes of a row gathered into a word.
+    const int64_t K4 = ceilDiv(s.K, 4);
+    plan.bufferParams[1] = "__global const uint* restrict B";
+    std::string helper = plan.name + "_a4";
+    plan.prelude =
+        fmt::format("{}\n// Four bytes of A's row gm from k = 4*gk4, as stored (0 past K).\n"
+                    "uint {}(__global const {}* a, int gm, int gk4) {{\n"
+                    "  uint v = 0u;\n"
+                    "  for (int q = 0; q < 4; ++q)\n"
+                    "    if (gk4 * 4 + q < {}) v |= {} << (8 * q);\n"
+                    "  return v;\n"
+                    "}}",
+                    dotHelper(integer->aType == "uchar"), helper, integer->aType, s.K,
+                    rawByte(fmt::format("a[gm * {} + gk4 * 4 + q]", s.K), integer->aType));
+    plan.aWord = fmt::format("{}(A, gm, gk4)", helper);
+    plan.bWord = fmt::format("B[gn * {} + gk4]", K4);
+    plan.dot = integer->aType == "uchar" ? "triad_dot_us" : "triad_dot_ss";
+  }
   plan.bAlongN = !s.transB;
   plan.store = c + "[row * N + col] = acc;";
   return emitGemm(plan, p, epi);
 }
 
 GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvShape& s,
-                                           const GemmParams& p, const Epilogue& epi) {
+                                           const GemmParams& p, const Epilogue& epi,
+                                           const IntOperands* integer) {
   s.validate();
+  if (p.panel && integer)
+    fail(ErrorKind::Usage, "convolution '{}': integer operands need the tiled kernel", layer);
   if (p.panel) return generatePanelConv(layer, s, p, epi);
   const int64_t OH = s.outH(), OW = s.outW(), G = s.group;
   const int64_t Cg = s.C / G, Kg = s.K / G, RS = s.R * s.S;
@@ -277,39 +446,96 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
   plan.N = OH * OW;
   plan.K = Cg * RS;
   plan.batch = s.N * G;
+  plan.integer = integer;
+  const std::string tw = integer ? integer->aType : "float",
+                    tx = integer ? integer->bType : "float",
+                    ty = integer ? integer->cType : "float";
   plan.comment = {
-      fmt::format("Layer: {} (Conv, implicit GEMM), f32", escape::comment(layer)),
+      fmt::format("Layer: {} (Conv, implicit GEMM), {}", escape::comment(layer),
+                  integer ? integerTypes(*integer) : "f32"),
       fmt::format("  {}", s.toString()),
       fmt::format("  per image and group: Y[{}, {}x{}] = W[{}, {}x{}x{}] . im2col(X)[{}, {}], "
                   "im2col gathered on the fly",
                   Kg, OH, OW, Kg, Cg, s.R, s.S, Cg * RS, OH * OW)};
-  plan.bufferParams = {"__global const float* restrict X", "__global const float* restrict W",
-                       "__global float* restrict Y"};
+  plan.bufferParams = {fmt::format("__global const {}* restrict X", tx),
+                       fmt::format("__global const {}* restrict W", tw),
+                       fmt::format("__global {}* restrict Y", ty)};
   plan.bufferNames = {"X", "W", "Y"};
   std::string helper = plan.name + "_im2col";
+  // Integer inputs: the element shifted by the zero point, and 0 (the zero point, shifted) in
+  // the padding.
+  const std::string elem = "x[(c * {H} + ih) * {W} + iw]";
   plan.prelude = fmt::format(
       "// im2col(X) of one image and group: row c*{R}*{S} + r*{S} + s, column oh*{OW} + ow.\n"
-      "float {helper}(__global const float* x, int row, int col) {{\n"
+      "{T} {helper}(__global const {TX}* x, int row, int col) {{\n"
       "  const int c = row / {RS}, r = (row / {S}) % {R}, s = row % {S};\n"
       "  const int oh = col / {OW}, ow = col % {OW};\n"
       "  const int ih = oh * {SH} - {PT} + r * {DH}, iw = ow * {SW} - {PL} + s * {DW};\n"
-      "  return (ih >= 0 && ih < {H} && iw >= 0 && iw < {W}) ? x[(c * {H} + ih) * {W} + iw] : "
-      "0.0f;\n"
+      "  return (ih >= 0 && ih < {H} && iw >= 0 && iw < {W}) ? {E} : {Z};\n"
       "}}",
       fmt::arg("helper", helper), fmt::arg("R", s.R), fmt::arg("S", s.S), fmt::arg("RS", RS),
       fmt::arg("OW", OW), fmt::arg("SH", s.strideH), fmt::arg("SW", s.strideW),
       fmt::arg("PT", s.padTop), fmt::arg("PL", s.padLeft), fmt::arg("DH", s.dilationH),
-      fmt::arg("DW", s.dilationW), fmt::arg("H", s.H), fmt::arg("W", s.W));
+      fmt::arg("DW", s.dilationW), fmt::arg("H", s.H), fmt::arg("W", s.W),
+      fmt::arg("T", integer ? "int" : "float"), fmt::arg("TX", tx),
+      fmt::arg("E", fmt::format(fmt::runtime(integer ? shiftedInt(elem, integer->bShift) : elem),
+                                fmt::arg("H", s.H), fmt::arg("W", s.W))),
+      fmt::arg("Z", integer ? "0" : "0.0f"));
   plan.batchSetup = fmt::format("const int n = batch / {G}, g = batch % {G}; // image, group\n"
-                                "__global const float* w = W + g * {wstride};\n"
-                                "__global const float* x = X + (n * {C} + g * {Cg}) * {HW};\n"
-                                "__global float* y = Y + (n * {K} + g * {Kg}) * {OHW};",
+                                "__global const {TW}* w = W + g * {wstride};\n"
+                                "__global const {TX}* x = X + (n * {C} + g * {Cg}) * {HW};\n"
+                                "__global {TY}* y = Y + (n * {K} + g * {Kg}) * {OHW};",
                                 fmt::arg("G", G), fmt::arg("wstride", Kg * Cg * RS),
                                 fmt::arg("C", s.C), fmt::arg("Cg", Cg), fmt::arg("HW", s.H * s.W),
-                                fmt::arg("K", s.K), fmt::arg("Kg", Kg), fmt::arg("OHW", OH * OW));
-  plan.aValue = "w[gm * K + gk]";
+                                fmt::arg("K", s.K), fmt::arg("Kg", Kg), fmt::arg("OHW", OH * OW),
+                                fmt::arg("TW", tw), fmt::arg("TX", tx), fmt::arg("TY", ty));
+  plan.aValue = integer ? shiftedInt("w[gm * K + gk]", integer->aShift) : "w[gm * K + gk]";
   plan.aAlongK = true;
   plan.bValue = fmt::format("{}(x, gk, gn)", helper);
+  if (integer && integer->dot4) {
+    if (!integer->packedA)
+      fail(ErrorKind::Usage, "convolution '{}': the dot4 form packs the weights (A)", layer);
+    // W: words of four k per output channel ([K][Cg*R*S/4]); X: four im2col bytes gathered into
+    // a word, as stored, the zero point's byte in the padding (its products are compensated).
+    const int64_t K4 = ceilDiv(Cg * RS, 4);
+    plan.bufferParams[1] = "__global const uint* restrict W";
+    plan.prelude = fmt::format(
+        "{dot}\n"
+        "// Four bytes of im2col(X) of one image and group from row 4*gk4 (rows c*{R}*{S} + r*{S} "
+        "+ s), column oh*{OW} + ow,\n// as stored: the zero point's byte in the padding, 0 past "
+        "the last row.\n"
+        "uint {helper}4(__global const {TX}* x, int gk4, int col) {{\n"
+        "  const int oh = col / {OW}, ow = col % {OW};\n"
+        "  uint v = 0u;\n"
+        "  for (int q = 0; q < 4; ++q) {{\n"
+        "    const int row = gk4 * 4 + q;\n"
+        "    if (row >= {KR}) break;\n"
+        "    const int c = row / {RS}, r = (row / {S}) % {R}, s = row % {S};\n"
+        "    const int ih = oh * {SH} - {PT} + r * {DH}, iw = ow * {SW} - {PL} + s * {DW};\n"
+        "    const uint b = (ih >= 0 && ih < {H} && iw >= 0 && iw < {W}) ? {E} : {Z}u;\n"
+        "    v |= b << (8 * q);\n"
+        "  }}\n"
+        "  return v;\n"
+        "}}",
+        fmt::arg("dot", dotHelper(integer->bType == "uchar")), fmt::arg("helper", helper),
+        fmt::arg("R", s.R), fmt::arg("S", s.S), fmt::arg("RS", RS), fmt::arg("KR", Cg * RS),
+        fmt::arg("OW", OW), fmt::arg("SH", s.strideH), fmt::arg("SW", s.strideW),
+        fmt::arg("PT", s.padTop), fmt::arg("PL", s.padLeft), fmt::arg("DH", s.dilationH),
+        fmt::arg("DW", s.dilationW), fmt::arg("H", s.H), fmt::arg("W", s.W), fmt::arg("TX", tx),
+        fmt::arg("E", rawByte(fmt::format("x[(c * {} + ih) * {} + iw]", s.H, s.W), tx)),
+        fmt::arg("Z", integer->bPad));
+    plan.batchSetup = fmt::format("const int n = batch / {G}, g = batch % {G}; // image, group\n"
+                                  "__global const uint* w = W + g * {wstride};\n"
+                                  "__global const {TX}* x = X + (n * {C} + g * {Cg}) * {HW};\n"
+                                  "__global {TY}* y = Y + (n * {K} + g * {Kg}) * {OHW};",
+                                  fmt::arg("G", G), fmt::arg("wstride", Kg * K4),
+                                  fmt::arg("C", s.C), fmt::arg("Cg", Cg), fmt::arg("HW", s.H * s.W),
+                                  fmt::arg("K", s.K), fmt::arg("Kg", Kg), fmt::arg("OHW", OH * OW),
+                                  fmt::arg("TX", tx), fmt::arg("TY", ty));
+    plan.aWord = fmt::format("w[gm * {} + gk4]", K4);
+    plan.bWord = fmt::format("{}4(x, gk4, gn)", helper);
+    plan.dot = integer->bType == "uchar" ? "triad_dot_us" : "triad_dot_ss";
+  }
   plan.bAlongN = true;
   plan.epiloguePrelude =
       fmt::format("const int k = g * {} + row, oh = col / {}, ow = col % {};", Kg, OW, OW);

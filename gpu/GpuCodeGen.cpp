@@ -632,7 +632,10 @@ Support gpuSupport(const Node& n) {
 
 ScalarTypes gpuScalarTypes() {
   ScalarTypes t = ScalarTypes::all();
-  t.exactDivision = false; // OpenCL C's float division may be off by an ulp or more
+  // OpenCL C's float division may be off by ulps; the dialect's quantizers divide through
+  // triad_div_rn, which rounds correctly (gpu/ScalarHelpers.cpp).
+  t.exactDivision = true;
+  t.lastAxisQdq = true; // chains and epilogues broadcast operands by shape
   return t;
 }
 

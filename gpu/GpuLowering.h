@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -71,6 +72,8 @@ const GpuLowering* findGpuLowering(ir::OpKind k);
 /// The lowering families in their own files add their entries to the table.
 void addReduceLowerings(std::unordered_map<ir::OpKind, GpuLowering>& table);
 void addIndexLowerings(std::unordered_map<ir::OpKind, GpuLowering>& table);
+/// QLinearConv, QLinearMatMul and MatMulInteger on integer kernels (gpu/GpuLoweringsQuant.cpp).
+void addQuantLowerings(std::unordered_map<ir::OpKind, GpuLowering>& table);
 
 /// Helpers shared by the lowering files.
 namespace lower {
@@ -90,6 +93,18 @@ constexpr int kMoveWorkGroup = 64;
 CodeWriter openPerElementKernel(GpuLowerContext& c, const std::string& what,
                                 const std::vector<std::string>& comment,
                                 const std::vector<std::string>& params, int64_t total);
+/// The tuning database's parameters for `key` (TuningDb::gemmKey / convKey), else the defaults;
+/// panel parameters only where `panelOk`, vectors only as wide as the device builds them.
+GemmParams tunedOrDefault(GpuLowerContext& c, const GemmShape& s, const GemmShape& panelShape,
+                          bool panelOk, const std::function<std::string()>& key);
+/// A MatMul (numpy semantics) of inputs 0 and `bInput` as one GEMM, or batched GEMMs.
+struct MatMulPlan {
+  GemmShape shape;
+  bool batched = false; // GEMM batches (else A's batches are stacked into rows)
+};
+std::optional<MatMulPlan> planMatMul(const ir::Node& n, size_t bInput = 1);
+/// The convolution of a Conv-like node (ConvAttrs; its weights are input `wInput`), 1-D as 2-D.
+std::optional<ConvShape> convShapeOf(const ir::Node& n, size_t wInput = 1);
 /// Softmax over the trailing axes of a float32 tensor: the work-group row kernel
 /// (generateSoftmax).
 void emitTrailingSoftmax(GpuLowerContext& c);

@@ -106,10 +106,13 @@ GemmParams defaultParams(const GpuLowerContext& c, const GemmShape& s, const Gem
   return GemmParams{};
 }
 
+} // namespace
+
 /// The tuning database's parameters for `key` (TuningDb::gemmKey / convKey), else the defaults;
 /// panel parameters only where `panelOk`, vectors only as wide as the device builds them.
-GemmParams tunedOrDefault(GpuLowerContext& c, const GemmShape& s, const GemmShape& panelShape,
-                          bool panelOk, const std::function<std::string()>& key) {
+GemmParams lower::tunedOrDefault(GpuLowerContext& c, const GemmShape& s,
+                                 const GemmShape& panelShape, bool panelOk,
+                                 const std::function<std::string()>& key) {
   if (c.options.device && c.options.tuning) {
     if (auto t = c.options.tuning->findGemm(key());
         t && (panelOk || !t->params.panel) && gemmParamsFit(t->params, *c.options.device)) {
@@ -119,6 +122,8 @@ GemmParams tunedOrDefault(GpuLowerContext& c, const GemmShape& s, const GemmShap
   }
   return defaultParams(c, s, panelShape, panelOk);
 }
+
+namespace {
 
 /// The parameters of a GEMM (Gemm, MatMul) whose B is `b`. The panel kernel reads B packed
 /// when it is a constant (packed here, once per constant and panel width, into the weights)
@@ -182,13 +187,10 @@ void emitGemm(GpuLowerContext& c) {
 
 // --- MatMul (numpy semantics) -----------------------------------------------------------------
 
-struct MatMulPlan {
-  GemmShape shape;
-  bool batched = false; // GEMM batches (else A's batches are stacked into rows)
-};
+} // namespace
 
-std::optional<MatMulPlan> planMatMul(const Node& n) {
-  Shape sa = shapeOf(n.input(0)), sb = shapeOf(n.input(1));
+std::optional<MatMulPlan> lower::planMatMul(const Node& n, size_t bInput) {
+  Shape sa = shapeOf(n.input(0)), sb = shapeOf(n.input(bInput));
   if (sa.empty() || sb.empty()) return std::nullopt;
   if (sa.size() == 1) sa.insert(sa.begin(), 1);
   if (sb.size() == 1) sb.push_back(1);
@@ -211,6 +213,8 @@ std::optional<MatMulPlan> planMatMul(const Node& n) {
   p.shape.broadcastA = batchesA == 1;
   return p;
 }
+
+namespace {
 
 Support supportsMatMul(const Node& n) {
   if (auto s = both(requireF32(n), require32Bit(n)); !s.ok) return s;
@@ -239,10 +243,12 @@ void emitMatMul(GpuLowerContext& c) {
 
 // --- Conv (1-D and 2-D, NCHW) -----------------------------------------------------------------
 
-std::optional<ConvShape> convShapeOf(const Node& n) {
+} // namespace
+
+std::optional<ConvShape> lower::convShapeOf(const Node& n, size_t wInput) {
   const auto& a = n.attrs<ConvAttrs>();
   const Shape& x = shapeOf(n.input(0));
-  const Shape& w = shapeOf(n.input(1));
+  const Shape& w = shapeOf(n.input(wInput));
   const Shape& y = shapeOf(n.output(0));
   ConvShape s;
   if (x.size() == 4) {
@@ -259,6 +265,8 @@ std::optional<ConvShape> convShapeOf(const Node& n) {
   if (s.outW() != y.back() || (x.size() == 4 && s.outH() != y[2])) return std::nullopt;
   return s;
 }
+
+namespace {
 
 Support supportsConv(const Node& n) {
   if (auto s = both(requireF32(n), require32Bit(n)); !s.ok) return s;
@@ -719,6 +727,7 @@ std::unordered_map<OpKind, GpuLowering> fullTable() {
   std::unordered_map<OpKind, GpuLowering> t = table();
   addReduceLowerings(t);
   addIndexLowerings(t);
+  addQuantLowerings(t);
   return t;
 }
 

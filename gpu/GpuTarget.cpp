@@ -3,6 +3,7 @@
 #include "ir/Diagnostics.h"
 #include "ir/Escape.h"
 #include "ir/Interpreter.h"
+#include "ir/passes/Pass.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -54,8 +55,10 @@ class LanePool;
 
 class GpuModel final : public GpuExecutable {
 public:
-  GpuModel(const Graph& g, const GpuOptions& o)
-      : g_(g), options_(o), device_(selectDevice(o.device)) {
+  /// `owned`, when set, is the graph `g` refers to (the target's rewritten copy): kept alive
+  /// as long as the model and its lanes.
+  GpuModel(const Graph& g, const GpuOptions& o, std::shared_ptr<const Graph> owned = nullptr)
+      : owned_(std::move(owned)), g_(g), options_(o), device_(selectDevice(o.device)) {
     ContextOptions co;
     co.cacheDir = o.cacheDir;
     ctx_ = std::make_unique<Context>(device_, co);
@@ -245,6 +248,7 @@ private:
     accumulated_[profile_.layers.size() + 1].milliseconds += profile_.deviceToHostMs;
   }
 
+  std::shared_ptr<const Graph> owned_; // first: destroyed after the lanes that use g_
   const Graph& g_;
   GpuOptions options_;
   DeviceInfo device_;
@@ -344,6 +348,14 @@ std::future<std::vector<Tensor>> GpuModel::submit(std::vector<Tensor> inputs) {
   return lanes_->submit(std::move(inputs));
 }
 
+/// Whether QDQ patterns get the integer kernels: TRIAD_GPU_QDQ=int or =float, else `option`.
+bool qdqInteger(bool option) {
+  const char* e = std::getenv("TRIAD_GPU_QDQ");
+  if (e && std::string_view(e) == "int") return true;
+  if (e && std::string_view(e) == "float") return false;
+  return option;
+}
+
 class GpuTarget final : public Target {
 public:
   explicit GpuTarget(GpuOptions o) : opts_(std::move(o)) {}
@@ -354,7 +366,9 @@ public:
   }
   Support supports(const Node& n) const override { return gpuSupport(n); }
   std::unique_ptr<Executable> compile(const Graph& g, const CompileSettings&) const override {
-    return std::make_unique<GpuModel>(g, opts_);
+    // QDQ models: the integer kernels, on a rewritten copy (the caller's graph stays as is).
+    std::shared_ptr<const Graph> owned = qdqInteger(opts_.qdqInteger) ? fuseQdqCopy(g) : nullptr;
+    return std::make_unique<GpuModel>(owned ? *owned : g, opts_, owned);
   }
 
 private:

@@ -23,6 +23,9 @@ struct GpuOptions {
   std::optional<std::filesystem::path> tuningPath; // unset: TuningDb::defaultPath()
   bool useTuning = true;                           // read tuned GEMM/conv parameters
   bool fuse = true;
+  /// QDQ models run on the integer kernels (fuse-qdq: QLinearConv, QLinearMatMul,
+  /// MatMulInteger) where exact; TRIAD_GPU_QDQ=int|float overrides.
+  bool qdqInteger = true;
   std::string buildOptions; // extra OpenCL build options (e.g. "-Werror")
 };
 

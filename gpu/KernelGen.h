@@ -57,6 +57,37 @@ struct Epilogue {
   bool empty() const { return code.empty(); }
 };
 
+/// Integer operands of a GEMM or convolution (QLinearConv, QLinearMatMul, MatMulInteger): A (the
+/// weights W of a convolution) and B (its input X) are stored as 8- or 16-bit integers, shifted
+/// by their zero points into int32 as they are loaded (padding contributes 0), and their
+/// products summed in int32, as ONNX Runtime's accumulators do (exact while |sum| < 2^31: K up
+/// to 33,000 for 8-bit operands). The epilogue then starts from `const int iacc` instead of the
+/// float `acc`, and must declare `acc` of the output's type (the requantization). Tiled and
+/// direct kernels only (not the panel kernels).
+struct IntOperands {
+  std::string aType = "char", bType = "uchar"; // OpenCL element types as stored
+  std::string aShift, bShift;                  // subtracted from each element; "" for none
+  std::string cType = "uchar";                 // the output's element type
+  /// Four products per step, one instruction where the device has cl_khr_integer_dot_product
+  /// (dot of uchar4/char4), four multiplies where not: the weights come packed at compile time
+  /// as words of four consecutive k (packInt8Words, pre-shifted to int8: their zero point is
+  /// gone), the activations are gathered four bytes at a time as stored, unshifted, and the
+  /// epilogue subtracts their zero point's products, `compensation` (x_zp * the weights' row
+  /// sum, an expression of the epilogue's variables). The weights are A (convolution, packedA)
+  /// or B (GEMM); vector width 1.
+  bool dot4 = false;
+  bool packedA = false;
+  std::string compensation;
+  unsigned bPad = 0; // dot4: the activations' zero point as a byte (the padding's value)
+};
+
+/// Weights [rows][k] (int8 or uint8 bytes, row-major) shifted by `zeroPoint` into int8 and packed
+/// as little-endian words of four consecutive k per row, the last word zero-padded: rows x
+/// ceil(k/4) words, as float-sized slots for the weights buffer. Empty when some w - zeroPoint
+/// leaves int8 (the dot4 form does not apply).
+std::vector<float> packInt8Words(const uint8_t* w, bool isSigned, int64_t rows, int64_t k,
+                                 int64_t zeroPoint);
+
 // ---------------------------------------------------------------------------------------------
 // GEMM: C[b][M,N] = op(A[b])[M,K] · op(B[b])[K,N], op = optional transpose.
 // Kernel parameters: (A, B, C, epilogue params...). Epilogue variables: acc, row, col, batch.
@@ -118,7 +149,8 @@ GemmParams cpuPanelParams(int64_t N, const DeviceInfo& device);
 void validateGemmParams(const GemmParams& p);
 
 GeneratedKernel generateGemm(std::string_view layer, const GemmShape& shape,
-                             const GemmParams& params = {}, const Epilogue& epilogue = {});
+                             const GemmParams& params = {}, const Epilogue& epilogue = {},
+                             const IntOperands* integer = nullptr);
 
 /// B of `shape` (as stored: [batches][K,N], or [batches][N,K] with transB; one batch when
 /// broadcastB) in the panel layout the panel kernel reads: per batch, ceil(N / panelWidth)
@@ -154,7 +186,8 @@ struct ConvParams {
 };
 
 GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& shape,
-                               const ConvParams& params = {}, const Epilogue& epilogue = {});
+                               const ConvParams& params = {}, const Epilogue& epilogue = {},
+                               const IntOperands* integer = nullptr);
 
 /// Implicit-GEMM convolution: per (image, group), Y[Kg, OH*OW] = W[Kg, Cg*R*S] · im2col(X), with
 /// the im2col matrix never stored (the GEMM's B tile is gathered from X). Same parameters and
@@ -164,7 +197,8 @@ GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& shape,
 /// packed (packConvWeights with params.workN), not as stored.
 GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvShape& shape,
                                            const GemmParams& params = {},
-                                           const Epilogue& epilogue = {});
+                                           const Epilogue& epilogue = {},
+                                           const IntOperands* integer = nullptr);
 
 /// The product the panel convolution computes per image and group: M = output pixels, N =
 /// output channels, K = Cg*R*S, B = W^T (W stored [Kg, Cg*R*S], so transB), one B per group.

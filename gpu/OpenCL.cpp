@@ -214,7 +214,8 @@ std::vector<PlatformInfo> listPlatforms() {
       d.preferredVectorWidthFloat =
           deviceValue<cl_uint>(d.id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
       d.nativeVectorWidthFloat = deviceValue<cl_uint>(d.id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
-      d.fp64 = deviceString(d.id, CL_DEVICE_EXTENSIONS).find("cl_khr_fp64") != std::string::npos;
+      d.extensions = deviceString(d.id, CL_DEVICE_EXTENSIONS);
+      d.fp64 = d.extensions.find("cl_khr_fp64") != std::string::npos;
       p.devices.push_back(std::move(d));
     }
     result.push_back(std::move(p));

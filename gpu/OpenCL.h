@@ -60,6 +60,7 @@ struct DeviceInfo {
   std::string driverVersion;      // CL_DRIVER_VERSION
   std::string deviceVersion;      // CL_DEVICE_VERSION ("OpenCL 3.0 PoCL ...")
   std::string openclCVersion;     // CL_DEVICE_OPENCL_C_VERSION ("OpenCL C 1.2 ...")
+  std::string extensions;         // CL_DEVICE_EXTENSIONS, space-separated
   uint32_t computeUnits = 0;
   uint32_t maxClockMHz = 0;
   uint64_t globalMemBytes = 0;

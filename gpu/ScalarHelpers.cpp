@@ -187,11 +187,49 @@ ushort triad_half_from_double(double d) {
 }
 )";
 
+// x / y rounded to nearest even, whatever the device's own division does (OpenCL C allows
+// 2.5 ulp): of the candidates next to OpenCL's quotient, the one with the smallest residual
+// |x - c*y| (fma: one rounding, exact next to x/y) is the correctly rounded quotient, since a
+// quotient of two floats is never a midpoint. QuantizeLinear's and QONNX Quant's x / scale must
+// match the reference bit for bit.
+const char* kDivRn = R"(// x / y, correctly rounded (nearest even).
+float triad_div_rn(float x, float y) {
+  const float q = x / y;
+  if (!isfinite(q) || q == 0.0f) return q;
+  float best = q, err = fabs(fma(-q, y, x));
+  float up = q, down = q;
+  for (int i = 0; i < 3; ++i) {
+    up = nextafter(up, INFINITY);
+    down = nextafter(down, -INFINITY);
+    const float eu = fabs(fma(-up, y, x)), ed = fabs(fma(-down, y, x));
+    if (eu < err) { err = eu; best = up; }
+    if (ed < err) { err = ed; best = down; }
+  }
+  return best;
+}
+)";
+
+/// QuantizeLinear's rounding and saturation (cpu/runtime/triad_scalar.h's quantize_linear, the
+/// reference's quantizeValue): round half to even, add the zero point, clamp; NaN gives the
+/// zero point.
+std::string quantizeLinear(const IntType& t) {
+  double lo = t.isSigned ? -std::ldexp(1.0, t.bits - 1) : 0.0;
+  double hi = std::ldexp(1.0, t.isSigned ? t.bits - 1 : t.bits) - 1;
+  return fmt::format(
+      R"(// float -> {0}: round half to even, + zero point, saturate (QuantizeLinear).
+{0} triad_quantize_linear_{0}(float v, int zp) {{
+  const float r = isnan(v) ? 0.0f : rint(v);
+  return ({0})clamp(r + (float)zp, {1:.1f}f, {2:.1f}f);
+}}
+)",
+      t.name, lo, hi);
+}
+
 } // namespace
 
 std::string scalarHelpers(std::string_view source) {
   static const std::regex call(
-      R"(\btriad_(half_to_float|half_from_float|half_min|half_max|ipow_[a-z]+_[a-z]+|int_mod(?:_fmod)?_[a-z]+|cast_float_to_[a-z]+|cast_to_int_[a-z]+|real_to_int_[a-z]+|half_from_double)\()");
+      R"(\btriad_(half_to_float|half_from_float|half_min|half_max|ipow_[a-z]+_[a-z]+|int_mod(?:_fmod)?_[a-z]+|cast_float_to_[a-z]+|cast_to_int_[a-z]+|real_to_int_[a-z]+|half_from_double|div_rn|quantize_linear_[a-z]+)\()");
   std::set<std::string> used;
   std::string text(source);
   for (auto it = std::sregex_iterator(text.begin(), text.end(), call); it != std::sregex_iterator();
@@ -215,6 +253,11 @@ std::string scalarHelpers(std::string_view source) {
     } else if (u.rfind("int_mod", 0) == 0) {
       bool f = u.rfind("int_mod_fmod_", 0) == 0;
       if (const IntType* t = intType(u.substr(f ? 13 : 8))) out += guarded(u, intMod(*t, f));
+    } else if (u == "div_rn") {
+      out += guarded(u, kDivRn);
+    } else if (u.rfind("quantize_linear_", 0) == 0) {
+      if (const IntType* t = intType(u.substr(16)); t && t->bits <= 16)
+        out += guarded(u, quantizeLinear(*t));
     } else if (u == "half_from_double") {
       out += guarded(u, kHalfFromDouble);
     } else if (u.rfind("cast_to_int_", 0) == 0) {

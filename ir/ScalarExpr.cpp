@@ -533,13 +533,20 @@ std::string qonnxRoundExpr(QonnxRounding mode, const std::string& v) {
   return v;
 }
 
-std::string qonnxExpr(const Node& n, Operands o) {
+/// x / y rounded correctly: C++'s division, or the OpenCL dialect's triad_div_rn (OpenCL C's
+/// own division may be off by ulps).
+std::string exactDiv(const std::string& x, const std::string& y, ScalarDialect d) {
+  if (d == ScalarDialect::OpenCL) return fmt::format("triad_div_rn({}, {})", x, y);
+  return fmt::format("{} / {}", x, y);
+}
+
+std::string qonnxExpr(const Node& n, Operands o, ScalarDialect d) {
   if (n.kind() == OpKind::BipolarQuant)
     return fmt::format("(({} >= 0.0f ? 1.0f : -1.0f) * {})", o[0], o[1]);
   const auto& a = n.attrs<QonnxQuantAttrs>();
   int bits = int(n.input(3)->constant().getDouble(0));
   // q = x / scale + zero point, two float operations (a NaN stays NaN through the clamp).
-  std::string q = fmt::format("({} / {} + {})", o[0], o[1], o[2]);
+  std::string q = fmt::format("({} + {})", exactDiv(o[0], o[1], d), o[2]);
   std::string r;
   if (bits == 1 && a.isSigned) {
     r = fmt::format("({} >= 0.0f ? 1.0f : -1.0f)", q);
@@ -554,8 +561,9 @@ std::string qonnxExpr(const Node& n, Operands o) {
 
 // QuantizeLinear and DequantizeLinear per tensor (one scale, one zero point) in float32, as the
 // reference computes them (ir/ops/Quantize.cpp): y = quantize_linear<Q>(x / scale, zp) and
-// y = float(int32(x - zp)) * scale. C++ only (ScalarTypes::exactDivision): x / scale must be
-// correctly rounded. Per-axis and blocked forms keep their own lowering.
+// y = float(int32(x - zp)) * scale. Only where ScalarTypes::exactDivision: x / scale must be
+// correctly rounded (C++'s division, the OpenCL dialect's triad_div_rn). Blocked forms, and
+// per-axis ones but for the last axis where ScalarTypes::lastAxisQdq, keep their own lowering.
 
 bool isQdq(const Node& n) {
   return n.kind() == OpKind::QuantizeLinear || n.kind() == OpKind::DequantizeLinear;
@@ -563,8 +571,17 @@ bool isQdq(const Node& n) {
 
 bool hasQdqExpr(const Node& n, ScalarTypes types) {
   if (!types.exactDivision || n.outputs().size() != 1) return false;
-  for (size_t i : {size_t(1), size_t(2)})
-    if (i < n.inputs().size() && n.input(i) && n.input(i)->type().numElements() != 1) return false;
+  // Per tensor; or, where the target broadcasts operands by shape (lastAxisQdq), per channel of
+  // the last axis, whose [C] scale and zero point broadcast against x as they are.
+  const Shape& xs = n.input(0)->type().shape;
+  int64_t axis = n.kind() == OpKind::QuantizeLinear ? n.attrs<QuantizeLinearAttrs>().axis
+                                                    : n.attrs<QuantAxisAttrs>().axis;
+  const bool lastAxis = types.lastAxisQdq && !xs.empty() && axis == int64_t(xs.size()) - 1;
+  for (size_t i : {size_t(1), size_t(2)}) {
+    if (i >= n.inputs().size() || !n.input(i)) continue;
+    const TensorType& t = n.input(i)->type();
+    if (t.numElements() != 1 && !(lastAxis && t.shape == Shape{xs.back()})) return false;
+  }
   DType x = n.input(0)->type().dtype, out = n.output(0)->type().dtype;
   if (n.input(1)->type().dtype != DType::F32) return false;
   auto q16 = [](DType t) {
@@ -576,12 +593,23 @@ bool hasQdqExpr(const Node& n, ScalarTypes types) {
          out == DType::F32;
 }
 
-std::string qdqExpr(const Node& n, Operands o) {
+std::string qdqExpr(const Node& n, Operands o, ScalarDialect d) {
   bool zp = n.inputs().size() > 2 && n.input(2);
+  if (n.kind() == OpKind::QuantizeLinear && d == ScalarDialect::OpenCL)
+    return fmt::format("triad_quantize_linear_{}({}, {})",
+                       scalarTypeName(n.output(0)->type().dtype, d), exactDiv(o[0], o[1], d),
+                       zp ? fmt::format("(int){}", o[2]) : std::string("0"));
   if (n.kind() == OpKind::QuantizeLinear)
     return fmt::format("triad_rt::quantize_linear<{}>({} / {}, {})",
                        cppTypeName(n.output(0)->type().dtype), o[0], o[1],
                        zp ? fmt::format("(int32_t){}", o[2]) : std::string("0"));
+  if (d == ScalarDialect::OpenCL) { // int32_t/int64_t are C++'s names
+    if (n.input(0)->type().dtype == DType::I32)
+      return fmt::format("((float)as_int((uint){} - (uint){}) * {})", o[0],
+                         zp ? o[2] : std::string("0"), o[1]);
+    return fmt::format("((float)((int){} - (int){}) * {})", o[0], zp ? o[2] : std::string("0"),
+                       o[1]);
+  }
   if (n.input(0)->type().dtype == DType::I32) // the difference wraps to int32
     return fmt::format("((float)(int32_t)((int64_t){} - (int64_t){}) * {})", o[0],
                        zp ? o[2] : std::string("0"), o[1]);
@@ -652,8 +680,8 @@ bool hasScalarExpr(const Node& n, ScalarTypes types) {
 }
 
 std::string scalarExpr(const Node& n, std::span<const std::string> operands, ScalarDialect d) {
-  if (isQonnxQuantizer(n)) return qonnxExpr(n, operands);
-  if (isQdq(n)) return qdqExpr(n, operands);
+  if (isQonnxQuantizer(n)) return qonnxExpr(n, operands, d);
+  if (isQdq(n)) return qdqExpr(n, operands, d);
   auto it = table().find(n.kind());
   TRIAD_ASSERT(it != table().end(), "no scalar expression for {}", opKindName(n.kind()));
   const Entry& entry = it->second;

@@ -38,6 +38,9 @@ struct ScalarTypes {
   /// Float division rounds correctly (C++; OpenCL C's need not): QONNX's quantizers, whose
   /// x / scale must match the reference bit for bit.
   bool exactDivision = false;
+  /// QuantizeLinear/DequantizeLinear per channel of the last axis: the target's elementwise
+  /// kernels broadcast the [C] scale and zero point by shape (the GPU's chains and epilogues).
+  bool lastAxisQdq = false;
   /// Everything: the CPU target (C++ with the triad_rt helpers).
   static constexpr ScalarTypes all() { return {true, true, true, true, true}; }
 };

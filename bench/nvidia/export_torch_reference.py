@@ -4,7 +4,7 @@ times them in PyTorch eager on the GPU (float32, batch 1, 30 runs after 5) as a 
 OUT/torch.json. Used by bench/nvidia/run.sh on a machine without network or ONNX Runtime's CUDA
 provider.
 
-  python3 bench/nvidia/export_torch_reference.py OUT
+  python3 bench/nvidia/export_torch_reference.py OUT [NAME ...]   (default: resnet50 bert_base)
 """
 import json, os, sys, time
 import numpy as np
@@ -14,7 +14,7 @@ import large_models as lm
 
 out = sys.argv[1]
 res = {"torch": torch.__version__, "cuda": torch.cuda.get_device_name(0)}
-for name in ("resnet50", "bert_base"):
+for name in sys.argv[2:] or ("resnet50", "bert_base"):
     spec = lm.MODELS[name]
     folder = os.path.join(out, name)
     os.makedirs(folder, exist_ok=True)

@@ -28,7 +28,7 @@
 // final rounding (docs/models.md, "QDQ models").
 //
 // Not in the default pipeline: the interpreter, the oracle, runs the model as written; the CPU
-// target runs this pass on its copy of the graph (cpu/CpuTarget.cpp).
+// and GPU targets run this pass on their copy of the graph (fuseQdqCopy).
 #include "ir/ops/Activation.h"
 #include "ir/ops/Conv.h"
 #include "ir/ops/Linear.h"
@@ -361,6 +361,18 @@ private:
 
 std::unique_ptr<Pass> createFuseQdqPass() {
   return std::make_unique<FuseQdq>();
+}
+
+std::shared_ptr<Graph> fuseQdqCopy(const Graph& g) {
+  bool qdq = false;
+  for (const auto& n : g.nodes())
+    qdq = qdq || n->kind() == OpKind::QuantizeLinear;
+  if (!qdq) return nullptr;
+  auto owned = std::make_shared<Graph>(g.clone());
+  if (!createFuseQdqPass()->run(*owned)) return nullptr;
+  // The float paths the integer nodes replaced (DequantizeLinear of the weights, ...).
+  createDeadCodeEliminationPass()->run(*owned);
+  return owned;
 }
 
 } // namespace triad::ir

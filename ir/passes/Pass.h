@@ -69,8 +69,12 @@ std::unique_ptr<Pass> createFuseSoftmaxPass();
 std::unique_ptr<Pass> createDeadCodeEliminationPass();
 /// DequantizeLinear -> Conv/Gemm/MatMul -> QuantizeLinear into the integer ops (QLinearConv;
 /// MatMulInteger with the requantization for Gemm and MatMul) where that is exact per the ONNX
-/// semantics; not in the default pipeline: targets with integer kernels run it (the CPU).
+/// semantics; not in the default pipeline: targets with integer kernels run it (CPU, GPU).
 std::unique_ptr<Pass> createFuseQdqPass();
+/// The copy of `g` a target with integer kernels compiles: fuse-qdq, then dead-code elimination
+/// of the float paths the integer nodes replaced; null when `g` has no QuantizeLinear (compiled
+/// as it is).
+std::shared_ptr<Graph> fuseQdqCopy(const Graph& g);
 
 /// `base` if no value of `g` has that name, else `base.1`, `base.2`, ... (for values passes add).
 std::string freshValueName(const Graph& g, const std::string& base);
