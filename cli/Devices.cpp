@@ -60,6 +60,7 @@ int runDevices(const DevicesOptions& o) {
              {"device_version", d.deviceVersion},
              {"opencl_c_version", d.openclCVersion},
              {"extensions", d.extensions},
+             {"nv_compute_capability", d.nvComputeCapability},
              {"selected", d.globalIndex == selected.globalIndex}});
       j["platforms"].push_back(std::move(pj));
     }

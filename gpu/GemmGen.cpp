@@ -107,7 +107,7 @@ void emitDot4Loop(CodeWriter& w, const GemmPlan& plan, bool checkM, bool checkN,
   w.line("for (int i = 0; i < TM; ++i) a_reg[i] = As[kk4][ty + i * WG_M];");
   w.open("for (int j = 0; j < TN; ++j)");
   w.line("const uint b_reg = Bs[kk4][j * WG_N + tx];");
-  w.line("for (int i = 0; i < TM; ++i) sums[i][j] += {}({});", plan.dot,
+  w.line("for (int i = 0; i < TM; ++i) sums[i][j] = {}({}, sums[i][j]);", plan.dot,
          packedA ? "b_reg, a_reg[i]" : "a_reg[i], b_reg");
   w.close();
   w.close();
@@ -120,26 +120,36 @@ std::string integerTypes(const IntOperands& i) {
   return fmt::format("{} x {} -> int32 sums -> {}", i.aType, i.bType, i.cType);
 }
 
-/// The dot4 form's product of four byte pairs: the activation word (unsigned or signed bytes)
-/// by the weight word (signed bytes); cl_khr_integer_dot_product's dot where the compiler has it.
-std::string dotHelper(bool unsignedX) {
+/// The dot4 form's four products of byte pairs added to `acc` (wrapping): the activation word
+/// (unsigned or signed bytes) by the weight word (signed bytes). One instruction where the
+/// compiler has cl_khr_integer_dot_product's dot, or on NVIDIA through PTX's dp4a (`ptx`); four
+/// multiplies elsewhere.
+std::string dotHelper(bool unsignedX, bool ptx) {
   const char* name = unsignedX ? "triad_dot_us" : "triad_dot_ss";
   const char* xv = unsignedX ? "uchar4" : "char4";
-  return fmt::format(R"(#ifndef TRIAD_HELPER_{0}
-#define TRIAD_HELPER_{0}
-// Four products of bytes, summed: x {2} bytes, w signed bytes.
-#ifdef cl_khr_integer_dot_product
+  std::string body;
+  if (ptx)
+    body = fmt::format(R"(int {0}(uint x, uint w, int acc) {{
+  int d;
+  asm("dp4a.{1}32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(x), "r"(w), "r"(acc));
+  return d;
+}})",
+                       name, unsignedX ? "u" : "s");
+  else
+    body = fmt::format(R"(#ifdef cl_khr_integer_dot_product
 #pragma OPENCL EXTENSION cl_khr_integer_dot_product : enable
-int {1}(uint x, uint w) {{ return dot(as_{3}(x), as_char4(w)); }}
+int {0}(uint x, uint w, int acc) {{ return acc + dot(as_{1}(x), as_char4(w)); }}
 #else
-int {1}(uint x, uint w) {{
-  const {3} a = as_{3}(x);
+int {0}(uint x, uint w, int acc) {{
+  const {1} a = as_{1}(x);
   const char4 b = as_char4(w);
-  return a.s0 * b.s0 + a.s1 * b.s1 + a.s2 * b.s2 + a.s3 * b.s3;
+  return acc + a.s0 * b.s0 + a.s1 * b.s1 + a.s2 * b.s2 + a.s3 * b.s3;
 }}
-#endif
 #endif)",
-                     unsignedX ? "DOT_US" : "DOT_SS", name, unsignedX ? "unsigned" : "signed", xv);
+                       name, xv);
+  return fmt::format("#ifndef TRIAD_HELPER_{0}\n#define TRIAD_HELPER_{0}\n// acc + four products "
+                     "of bytes: x {1} bytes, w signed bytes.\n{2}\n#endif",
+                     unsignedX ? "DOT_US" : "DOT_SS", unsignedX ? "unsigned" : "signed", body);
 }
 
 /// A stored byte of an integer operand as a uint (its bits, for packing into words).
@@ -420,8 +430,8 @@ GeneratedKernel generateGemm(std::string_view layer, const GemmShape& s, const G
                     "    if (gk4 * 4 + q < {}) v |= {} << (8 * q);\n"
                     "  return v;\n"
                     "}}",
-                    dotHelper(integer->aType == "uchar"), helper, integer->aType, s.K,
-                    rawByte(fmt::format("a[gm * {} + gk4 * 4 + q]", s.K), integer->aType));
+                    dotHelper(integer->aType == "uchar", integer->ptxDp4a), helper, integer->aType,
+                    s.K, rawByte(fmt::format("a[gm * {} + gk4 * 4 + q]", s.K), integer->aType));
     plan.aWord = fmt::format("{}(A, gm, gk4)", helper);
     plan.bWord = fmt::format("B[gn * {} + gk4]", K4);
     plan.dot = integer->aType == "uchar" ? "triad_dot_us" : "triad_dot_ss";
@@ -517,11 +527,12 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
         "  }}\n"
         "  return v;\n"
         "}}",
-        fmt::arg("dot", dotHelper(integer->bType == "uchar")), fmt::arg("helper", helper),
-        fmt::arg("R", s.R), fmt::arg("S", s.S), fmt::arg("RS", RS), fmt::arg("KR", Cg * RS),
-        fmt::arg("OW", OW), fmt::arg("SH", s.strideH), fmt::arg("SW", s.strideW),
-        fmt::arg("PT", s.padTop), fmt::arg("PL", s.padLeft), fmt::arg("DH", s.dilationH),
-        fmt::arg("DW", s.dilationW), fmt::arg("H", s.H), fmt::arg("W", s.W), fmt::arg("TX", tx),
+        fmt::arg("dot", dotHelper(integer->bType == "uchar", integer->ptxDp4a)),
+        fmt::arg("helper", helper), fmt::arg("R", s.R), fmt::arg("S", s.S), fmt::arg("RS", RS),
+        fmt::arg("KR", Cg * RS), fmt::arg("OW", OW), fmt::arg("SH", s.strideH),
+        fmt::arg("SW", s.strideW), fmt::arg("PT", s.padTop), fmt::arg("PL", s.padLeft),
+        fmt::arg("DH", s.dilationH), fmt::arg("DW", s.dilationW), fmt::arg("H", s.H),
+        fmt::arg("W", s.W), fmt::arg("TX", tx),
         fmt::arg("E", rawByte(fmt::format("x[(c * {} + ih) * {} + iw]", s.H, s.W), tx)),
         fmt::arg("Z", integer->bPad));
     plan.batchSetup = fmt::format("const int n = batch / {G}, g = batch % {G}; // image, group\n"

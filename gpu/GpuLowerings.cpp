@@ -92,6 +92,21 @@ std::string lower::moveType(DType t) {
 
 namespace {
 
+/// GemmParams{} (32x32 tiles), or on a GPU whose compute units those tiles would leave idle (a
+/// product of few tiles: ResNet-50's 7x7 layers, M = 512 x N = 49, are 32 work-groups for an
+/// H200's 132 units) smaller tiles: 16x32, then 16x16 with a longer K step, the first that gives
+/// every unit two work-groups, else the smallest.
+GemmParams smallProblemParams(const GpuLowerContext& c, const GemmShape& s) {
+  const GemmParams menu[] = {GemmParams{}, GemmParams{8, 8, 2, 4, 8, 4},
+                             GemmParams{8, 8, 2, 2, 16, 2}};
+  if (!c.options.device || c.options.device->type != "GPU" || c.options.device->computeUnits == 0)
+    return menu[0];
+  const int64_t want = 2 * int64_t(c.options.device->computeUnits);
+  for (const GemmParams& p : menu)
+    if (ceilDiv(s.M, p.tileM()) * ceilDiv(s.N, p.tileN()) * s.batch >= want) return p;
+  return menu[2];
+}
+
 /// Untuned parameters for a GEMM of `s` (`panelShape`: the product the panel kernel computes,
 /// which for a convolution is the transposed one): on CPU devices the panel kernel
 /// (cpuPanelParams, float vectors of the device's preferred width, at most maxVectorWidth) where
@@ -103,7 +118,7 @@ GemmParams defaultParams(const GpuLowerContext& c, const GemmShape& s, const Gem
   if (cpuDevice(c) && panelOk) return cpuPanelParams(panelShape.N, *c.options.device);
   if (cpuDevice(c) && s.M >= 32 && s.N >= 64 && s.K >= 32 && c.options.maxWorkGroupSize >= 128)
     return GemmParams{16, 8, 2, 8, 32, std::min(8, maxVectorWidth(*c.options.device))};
-  return GemmParams{};
+  return smallProblemParams(c, s);
 }
 
 } // namespace

@@ -159,6 +159,10 @@ bool bindDot4(GpuLowerContext& c, IntOperands& io, const Value* w, std::vector<u
     io.compensation = fmt::format("q_comp[{}]", channel);
   }
   io.dot4 = true;
+  // PTX's dp4a on NVIDIA devices that have it (sm_61 on); TRIAD_GPU_DP4A=0 for the portable form.
+  const char* ptx = std::getenv("TRIAD_GPU_DP4A");
+  io.ptxDp4a = c.options.device && c.options.device->nvComputeCapability >= 61 &&
+               !(ptx && std::string_view(ptx) == "0");
   io.aShift.clear();
   io.bShift.clear();
   io.bPad = unsigned(uint8_t(int8_t(xz)));

@@ -78,7 +78,8 @@ struct IntOperands {
   bool dot4 = false;
   bool packedA = false;
   std::string compensation;
-  unsigned bPad = 0; // dot4: the activations' zero point as a byte (the padding's value)
+  unsigned bPad = 0;    // dot4: the activations' zero point as a byte (the padding's value)
+  bool ptxDp4a = false; // dot4 on NVIDIA (sm_61 and later): PTX's dp4a through inline asm
 };
 
 /// Weights [rows][k] (int8 or uint8 bytes, row-major) shifted by `zeroPoint` into int8 and packed

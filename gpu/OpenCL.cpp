@@ -216,6 +216,13 @@ std::vector<PlatformInfo> listPlatforms() {
       d.nativeVectorWidthFloat = deviceValue<cl_uint>(d.id, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT);
       d.extensions = deviceString(d.id, CL_DEVICE_EXTENSIONS);
       d.fp64 = d.extensions.find("cl_khr_fp64") != std::string::npos;
+      if (d.extensions.find("cl_nv_device_attribute_query") != std::string::npos) {
+        // CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV / _MINOR_NV (cl_ext.h's values).
+        cl_uint major = 0, minor = 0;
+        if (clGetDeviceInfo(d.id, 0x4000, sizeof major, &major, nullptr) == CL_SUCCESS &&
+            clGetDeviceInfo(d.id, 0x4001, sizeof minor, &minor, nullptr) == CL_SUCCESS)
+          d.nvComputeCapability = int(major * 10 + minor);
+      }
       p.devices.push_back(std::move(d));
     }
     result.push_back(std::move(p));

@@ -68,8 +68,9 @@ struct DeviceInfo {
   uint64_t maxAllocBytes = 0;
   size_t maxWorkGroupSize = 0;
   std::vector<size_t> maxWorkItemSizes;
-  bool localMemIsDedicated = false;       // CL_LOCAL vs CL_GLOBAL local-memory type
-  bool fp64 = false;                      // cl_khr_fp64: double in kernels
+  bool localMemIsDedicated = false; // CL_LOCAL vs CL_GLOBAL local-memory type
+  bool fp64 = false;                // cl_khr_fp64: double in kernels
+  int nvComputeCapability = 0;      // NVIDIA devices (cl_nv_device_attribute_query): 90 = sm_90
   uint32_t preferredVectorWidthFloat = 1; // CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
   uint32_t nativeVectorWidthFloat = 1;    // CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (SIMD lanes)
 

@@ -2,8 +2,8 @@
 # Quantized and float CNNs on the GPU target on a lent NVIDIA machine (docs/gpu.md, "int8 on
 # NVIDIA"): Triad is built here (a Debian machine) and carried, not rebuilt there: .device/bin
 # holds the stripped `triad` and `triad_unit_tests`, .device/lib the shared libraries they need
-# that the lent image lacks (protobuf, onnx, fmt, sqlite; `ldd` lists them), .device/icd the
-# NVIDIA ICD file. On the machine: exports ResNet-50 and MobileNetV2 with the zoo's seeds
+# that the lent image lacks (protobuf, onnx, fmt, sqlite, the ICD loader; `ldd` lists them);
+# the NVIDIA ICD file is written there. On the machine: exports ResNet-50 and MobileNetV2 with the zoo's seeds
 # (PyTorch there), quantizes them with ONNX Runtime's quantize_static (the image's onnxruntime;
 # bench/qdq_models.py: QDQ, per-channel int8 weights, uint8 activations), times PyTorch eager
 # CUDA (float32) as the reference, then `triad run --target gpu` on NVIDIA's OpenCL: float,
@@ -17,13 +17,18 @@ R=$PWD; TOP=${OUT:-/tmp/out}; OUT=$TOP/work; mkdir -p $OUT
 trap 'cp $OUT/summary.txt $TOP/ 2>/dev/null; tar czf $TOP/all.tgz -C $TOP work && rm -rf $OUT' EXIT
 PY=${TORCH_PY:-/opt/torch/.venv/bin/python3}
 export LD_LIBRARY_PATH=$R/.device/lib:$LD_LIBRARY_PATH
-export OCL_ICD_VENDORS=$R/.device/icd
+# NVIDIA's ICD, wherever the image keeps its OpenCL library.
+mkdir -p /tmp/icd
+NV=$(ldconfig -p | awk '/libnvidia-opencl.so.1/ {print $NF; exit}')
+[ -n "$NV" ] || NV=$(find /usr/local/nvidia /usr/lib /usr/lib64 -name 'libnvidia-opencl.so.1' 2>/dev/null | head -1)
+echo "$NV" > /tmp/icd/nvidia.icd
+export OCL_ICD_VENDORS=/tmp/icd
 export TRIAD_CACHE_DIR=/tmp/triad-cache
 T=$R/.device/bin/triad
 M=/tmp/models
 MODELS=${MODELS:-resnet50 mobilenet_v2}
 (PYTHONUNBUFFERED=1 $PY bench/nvidia/export_torch_reference.py $M $MODELS > $OUT/export.log 2>&1 &&
- PYTHONUNBUFFERED=1 $PY bench/qdq_models.py --zoo $M $MODELS >> $OUT/export.log 2>&1;
+ PYTHONUNBUFFERED=1 $PY bench/qdq_models.py --zoo $M $MODELS 2>&1 | grep -v "Removing initializer" >> $OUT/export.log;
  echo "rc $?" >> $OUT/export.log) &
 EXP=$!
 $T devices > $OUT/devices.txt 2>&1; $T devices --json > $OUT/devices.json 2>&1; cat $OUT/devices.txt
@@ -34,11 +39,14 @@ TRIAD_OPENCL_DEVICE=NVIDIA timeout 240 $R/.device/bin/triad_unit_tests \
 echo "unit rc $?" | tee -a $OUT/summary.txt; grep -E "^\[  (PASSED|FAILED)|FAILED" $OUT/unit.log | head -20 | tee -a $OUT/summary.txt
 wait $EXP; tail -5 $OUT/export.log
 for m in $MODELS; do
-  for v in float int8 int8_floatkernels; do
+  for v in float int8 int8_nodp4a int8_nodot4 int8_floatkernels; do
+    f=$M/${m}_qdq/${m}_qdq.onnx
     case $v in
       float) f=$M/$m/$m.onnx; env="";;
-      int8) f=$M/${m}_qdq/${m}_qdq.onnx; env="";;
-      int8_floatkernels) f=$M/${m}_qdq/${m}_qdq.onnx; env="TRIAD_GPU_QDQ=float";;
+      int8) env="";;
+      int8_nodp4a) env="TRIAD_GPU_DP4A=0";;        # dot4 with four multiplies
+      int8_nodot4) env="TRIAD_GPU_INT8_DOT=0";;    # one product per step
+      int8_floatkernels) env="TRIAD_GPU_QDQ=float";;
     esac
     env $env timeout 200 $T run $f --target gpu --device NVIDIA --repeat 41 -i $M/$m/in0.npy \
       -o $OUT/${m}_$v.npy --json $OUT/${m}_$v.json > $OUT/${m}_$v.log 2>&1
@@ -46,6 +54,8 @@ for m in $MODELS; do
   done
   env timeout 100 $T run $M/${m}_qdq/${m}_qdq.onnx --target gpu --device NVIDIA --repeat 5 \
     -i $M/$m/in0.npy --profile > $OUT/${m}_int8_profile.txt 2>&1
+  env timeout 100 $T run $M/$m/$m.onnx --target gpu --device NVIDIA --repeat 5 \
+    -i $M/$m/in0.npy --profile > $OUT/${m}_float_profile.txt 2>&1
   $PY - <<EOF 2>&1 | tee -a $OUT/summary.txt
 import json, numpy as np, onnxruntime as ort
 m = "$m"; d = "$M"
@@ -53,9 +63,10 @@ x = np.load(f"{d}/{m}/in0.npy")
 ref = {"float": np.load(f"{d}/{m}/ref.npy")}
 s = ort.InferenceSession(f"{d}/{m}_qdq/{m}_qdq.onnx", providers=["CPUExecutionProvider"])
 ref["int8"] = s.run(None, {s.get_inputs()[0].name: x})[0]
-ref["int8_floatkernels"] = ref["int8"]
+for v in ("int8_nodp4a", "int8_nodot4", "int8_floatkernels"):
+    ref[v] = ref["int8"]
 t = json.load(open(f"{d}/torch.json"))[m]["torch_cuda_p50_ms"]
-for v in ("float", "int8", "int8_floatkernels"):
+for v in ("float", "int8", "int8_nodp4a", "int8_nodot4", "int8_floatkernels"):
     try:
         a = np.load(f"$OUT/{m}_{v}.npy"); j = json.load(open(f"$OUT/{m}_{v}.json"))
         p50 = j["p50_ms"]
