@@ -320,7 +320,7 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
   else if (I->compensation.empty())
     w.line("const int iacc = out[e];");
   else // dot4: the products of the activations' zero point, taken at compile time
-    w.line("const int iacc = out[e] - {};", I->compensation);
+    w.line("const int iacc = as_int((uint)out[e] - ({}));", I->compensation);
   if (!epi.code.empty()) {
     w.lines(plan.epiloguePrelude);
     w.lines(epi.code);
@@ -472,12 +472,12 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
                        fmt::format("__global {}* restrict Y", ty)};
   plan.bufferNames = {"X", "W", "Y"};
   std::string helper = plan.name + "_im2col";
-  // Integer inputs: the element shifted by the zero point, and 0 (the zero point, shifted) in
-  // the padding.
+  // Integer inputs: the element shifted by the zero point `zp` (an argument: it may be read at
+  // run time), and 0 (the zero point, shifted) in the padding.
   const std::string elem = "x[(c * {H} + ih) * {W} + iw]";
   plan.prelude = fmt::format(
       "// im2col(X) of one image and group: row c*{R}*{S} + r*{S} + s, column oh*{OW} + ow.\n"
-      "{T} {helper}(__global const {TX}* x, int row, int col) {{\n"
+      "{T} {helper}(__global const {TX}* x, int row, int col{ZP}) {{\n"
       "  const int c = row / {RS}, r = (row / {S}) % {R}, s = row % {S};\n"
       "  const int oh = col / {OW}, ow = col % {OW};\n"
       "  const int ih = oh * {SH} - {PT} + r * {DH}, iw = ow * {SW} - {PL} + s * {DW};\n"
@@ -488,9 +488,9 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
       fmt::arg("PT", s.padTop), fmt::arg("PL", s.padLeft), fmt::arg("DH", s.dilationH),
       fmt::arg("DW", s.dilationW), fmt::arg("H", s.H), fmt::arg("W", s.W),
       fmt::arg("T", integer ? "int" : "float"), fmt::arg("TX", tx),
-      fmt::arg("E", fmt::format(fmt::runtime(integer ? shiftedInt(elem, integer->bShift) : elem),
+      fmt::arg("E", fmt::format(fmt::runtime(integer ? "((int)" + elem + " - zp)" : elem),
                                 fmt::arg("H", s.H), fmt::arg("W", s.W))),
-      fmt::arg("Z", integer ? "0" : "0.0f"));
+      fmt::arg("Z", integer ? "0" : "0.0f"), fmt::arg("ZP", integer ? ", int zp" : ""));
   plan.batchSetup = fmt::format("const int n = batch / {G}, g = batch % {G}; // image, group\n"
                                 "__global const {TW}* w = W + g * {wstride};\n"
                                 "__global const {TX}* x = X + (n * {C} + g * {Cg}) * {HW};\n"
@@ -501,7 +501,9 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
                                 fmt::arg("TW", tw), fmt::arg("TX", tx), fmt::arg("TY", ty));
   plan.aValue = integer ? shiftedInt("w[gm * K + gk]", integer->aShift) : "w[gm * K + gk]";
   plan.aAlongK = true;
-  plan.bValue = fmt::format("{}(x, gk, gn)", helper);
+  plan.bValue = integer ? fmt::format("{}(x, gk, gn, {})", helper,
+                                      integer->bShift.empty() ? "0" : integer->bShift)
+                        : fmt::format("{}(x, gk, gn)", helper);
   if (integer && integer->dot4) {
     if (!integer->packedA)
       fail(ErrorKind::Usage, "convolution '{}': the dot4 form packs the weights (A)", layer);
@@ -514,7 +516,7 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
         "// Four bytes of im2col(X) of one image and group from row 4*gk4 (rows c*{R}*{S} + r*{S} "
         "+ s), column oh*{OW} + ow,\n// as stored: the zero point's byte in the padding, 0 past "
         "the last row.\n"
-        "uint {helper}4(__global const {TX}* x, int gk4, int col) {{\n"
+        "uint {helper}4(__global const {TX}* x, int gk4, int col, uint pad) {{\n"
         "  const int oh = col / {OW}, ow = col % {OW};\n"
         "  uint v = 0u;\n"
         "  for (int q = 0; q < 4; ++q) {{\n"
@@ -522,7 +524,7 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
         "    if (row >= {KR}) break;\n"
         "    const int c = row / {RS}, r = (row / {S}) % {R}, s = row % {S};\n"
         "    const int ih = oh * {SH} - {PT} + r * {DH}, iw = ow * {SW} - {PL} + s * {DW};\n"
-        "    const uint b = (ih >= 0 && ih < {H} && iw >= 0 && iw < {W}) ? {E} : {Z}u;\n"
+        "    const uint b = (ih >= 0 && ih < {H} && iw >= 0 && iw < {W}) ? {E} : pad;\n"
         "    v |= b << (8 * q);\n"
         "  }}\n"
         "  return v;\n"
@@ -533,8 +535,7 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
         fmt::arg("SW", s.strideW), fmt::arg("PT", s.padTop), fmt::arg("PL", s.padLeft),
         fmt::arg("DH", s.dilationH), fmt::arg("DW", s.dilationW), fmt::arg("H", s.H),
         fmt::arg("W", s.W), fmt::arg("TX", tx),
-        fmt::arg("E", rawByte(fmt::format("x[(c * {} + ih) * {} + iw]", s.H, s.W), tx)),
-        fmt::arg("Z", integer->bPad));
+        fmt::arg("E", rawByte(fmt::format("x[(c * {} + ih) * {} + iw]", s.H, s.W), tx)));
     plan.batchSetup = fmt::format("const int n = batch / {G}, g = batch % {G}; // image, group\n"
                                   "__global const uint* w = W + g * {wstride};\n"
                                   "__global const {TX}* x = X + (n * {C} + g * {Cg}) * {HW};\n"
@@ -544,7 +545,7 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
                                   fmt::arg("K", s.K), fmt::arg("Kg", Kg), fmt::arg("OHW", OH * OW),
                                   fmt::arg("TX", tx), fmt::arg("TY", ty));
     plan.aWord = fmt::format("w[gm * {} + gk4]", K4);
-    plan.bWord = fmt::format("{}4(x, gk4, gn)", helper);
+    plan.bWord = fmt::format("{}4(x, gk4, gn, {})", helper, integer->bPad);
     plan.dot = integer->bType == "uchar" ? "triad_dot_us" : "triad_dot_ss";
   }
   plan.bAlongN = true;

@@ -101,6 +101,18 @@ std::string broadcastOffset(const Shape& in, const Shape& out, const std::string
   return off.empty() ? "0" : off;
 }
 
+/// The shape `v` broadcasts with in the group: its own, or the [C, 1, ..., 1] of a per-axis
+/// QuantizeLinear/DequantizeLinear scale or zero point (qdqOperandShape).
+Shape operandShape(const FusionGroup& grp, const Value* v) {
+  for (const Node* n : grp.nodes)
+    for (size_t i = 0; i < n->inputs().size(); ++i)
+      if (n->input(i) == v) {
+        Shape s = qdqOperandShape(*n, i);
+        if (s != v->type().shape) return s;
+      }
+  return v->type().shape;
+}
+
 struct Extra {
   std::string decl; // "__global const float* restrict ep0"
   const Value* value;
@@ -251,7 +263,7 @@ Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& i
           std::string t = clTypeName(v->type().dtype);
           std::string ptr = fmt::format("ep{}", k);
           extras.push_back({fmt::format("__global const {}* restrict {}", t, ptr), v});
-          std::string off = broadcastOffset(v->type().shape, os, "", coord);
+          std::string off = broadcastOffset(operandShape(grp, v), os, "", coord);
           if (off.empty()) off = linear(); // same shape as the output
           code += fmt::format("const {} ev{} = {}[{}]; // {}{}\n", t, k, ptr, off,
                               escape::comment(v->name()), shapeToString(v->type().shape));
@@ -392,7 +404,7 @@ void Generator::emitChain(const FusionGroup& grp, const std::string& layer, GpuS
     chosen.insert(id);
     vars.reserve(id + "_data");
     std::string name = "v_" + id;
-    ch.inputs.push_back({name, v->type().shape, clTypeName(v->type().dtype)});
+    ch.inputs.push_back({name, operandShape(grp, v), clTypeName(v->type().dtype)});
     bind[name + "_data"] = v;
     expr[v] = name;
   }
@@ -635,7 +647,7 @@ ScalarTypes gpuScalarTypes() {
   // OpenCL C's float division may be off by ulps; the dialect's quantizers divide through
   // triad_div_rn, which rounds correctly (gpu/ScalarHelpers.cpp).
   t.exactDivision = true;
-  t.lastAxisQdq = true; // chains and epilogues broadcast operands by shape
+  t.axisQdq = true; // chains and epilogues broadcast per-axis operands (qdqOperandShape)
   return t;
 }
 

@@ -72,7 +72,8 @@ const GpuLowering* findGpuLowering(ir::OpKind k);
 /// The lowering families in their own files add their entries to the table.
 void addReduceLowerings(std::unordered_map<ir::OpKind, GpuLowering>& table);
 void addIndexLowerings(std::unordered_map<ir::OpKind, GpuLowering>& table);
-/// QLinearConv, QLinearMatMul and MatMulInteger on integer kernels (gpu/GpuLoweringsQuant.cpp).
+/// QLinearConv, ConvInteger, QLinearMatMul and MatMulInteger on integer kernels
+/// (gpu/GpuLoweringsQuant.cpp).
 void addQuantLowerings(std::unordered_map<ir::OpKind, GpuLowering>& table);
 
 /// Helpers shared by the lowering files.

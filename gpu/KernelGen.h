@@ -66,8 +66,8 @@ struct Epilogue {
 /// direct kernels only (not the panel kernels).
 struct IntOperands {
   std::string aType = "char", bType = "uchar"; // OpenCL element types as stored
-  std::string aShift, bShift;                  // subtracted from each element; "" for none
-  std::string cType = "uchar";                 // the output's element type
+  std::string aShift, bShift;  // subtracted from each element; "" for none; may read a buffer
+  std::string cType = "uchar"; // the output's element type
   /// Four products per step, one instruction where the device has cl_khr_integer_dot_product
   /// (dot of uchar4/char4), four multiplies where not: the weights come packed at compile time
   /// as words of four consecutive k (packInt8Words, pre-shifted to int8: their zero point is
@@ -78,8 +78,8 @@ struct IntOperands {
   bool dot4 = false;
   bool packedA = false;
   std::string compensation;
-  unsigned bPad = 0;    // dot4: the activations' zero point as a byte (the padding's value)
-  bool ptxDp4a = false; // dot4 on NVIDIA (sm_61 and later): PTX's dp4a through inline asm
+  std::string bPad = "0u"; // dot4: the activations' zero point's byte (the padding), a uint
+  bool ptxDp4a = false;    // dot4 on NVIDIA (sm_61 and later): PTX's dp4a through inline asm
 };
 
 /// Weights [rows][k] (int8 or uint8 bytes, row-major) shifted by `zeroPoint` into int8 and packed

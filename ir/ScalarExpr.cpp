@@ -563,7 +563,7 @@ std::string qonnxExpr(const Node& n, Operands o, ScalarDialect d) {
 // reference computes them (ir/ops/Quantize.cpp): y = quantize_linear<Q>(x / scale, zp) and
 // y = float(int32(x - zp)) * scale. Only where ScalarTypes::exactDivision: x / scale must be
 // correctly rounded (C++'s division, the OpenCL dialect's triad_div_rn). Blocked forms, and
-// per-axis ones but for the last axis where ScalarTypes::lastAxisQdq, keep their own lowering.
+// per-axis ones but where ScalarTypes::axisQdq, keep their own lowering.
 
 bool isQdq(const Node& n) {
   return n.kind() == OpKind::QuantizeLinear || n.kind() == OpKind::DequantizeLinear;
@@ -571,16 +571,16 @@ bool isQdq(const Node& n) {
 
 bool hasQdqExpr(const Node& n, ScalarTypes types) {
   if (!types.exactDivision || n.outputs().size() != 1) return false;
-  // Per tensor; or, where the target broadcasts operands by shape (lastAxisQdq), per channel of
-  // the last axis, whose [C] scale and zero point broadcast against x as they are.
+  // Per tensor; or, where the target broadcasts operands by qdqOperandShape (axisQdq), per
+  // channel of one axis.
   const Shape& xs = n.input(0)->type().shape;
   int64_t axis = n.kind() == OpKind::QuantizeLinear ? n.attrs<QuantizeLinearAttrs>().axis
                                                     : n.attrs<QuantAxisAttrs>().axis;
-  const bool lastAxis = types.lastAxisQdq && !xs.empty() && axis == int64_t(xs.size()) - 1;
+  const bool perAxis = types.axisQdq && axis >= 0 && axis < int64_t(xs.size());
   for (size_t i : {size_t(1), size_t(2)}) {
     if (i >= n.inputs().size() || !n.input(i)) continue;
     const TensorType& t = n.input(i)->type();
-    if (t.numElements() != 1 && !(lastAxis && t.shape == Shape{xs.back()})) return false;
+    if (t.numElements() != 1 && !(perAxis && t.shape == Shape{xs[size_t(axis)]})) return false;
   }
   DType x = n.input(0)->type().dtype, out = n.output(0)->type().dtype;
   if (n.input(1)->type().dtype != DType::F32) return false;
@@ -618,6 +618,18 @@ std::string qdqExpr(const Node& n, Operands o, ScalarDialect d) {
 }
 
 } // namespace
+
+Shape qdqOperandShape(const Node& n, size_t input) {
+  const Value* v = n.input(input);
+  if (!isQdq(n) || (input != 1 && input != 2) || v->type().numElements() == 1)
+    return v->type().shape;
+  int64_t axis = n.kind() == OpKind::QuantizeLinear ? n.attrs<QuantizeLinearAttrs>().axis
+                                                    : n.attrs<QuantAxisAttrs>().axis;
+  const Shape& xs = n.input(0)->type().shape;
+  Shape s(xs.size() - size_t(axis), 1);
+  s[0] = v->type().numElements();
+  return s;
+}
 
 bool hasScalarExpr(const Node& n, ScalarTypes types) {
   if (isQonnxQuantizer(n)) return hasQonnxExpr(n, types);

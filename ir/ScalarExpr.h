@@ -38,12 +38,18 @@ struct ScalarTypes {
   /// Float division rounds correctly (C++; OpenCL C's need not): QONNX's quantizers, whose
   /// x / scale must match the reference bit for bit.
   bool exactDivision = false;
-  /// QuantizeLinear/DequantizeLinear per channel of the last axis: the target's elementwise
-  /// kernels broadcast the [C] scale and zero point by shape (the GPU's chains and epilogues).
-  bool lastAxisQdq = false;
+  /// QuantizeLinear/DequantizeLinear per channel of one axis: the target's elementwise kernels
+  /// broadcast the [C] scale and zero point as qdqOperandShape says (the GPU's chains and
+  /// epilogues).
+  bool axisQdq = false;
   /// Everything: the CPU target (C++ with the triad_rt helpers).
   static constexpr ScalarTypes all() { return {true, true, true, true, true}; }
 };
+
+/// The shape operand `input` of `n` broadcasts with against n's output: its own, except for the
+/// [C] scale and zero point of a per-axis QuantizeLinear/DequantizeLinear, which broadcast as
+/// [C, 1, ..., 1] (C at the axis, right-aligned).
+Shape qdqOperandShape(const Node& n, size_t input);
 
 /// Whether `n` has a scalar expression for its operand types, given what the target handles
 /// (`types`; the default is the float32 core). Constant inputs are fine; absent optional inputs
