@@ -13,6 +13,7 @@
 // ONNX Runtime's quantize_static default), as constants or run-time inputs; constant weights with
 // a constant zero point take the dot4 form. Anything else runs on the host.
 #include "gpu/GpuLowering.h"
+#include "ir/Escape.h"
 #include "ir/ops/Quantize.h"
 
 #include <algorithm>
@@ -402,11 +403,93 @@ void emitIntMatMul(GpuLowerContext& c) {
   c.params = params.toString();
 }
 
+// --- DynamicQuantizeLinear: x (f32) -> y (uint8), y_scale, y_zero_point
+// ---------------------------
+
+Support supportsDynamicQuantize(const Node& n) {
+  if (auto s = require32Bit(n); !s.ok) return s;
+  if (n.input(0)->type().dtype != DType::F32) return no("x is not float32");
+  return {};
+}
+
+/// One work-group: the range [min(x, 0), max(x, 0)] reduced in local memory, then scale, zero
+/// point and every element quantized, in the reference's order of operations
+/// (ir/ops/Quantize.cpp): NaNs are skipped by the range as std::min/max skip them, the
+/// divisions round correctly (triad_div_rn), an all-zero input gets scale 1 as in ONNX Runtime.
+void emitDynamicQuantize(GpuLowerContext& c) {
+  const Node& n = c.node;
+  const int64_t total = numElements(shapeOf(n.input(0)));
+  int wg = 1;
+  const bool cpu = c.options.device && c.options.device->type == "CPU";
+  while (!cpu && wg * 2 <= 256 && size_t(wg * 2) <= c.options.maxWorkGroupSize && wg * 2 <= total)
+    wg *= 2;
+  GeneratedKernel& k = c.kernel;
+  k.name = kernelIdentifier(c.layer);
+  k.range.dims = 1;
+  k.range.global = {size_t(wg), 1, 1};
+  k.range.local = {size_t(wg), 1, 1};
+  std::vector<std::string> params = {"__global const float* restrict X",
+                                     "__global uchar* restrict Y"};
+  c.bind = {{"X", n.input(0)}, {"Y", c.output(0)}};
+  const bool scaleOut = n.outputs().size() > 1, zeroOut = n.outputs().size() > 2;
+  if (scaleOut)
+    params.push_back("__global float* restrict Y_scale"), c.bind["Y_scale"] = c.output(1);
+  if (zeroOut) params.push_back("__global uchar* restrict Y_zp"), c.bind["Y_zp"] = c.output(2);
+  for (const std::string& p : params)
+    k.params.push_back(paramName(p));
+  CodeWriter w;
+  w.line("// Layer: {} (DynamicQuantizeLinear, f32 -> uint8)", escape::comment(c.layer));
+  w.line("//   X{} -> Y uint8, its scale and zero point: the range [min(x, 0), max(x, 0)] onto "
+         "[0, 255]",
+         shapeToString(shapeOf(n.input(0))));
+  w.line("// One work-group of {} work-items: range, then every element; launch: {}.", wg,
+         k.range.toString());
+  w.line("__kernel __attribute__((reqd_work_group_size({}, 1, 1)))", wg);
+  std::string head = fmt::format("void {}(", k.name);
+  w.open("{}{})", head, joinParams(params, int(head.size())));
+  w.line("__local float lo_s[{}], hi_s[{}];", wg, wg);
+  w.line("const int t = get_local_id(0);");
+  w.line("float lo = 0.0f, hi = 0.0f; // the range always holds 0; NaNs are skipped");
+  w.open("for (int i = t; i < {}; i += {})", total, wg);
+  w.line("const float v = X[i];");
+  w.line("lo = v < lo ? v : lo;");
+  w.line("hi = v > hi ? v : hi;");
+  w.close();
+  w.line("lo_s[t] = lo;");
+  w.line("hi_s[t] = hi;");
+  w.line("barrier(CLK_LOCAL_MEM_FENCE);");
+  w.open("for (int s = {}; s > 0; s >>= 1)", wg / 2);
+  w.open("if (t < s)");
+  w.line("lo_s[t] = lo_s[t + s] < lo_s[t] ? lo_s[t + s] : lo_s[t];");
+  w.line("hi_s[t] = hi_s[t + s] > hi_s[t] ? hi_s[t + s] : hi_s[t];");
+  w.close();
+  w.line("barrier(CLK_LOCAL_MEM_FENCE);");
+  w.close();
+  w.line("lo = lo_s[0];");
+  w.line("hi = hi_s[0];");
+  w.line("const float scale = hi == lo ? 1.0f : triad_div_rn(hi - lo, 255.0f);");
+  w.line("const float zpf = clamp(0.0f - triad_div_rn(lo, scale), 0.0f, 255.0f);");
+  w.line("const int zp = (int)rint(zpf);");
+  w.line("for (int i = t; i < {}; i += {}) Y[i] = triad_quantize_linear_uchar(triad_div_rn(X[i], "
+         "scale), zp);",
+         total, wg);
+  if (scaleOut || zeroOut) {
+    w.open("if (t == 0)");
+    if (scaleOut) w.line("Y_scale[0] = scale;");
+    if (zeroOut) w.line("Y_zp[0] = (uchar)zp;");
+    w.close();
+  }
+  w.close();
+  k.source = w.str();
+  c.kind = "dynamic quantize (one work-group)";
+}
+
 } // namespace
 
 void addQuantLowerings(std::unordered_map<OpKind, GpuLowering>& table) {
   table[OpKind::QLinearConv] = {supportsQLinearConv, emitQLinearConv, true};
   table[OpKind::ConvInteger] = {supportsQLinearConv, emitQLinearConv, true};
+  table[OpKind::DynamicQuantizeLinear] = {supportsDynamicQuantize, emitDynamicQuantize, false};
   table[OpKind::QLinearMatMul] = {supportsIntMatMul, emitIntMatMul, true};
   table[OpKind::MatMulInteger] = {supportsIntMatMul, emitIntMatMul, true};
 }

@@ -133,6 +133,41 @@ TEST(GpuQuant, QuantizeAndDequantizeLinearAreBitExact) {
   }
 }
 
+// DynamicQuantizeLinear (one work-group: the range, then every element) on inputs that reach
+// its cases: mixed signs, all positive (the range still holds 0), all zero (scale 1), NaNs
+// (skipped by the range, the zero point in the output), and a tensor much larger than the
+// work-group; then through MatMulInteger with the run-time zero point it produces (the form
+// ONNX Runtime's quantize_dynamic gives transformers).
+TEST(GpuQuant, DynamicQuantizeLinearIsBitExact) {
+  SKIP_WITHOUT_OPENCL();
+  std::mt19937 rng(23);
+  const int64_t M = 33, K = 50, N = 19;
+  Graph g;
+  Value* x = g.addInput("x", {DType::F32, {M, K}, {}});
+  Node* dq = add(g, OpKind::DynamicQuantizeLinear, "dyn_quant", {x}, nullptr, 3);
+  Value* w = g.addConstant("w", randomInts<int8_t>({K, N}, rng, -127, 127));
+  Value* wz = g.addConstant("w_zp", Tensor::scalar<int8_t>(0));
+  Node* mm = add(g, OpKind::MatMulInteger, "matmul_integer", {dq->output(0), w, dq->output(2), wz});
+  g.addOutput(dq->output(0));
+  g.addOutput(dq->output(1));
+  g.addOutput(dq->output(2));
+  g.addOutput(mm->output(0));
+  auto exe = gpu::makeGpuTarget(testOptions())->compile(g);
+  EXPECT_EQ(programOf(*exe).hostSteps, 0u);
+  std::uniform_real_distribution<float> d(-3.0f, 2.0f);
+  for (int trial = 0; trial < 4; ++trial) {
+    SCOPED_TRACE(trial);
+    std::vector<float> v(size_t(M * K));
+    for (float& f : v)
+      f = trial == 1 ? std::fabs(d(rng)) : trial == 2 ? 0.0f : d(rng);
+    if (trial == 3)
+      for (size_t i = 0; i < v.size(); i += 97)
+        v[i] = std::numeric_limits<float>::quiet_NaN();
+    Tensor in = Tensor::fromVector<float>({M, K}, v);
+    expectIdentical(exe->run({&in, 1}), Interpreter(g).run({&in, 1}));
+  }
+}
+
 /// x (uint8 or int8 at run time) -> QLinearConv(W int8 per channel, bias) [-> Clip], compared
 /// bit for bit with the interpreter.
 struct QConvCase {
