@@ -27,8 +27,12 @@ export TRIAD_CACHE_DIR=/tmp/triad-cache
 T=$R/.device/bin/triad
 M=/tmp/models
 MODELS=${MODELS:-resnet50 mobilenet_v2}
+# CNNs: quantize_static (QDQ, folder NAME_qdq); transformers (bert*): quantize_dynamic (NAME_dyn).
+CNNS=$(for m in $MODELS; do [[ $m == bert* ]] || echo $m; done)
+TRANSFORMERS=$(for m in $MODELS; do [[ $m == bert* ]] && echo $m; done)
 (PYTHONUNBUFFERED=1 $PY bench/nvidia/export_torch_reference.py $M $MODELS > $OUT/export.log 2>&1 &&
- PYTHONUNBUFFERED=1 $PY bench/qdq_models.py --zoo $M $MODELS 2>&1 | grep -v "Removing initializer" >> $OUT/export.log;
+ { [ -z "$CNNS" ] || PYTHONUNBUFFERED=1 $PY bench/qdq_models.py --zoo $M $CNNS 2>&1; } | grep -v "Removing initializer" >> $OUT/export.log;
+ { [ -z "$TRANSFORMERS" ] || PYTHONUNBUFFERED=1 $PY bench/qdq_models.py --dynamic --zoo $M $TRANSFORMERS 2>&1; } | grep -v "Removing initializer" >> $OUT/export.log;
  echo "rc $?" >> $OUT/export.log) &
 EXP=$!
 $T devices > $OUT/devices.txt 2>&1; $T devices --json > $OUT/devices.json 2>&1; cat $OUT/devices.txt
@@ -39,8 +43,11 @@ TRIAD_OPENCL_DEVICE=NVIDIA timeout 240 $R/.device/bin/triad_unit_tests \
 echo "unit rc $?" | tee -a $OUT/summary.txt; grep -E "^\[  (PASSED|FAILED)|FAILED" $OUT/unit.log | head -20 | tee -a $OUT/summary.txt
 wait $EXP; tail -5 $OUT/export.log
 for m in $MODELS; do
-  for v in float int8 int8_nodp4a int8_nodot4 int8_floatkernels; do
-    f=$M/${m}_qdq/${m}_qdq.onnx
+  tag=qdq; variants="float int8 int8_nodp4a int8_nodot4 int8_floatkernels"
+  [[ $m == bert* ]] && tag=dyn && variants="float int8 int8_nodp4a int8_nodot4"
+  ins=$(ls $M/$m/in*.npy)
+  for v in $variants; do
+    f=$M/${m}_$tag/${m}_$tag.onnx
     case $v in
       float) f=$M/$m/$m.onnx; env="";;
       int8) env="";;
@@ -48,21 +55,21 @@ for m in $MODELS; do
       int8_nodot4) env="TRIAD_GPU_INT8_DOT=0";;    # one product per step
       int8_floatkernels) env="TRIAD_GPU_QDQ=float";;
     esac
-    env $env timeout 200 $T run $f --target gpu --device NVIDIA --repeat 41 -i $M/$m/in0.npy \
+    env $env timeout 200 $T run $f --target gpu --device NVIDIA --repeat 41 -i $ins \
       -o $OUT/${m}_$v.npy --json $OUT/${m}_$v.json > $OUT/${m}_$v.log 2>&1
     echo "$m $v rc $?" | tee -a $OUT/summary.txt; tail -3 $OUT/${m}_$v.log
   done
-  env timeout 100 $T run $M/${m}_qdq/${m}_qdq.onnx --target gpu --device NVIDIA --repeat 5 \
-    -i $M/$m/in0.npy --profile > $OUT/${m}_int8_profile.txt 2>&1
+  env timeout 100 $T run $M/${m}_$tag/${m}_$tag.onnx --target gpu --device NVIDIA --repeat 5 \
+    -i $ins --profile > $OUT/${m}_int8_profile.txt 2>&1
   env timeout 100 $T run $M/$m/$m.onnx --target gpu --device NVIDIA --repeat 5 \
-    -i $M/$m/in0.npy --profile > $OUT/${m}_float_profile.txt 2>&1
+    -i $ins --profile > $OUT/${m}_float_profile.txt 2>&1
   $PY - <<EOF 2>&1 | tee -a $OUT/summary.txt
-import json, numpy as np, onnxruntime as ort
-m = "$m"; d = "$M"
-x = np.load(f"{d}/{m}/in0.npy")
+import glob, json, numpy as np, onnxruntime as ort
+m = "$m"; d = "$M"; tag = "$tag"
+xs = [np.load(f) for f in sorted(glob.glob(f"{d}/{m}/in*.npy"))]
 ref = {"float": np.load(f"{d}/{m}/ref.npy")}
-s = ort.InferenceSession(f"{d}/{m}_qdq/{m}_qdq.onnx", providers=["CPUExecutionProvider"])
-ref["int8"] = s.run(None, {s.get_inputs()[0].name: x})[0]
+s = ort.InferenceSession(f"{d}/{m}_{tag}/{m}_{tag}.onnx", providers=["CPUExecutionProvider"])
+ref["int8"] = s.run(None, {i.name: x for i, x in zip(s.get_inputs(), xs)})[0]
 for v in ("int8_nodp4a", "int8_nodot4", "int8_floatkernels"):
     ref[v] = ref["int8"]
 t = json.load(open(f"{d}/torch.json"))[m]["torch_cuda_p50_ms"]
@@ -75,7 +82,7 @@ for v in ("float", "int8", "int8_nodp4a", "int8_nodot4", "int8_floatkernels"):
               float(np.abs(a - r).max()), "max_ref", float(np.abs(r).max()),
               "top1_equal", bool((a.reshape(len(a), -1).argmax(1) == r.reshape(len(r), -1).argmax(1)).all()))
     except Exception as e:
-        print(m, v, "error", e)
+        print(m, v, "error", repr(e)[:200])
 EOF
 done
 cp $M/torch.json $OUT/ 2>/dev/null
