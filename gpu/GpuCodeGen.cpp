@@ -489,12 +489,32 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
     if (grp.nodes.size() == 1 && isViewOp(head->kind())) {
       emitCopy(*head, layer, step);
     } else if (const GpuLowering* low = findGpuLowering(head->kind())) {
-      GpuLowerContext c{*head, layer, opts_, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, false};
+      GpuLowerContext c{*head, layer, opts_, {}, {}, {}, {}, {}, {},
+                        {},    {},    {},    {}, {}, {}, {}, {}, false};
       std::vector<Extra> extras;
       std::map<std::string, Extra> packed;
       c.bindPacked = [&](const std::string& param, const std::string& key,
                          const std::function<std::vector<float>()>& make, const std::string& what) {
         packed[param] = Extra{"", nullptr, placePacked(key, make), what};
+      };
+      c.scratch = [&](const std::string& param, int ints, const std::string& what) {
+        BufferRef at{int(2 + g_.inputs().size() + g_.outputs().size()), int64_t(checkSlots_) * 4};
+        checkSlots_ += size_t(ints);
+        packed[param] = Extra{"", nullptr, at, what + " (scratch, zeroed before each run)"};
+      };
+      c.freshName = [&](const std::string& suffix) {
+        return kernelName(grp.name() + "_" + suffix);
+      };
+      c.preStep = [&](GeneratedKernel k, const std::map<std::string, const Value*>& bind,
+                      const std::string& kind) {
+        GpuStep pre = step;
+        bindKernel(k, bind, {}, pre, packed);
+        pre.kind = kind;
+        pre.kernel = k.name;
+        pre.range = k.range;
+        k.source = fmt::format("// Model layer: {}\n", escape::comment(grp.name(), 400)) + k.source;
+        steps_.push_back(std::move(pre));
+        kernels_.push_back(std::move(k));
       };
       c.output = [&](size_t i) -> const Value* {
         return grp.anchored ? grp.last()->output(i) : head->output(i);

@@ -50,6 +50,17 @@ struct GpuLowerContext {
   std::function<void(const std::string& param, const std::string& key,
                      const std::function<std::vector<float>()>& make, const std::string& what)>
       bindPacked;
+  /// Run-time scratch: `ints` int slots, zeroed before every run (in the status buffer, never
+  /// read as a check flag); every kernel of this step that declares a parameter `param` points
+  /// at them.
+  std::function<void(const std::string& param, int ints, const std::string& what)> scratch;
+  /// A kernel that runs before this step's own, as a step of its own (e.g. a reduction whose
+  /// result the main kernel reads from scratch), named `freshName(suffix)`, its parameters bound
+  /// by `bind` (and to scratch and packed constants by name).
+  std::function<std::string(const std::string& suffix)> freshName;
+  std::function<void(GeneratedKernel kernel, const std::map<std::string, const ir::Value*>& bind,
+                     const std::string& kind)>
+      preStep;
 
   // Filled by the lowering.
   GeneratedKernel kernel;

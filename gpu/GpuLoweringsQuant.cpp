@@ -412,76 +412,98 @@ Support supportsDynamicQuantize(const Node& n) {
   return {};
 }
 
-/// One work-group: the range [min(x, 0), max(x, 0)] reduced in local memory, then scale, zero
-/// point and every element quantized, in the reference's order of operations
-/// (ir/ops/Quantize.cpp): NaNs are skipped by the range as std::min/max skip them, the
-/// divisions round correctly (triad_div_rn), an all-zero input gets scale 1 as in ONNX Runtime.
+/// Two kernels, in the reference's order of operations (ir/ops/Quantize.cpp): the range, each
+/// work-group reducing its share in local memory and folding it into two scratch ints with
+/// atomic_max (max(x, 0) and max(-x, 0) as float bits, which order like the floats since both
+/// are >= 0; NaNs are skipped as std::min/max skip them); then one work-item per element
+/// computing scale and zero point from the range (the divisions rounded correctly, an all-zero
+/// input getting scale 1 as in ONNX Runtime) and quantizing its element.
 void emitDynamicQuantize(GpuLowerContext& c) {
   const Node& n = c.node;
   const int64_t total = numElements(shapeOf(n.input(0)));
-  int wg = 1;
+  const std::string shape = shapeToString(shapeOf(n.input(0)));
+  c.scratch("q_range", 2, fmt::format("the range of {}", n.input(0)->name()));
+
+  // The range: `groups` work-groups of `wg` work-items striding over the tensor.
   const bool cpu = c.options.device && c.options.device->type == "CPU";
-  while (!cpu && wg * 2 <= 256 && size_t(wg * 2) <= c.options.maxWorkGroupSize && wg * 2 <= total)
+  int wg = 1;
+  while (!cpu && wg * 2 <= 256 && size_t(wg * 2) <= c.options.maxWorkGroupSize)
     wg *= 2;
-  GeneratedKernel& k = c.kernel;
-  k.name = kernelIdentifier(c.layer);
-  k.range.dims = 1;
-  k.range.global = {size_t(wg), 1, 1};
-  k.range.local = {size_t(wg), 1, 1};
+  const int64_t groups = std::clamp<int64_t>(ceilDiv(total, int64_t(wg) * 8), 1, cpu ? 64 : 1024);
+  GeneratedKernel r;
+  r.name = c.freshName("range");
+  r.range.dims = 1;
+  r.range.global = {size_t(groups * wg), 1, 1};
+  r.range.local = {size_t(wg), 1, 1};
+  r.params = {"X", "q_range"};
+  {
+    CodeWriter w;
+    w.line("// Layer: {} (DynamicQuantizeLinear, the range of X{})", escape::comment(c.layer),
+           shape);
+    w.line("//   q_range = {{max(x, 0), max(-x, 0)}} as float bits (NaNs skipped), per work-group "
+           "in local memory, then atomic_max; launch: {}.",
+           r.range.toString());
+    w.line("__kernel __attribute__((reqd_work_group_size({}, 1, 1)))", wg);
+    std::string head = fmt::format("void {}(", r.name);
+    w.open("{}{})", head,
+           joinParams({"__global const float* restrict X", "__global int* restrict q_range"},
+                      int(head.size())));
+    w.line("__local float hi_s[{}], nlo_s[{}];", wg, wg);
+    w.line("const int t = get_local_id(0);");
+    w.line("float hi = 0.0f, nlo = 0.0f;");
+    w.open("for (int i = get_global_id(0); i < {}; i += {})", total, groups * wg);
+    w.line("const float v = X[i];");
+    w.line("hi = v > hi ? v : hi;");
+    w.line("nlo = -v > nlo ? -v : nlo;");
+    w.close();
+    w.line("hi_s[t] = hi;");
+    w.line("nlo_s[t] = nlo;");
+    w.line("barrier(CLK_LOCAL_MEM_FENCE);");
+    w.open("for (int s = {}; s > 0; s >>= 1)", wg / 2);
+    w.open("if (t < s)");
+    w.line("hi_s[t] = hi_s[t + s] > hi_s[t] ? hi_s[t + s] : hi_s[t];");
+    w.line("nlo_s[t] = nlo_s[t + s] > nlo_s[t] ? nlo_s[t + s] : nlo_s[t];");
+    w.close();
+    w.line("barrier(CLK_LOCAL_MEM_FENCE);");
+    w.close();
+    w.open("if (t == 0)");
+    w.line("atomic_max(&q_range[0], as_int(hi_s[0]));");
+    w.line("atomic_max(&q_range[1], as_int(nlo_s[0]));");
+    w.close();
+    w.close();
+    r.source = w.str();
+  }
+  c.preStep(std::move(r), {{"X", n.input(0)}}, "dynamic quantize (range)");
+
+  // The elements.
   std::vector<std::string> params = {"__global const float* restrict X",
-                                     "__global uchar* restrict Y"};
+                                     "__global uchar* restrict Y",
+                                     "__global const int* restrict q_range"};
   c.bind = {{"X", n.input(0)}, {"Y", c.output(0)}};
   const bool scaleOut = n.outputs().size() > 1, zeroOut = n.outputs().size() > 2;
-  if (scaleOut)
-    params.push_back("__global float* restrict Y_scale"), c.bind["Y_scale"] = c.output(1);
-  if (zeroOut) params.push_back("__global uchar* restrict Y_zp"), c.bind["Y_zp"] = c.output(2);
-  for (const std::string& p : params)
-    k.params.push_back(paramName(p));
-  CodeWriter w;
-  w.line("// Layer: {} (DynamicQuantizeLinear, f32 -> uint8)", escape::comment(c.layer));
-  w.line("//   X{} -> Y uint8, its scale and zero point: the range [min(x, 0), max(x, 0)] onto "
-         "[0, 255]",
-         shapeToString(shapeOf(n.input(0))));
-  w.line("// One work-group of {} work-items: range, then every element; launch: {}.", wg,
-         k.range.toString());
-  w.line("__kernel __attribute__((reqd_work_group_size({}, 1, 1)))", wg);
-  std::string head = fmt::format("void {}(", k.name);
-  w.open("{}{})", head, joinParams(params, int(head.size())));
-  w.line("__local float lo_s[{}], hi_s[{}];", wg, wg);
-  w.line("const int t = get_local_id(0);");
-  w.line("float lo = 0.0f, hi = 0.0f; // the range always holds 0; NaNs are skipped");
-  w.open("for (int i = t; i < {}; i += {})", total, wg);
-  w.line("const float v = X[i];");
-  w.line("lo = v < lo ? v : lo;");
-  w.line("hi = v > hi ? v : hi;");
-  w.close();
-  w.line("lo_s[t] = lo;");
-  w.line("hi_s[t] = hi;");
-  w.line("barrier(CLK_LOCAL_MEM_FENCE);");
-  w.open("for (int s = {}; s > 0; s >>= 1)", wg / 2);
-  w.open("if (t < s)");
-  w.line("lo_s[t] = lo_s[t + s] < lo_s[t] ? lo_s[t + s] : lo_s[t];");
-  w.line("hi_s[t] = hi_s[t + s] > hi_s[t] ? hi_s[t + s] : hi_s[t];");
-  w.close();
-  w.line("barrier(CLK_LOCAL_MEM_FENCE);");
-  w.close();
-  w.line("lo = lo_s[0];");
-  w.line("hi = hi_s[0];");
+  if (scaleOut) params.push_back("__global float* restrict Y_scale");
+  if (zeroOut) params.push_back("__global uchar* restrict Y_zp");
+  if (scaleOut) c.bind["Y_scale"] = c.output(1);
+  if (zeroOut) c.bind["Y_zp"] = c.output(2);
+  CodeWriter w = openPerElementKernel(
+      c, "DynamicQuantizeLinear, f32 -> uint8",
+      {fmt::format("X{} -> Y uint8 with scale and zero point from the range [min(x, 0), max(x, "
+                   "0)] onto [0, 255]",
+                   shape)},
+      params, total);
+  w.line("const float hi = as_float(q_range[0]), lo = -as_float(q_range[1]);");
   w.line("const float scale = hi == lo ? 1.0f : triad_div_rn(hi - lo, 255.0f);");
-  w.line("const float zpf = clamp(0.0f - triad_div_rn(lo, scale), 0.0f, 255.0f);");
-  w.line("const int zp = (int)rint(zpf);");
-  w.line("for (int i = t; i < {}; i += {}) Y[i] = triad_quantize_linear_uchar(triad_div_rn(X[i], "
-         "scale), zp);",
-         total, wg);
+  w.line("const int zp = (int)rint(clamp(0.0f - triad_div_rn(lo, scale), 0.0f, 255.0f));");
+  w.line("Y[idx] = triad_quantize_linear_uchar(triad_div_rn(X[idx], scale), zp);");
   if (scaleOut || zeroOut) {
-    w.open("if (t == 0)");
+    w.open("if (idx == 0)");
     if (scaleOut) w.line("Y_scale[0] = scale;");
     if (zeroOut) w.line("Y_zp[0] = (uchar)zp;");
     w.close();
   }
   w.close();
-  k.source = w.str();
-  c.kind = "dynamic quantize (one work-group)";
+  c.kernel.source = w.str();
+  c.kind = "dynamic quantize";
 }
 
 } // namespace
