@@ -115,6 +115,8 @@ struct MatMulPlan {
   bool batched = false; // GEMM batches (else A's batches are stacked into rows)
 };
 std::optional<MatMulPlan> planMatMul(const ir::Node& n, size_t bInput = 1);
+/// Where the epilogue of a MatMul planned as `p` (output `out`) finds its element.
+EpilogueIndex matMulEpilogueIndex(const ir::Node& n, const MatMulPlan& p, const ir::Value* out);
 /// The convolution of a Conv-like node (ConvAttrs; its weights are input `wInput`), 1-D as 2-D.
 std::optional<ConvShape> convShapeOf(const ir::Node& n, size_t wInput = 1);
 /// Softmax over the trailing axes of a float32 tensor: the work-group row kernel

@@ -241,13 +241,7 @@ void emitMatMul(GpuLowerContext& c) {
   const Node& n = c.node;
   MatMulPlan p = *planMatMul(n);
   GemmShape& s = p.shape;
-  std::string linear = p.batched ? fmt::format("batch * {} + row * {} + col", s.M * s.N, s.N)
-                                 : fmt::format("row * {} + col", s.N);
-  std::vector<std::string> coords;
-  const Shape& out = shapeOf(c.output(0));
-  // Plain 2-D products know both coordinates; others derive them from the linear index.
-  if (!p.batched && out.size() == 2 && shapeOf(n.input(0)).size() == 2) coords = {"row", "col"};
-  Epilogue epi = c.epilogue({linear, coords}, "");
+  Epilogue epi = c.epilogue(matMulEpilogueIndex(n, p, c.output(0)), "");
   GemmParams params = gemmParams(c, s, n.input(1));
   c.kernel = generateGemm(c.layer, s, params, epi);
   c.bind = {{"A", n.input(0)}, {"B", n.input(1)}, {"C", c.output(0)}};
@@ -259,6 +253,17 @@ void emitMatMul(GpuLowerContext& c) {
 // --- Conv (1-D and 2-D, NCHW) -----------------------------------------------------------------
 
 } // namespace
+
+EpilogueIndex lower::matMulEpilogueIndex(const Node& n, const MatMulPlan& p, const Value* out) {
+  const GemmShape& s = p.shape;
+  EpilogueIndex index;
+  index.linear = p.batched ? fmt::format("batch * {} + row * {} + col", s.M * s.N, s.N)
+                           : fmt::format("row * {} + col", s.N);
+  // Plain 2-D products know both coordinates; others derive them from the linear index.
+  if (!p.batched && shapeOf(out).size() == 2 && shapeOf(n.input(0)).size() == 2)
+    index.coords = {"row", "col"};
+  return index;
+}
 
 std::optional<ConvShape> lower::convShapeOf(const Node& n, size_t wInput) {
   const auto& a = n.attrs<ConvAttrs>();

@@ -355,11 +355,6 @@ void emitIntMatMul(GpuLowerContext& c) {
   const size_t bi = q ? 3 : 1;
   MatMulPlan p = *planMatMul(n, bi);
   GemmShape& s = p.shape;
-  std::string linear = p.batched ? fmt::format("batch * {} + row * {} + col", s.M * s.N, s.N)
-                                 : fmt::format("row * {} + col", s.N);
-  std::vector<std::string> coords;
-  const Shape& out = shapeOf(c.output(0));
-  if (!p.batched && out.size() == 2 && shapeOf(n.input(0)).size() == 2) coords = {"row", "col"};
   // dot4 for a constant 2-D B, packed by column ([N][K/4] words).
   const Value* b = n.input(bi);
   Dot4Weights d4;
@@ -379,7 +374,7 @@ void emitIntMatMul(GpuLowerContext& c) {
                      multiplier(c, n.input(1), n.input(4), n.input(6), "col", extra,
                                 fmt::format("qmatmul multipliers {}", n.output(0)->id())),
                      nullptr, zeroPoint(c, n.input(7), "q_yzp"), "col");
-  Epilogue epi = c.epilogue({linear, coords}, pre);
+  Epilogue epi = c.epilogue(matMulEpilogueIndex(n, p, c.output(0)), pre);
   // A is the activation and B the weights here (Y = A . B): IntOperands' A/B as the GEMM's.
   IntOperands io;
   io.aType = clTypeName(n.input(0)->type().dtype);

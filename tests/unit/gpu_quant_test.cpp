@@ -55,6 +55,14 @@ size_t stepsStartingWith(const gpu::GpuProgram& p, const std::string& kind) {
   return n;
 }
 
+/// `g` compiled with the dot4 form on ("1") or off ("0"): TRIAD_GPU_INT8_DOT.
+std::unique_ptr<Executable> compileWithDot(const Graph& g, const char* dot) {
+  setenv("TRIAD_GPU_INT8_DOT", dot, 1);
+  auto exe = gpu::makeGpuTarget(testOptions())->compile(g);
+  unsetenv("TRIAD_GPU_INT8_DOT");
+  return exe;
+}
+
 /// Every element of every output equal, bit for bit (NaN equal to NaN).
 void expectIdentical(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
   ASSERT_EQ(got.size(), want.size());
@@ -244,9 +252,7 @@ TEST(GpuQuant, QLinearConvOnIntegerKernelsIsBitExact) {
     // the plain one (shifted operands, one product per step).
     for (const char* dot : {"1", "0"}) {
       SCOPED_TRACE(std::string("TRIAD_GPU_INT8_DOT=") + dot);
-      setenv("TRIAD_GPU_INT8_DOT", dot, 1);
-      auto exe = gpu::makeGpuTarget(testOptions())->compile(g);
-      unsetenv("TRIAD_GPU_INT8_DOT");
+      auto exe = compileWithDot(g, dot);
       expectIdentical(exe->run({&x, 1}), Interpreter(g).run({&x, 1}));
       const gpu::GpuProgram& p = programOf(*exe);
       EXPECT_EQ(p.hostSteps, 0u);
@@ -285,9 +291,7 @@ TEST(GpuQuant, QLinearMatMulAndMatMulIntegerAreBitExact) {
     Tensor x = randomInts<uint8_t>({M, K}, rng, 0, 255);
     for (const char* dot : {"1", "0"}) {
       SCOPED_TRACE(std::string("TRIAD_GPU_INT8_DOT=") + dot);
-      setenv("TRIAD_GPU_INT8_DOT", dot, 1);
-      auto exe = gpu::makeGpuTarget(testOptions())->compile(g);
-      unsetenv("TRIAD_GPU_INT8_DOT");
+      auto exe = compileWithDot(g, dot);
       expectIdentical(exe->run({&x, 1}), Interpreter(g).run({&x, 1}));
       const gpu::GpuProgram& p = programOf(*exe);
       EXPECT_EQ(p.hostSteps, 0u);
