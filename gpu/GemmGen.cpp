@@ -536,26 +536,6 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
         fmt::arg("DH", s.dilationH), fmt::arg("DW", s.dilationW), fmt::arg("H", s.H),
         fmt::arg("W", s.W), fmt::arg("TX", tx),
         fmt::arg("E", rawByte(fmt::format("x[(c * {} + ih) * {} + iw]", s.H, s.W), tx)));
-    // A pointwise convolution's im2col is X itself: four channels of one pixel, no index math.
-    if (s.R == 1 && s.S == 1 && s.strideH == 1 && s.strideW == 1 && s.padTop == 0 &&
-        s.padLeft == 0 && s.padBottom == 0 && s.padRight == 0)
-      plan.prelude = fmt::format(
-          "{dot}\n"
-          "// Four bytes of X of one image and group (a 1x1 convolution: im2col(X) is X), "
-          "channels 4*gk4.., pixel col,\n// as stored, 0 past the last channel.\n"
-          "uint {helper}4(__global const {TX}* x, int gk4, int col, uint pad) {{\n"
-          "  (void)pad; // no padding\n"
-          "  uint v = 0u;\n"
-          "  for (int q = 0; q < 4; ++q) {{\n"
-          "    const int c = gk4 * 4 + q;\n"
-          "    if (c >= {KR}) break;\n"
-          "    v |= {E} << (8 * q);\n"
-          "  }}\n"
-          "  return v;\n"
-          "}}",
-          fmt::arg("dot", dotHelper(integer->bType == "uchar", integer->ptxDp4a)),
-          fmt::arg("helper", helper), fmt::arg("KR", Cg), fmt::arg("TX", tx),
-          fmt::arg("E", rawByte(fmt::format("x[c * {} + col]", s.H * s.W), tx)));
     plan.batchSetup = fmt::format("const int n = batch / {G}, g = batch % {G}; // image, group\n"
                                   "__global const uint* w = W + g * {wstride};\n"
                                   "__global const {TX}* x = X + (n * {C} + g * {Cg}) * {HW};\n"
