@@ -133,8 +133,11 @@ private:
   void emitGroup(size_t gi, const FusionGroup& grp);
   void emitChain(const FusionGroup& grp, const std::string& layer, GpuStep& step);
   void emitCopy(const Node& n, const std::string& layer, GpuStep& step);
+  /// `anchorValue`: empty when the kernel declares `acc` and the epilogue rewrites it in place;
+  /// else the variable `pre` declares the anchor's value in (GpuLowering::typedTail), and the
+  /// epilogue ends declaring `acc` of the group's output type.
   Epilogue buildEpilogue(const FusionGroup& grp, const EpilogueIndex& index, const std::string& pre,
-                         std::vector<Extra>& extras);
+                         std::vector<Extra>& extras, const std::string& anchorValue = "");
   /// Rewrites the kernel's parameters to the model buffers it touches and declares every
   /// parameter (and extra pointer) at its fixed offset.
   void bindKernel(GeneratedKernel& k, const std::map<std::string, const Value*>& bind,
@@ -211,10 +214,14 @@ std::string Generator::kernelName(const std::string& layer) {
 }
 
 Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& index,
-                                  const std::string& pre, std::vector<Extra>& extras) {
+                                  const std::string& pre, std::vector<Extra>& extras,
+                                  const std::string& anchorValue) {
   Epilogue e;
   e.code = pre;
   if (!grp.anchored || grp.nodes.size() < 2) {
+    if (!anchorValue.empty())
+      e.code += fmt::format("const {} acc = {};\n", clTypeName(grp.last()->output(0)->type().dtype),
+                            anchorValue);
     if (!pre.empty()) e.description = "bias";
     return e;
   }
@@ -245,7 +252,7 @@ Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& i
     return fmt::format("e_d{}", d);
   };
   std::unordered_map<const Value*, std::string> expr;
-  expr[grp.nodes[0]->output(0)] = "acc";
+  expr[grp.nodes[0]->output(0)] = anchorValue.empty() ? "acc" : anchorValue;
   std::string description;
   for (size_t i = 1; i < grp.nodes.size(); ++i) {
     const Node* n = grp.nodes[i];
@@ -279,7 +286,11 @@ Epilogue Generator::buildEpilogue(const FusionGroup& grp, const EpilogueIndex& i
     expr[n->output(0)] = fmt::format("et{}", i);
     description += fmt::format("{}{}", description.empty() ? "" : ", ", opKindName(n->kind()));
   }
-  code += fmt::format("acc = et{};\n", grp.nodes.size() - 1);
+  if (anchorValue.empty())
+    code += fmt::format("acc = et{};\n", grp.nodes.size() - 1);
+  else
+    code +=
+        fmt::format("const {} acc = et{};\n", clTypeName(out->type().dtype), grp.nodes.size() - 1);
   e.code = pre + code;
   e.description = (pre.empty() ? "" : "bias, ") + description;
   return e;
@@ -520,7 +531,7 @@ void Generator::emitGroup(size_t gi, const FusionGroup& grp) {
         return grp.anchored ? grp.last()->output(i) : head->output(i);
       };
       c.epilogue = [&](const EpilogueIndex& index, const std::string& pre) {
-        return buildEpilogue(grp, index, pre, extras);
+        return buildEpilogue(grp, index, pre, extras, low->typedTail ? "q_val" : "");
       };
       c.check = [&](const std::string& what) {
         if (step.checkSlot < 0) {
@@ -678,6 +689,10 @@ FusionPolicy gpuFusionPolicy() {
     return l && l->anchor && gpuSupport(n).ok;
   };
   p.isFusableElementwise = [](const Node& n) { return elementwiseOnGpu(n); };
+  p.anchorTailChangesType = [](const Node& n) {
+    const GpuLowering* l = findGpuLowering(n.kind());
+    return l && l->typedTail;
+  };
   return p;
 }
 

@@ -76,6 +76,10 @@ struct GpuLowering {
   std::function<ir::Support(const ir::Node&)> supports;
   void (*emit)(GpuLowerContext&) = nullptr;
   bool anchor = false; // the kernel takes an elementwise epilogue
+  /// The epilogue's `pre` declares the anchor's value as `q_val` (of the node's output type),
+  /// and the tail may change the element type: the epilogue ends declaring `acc` of the group's
+  /// output type (the integer products).
+  bool typedTail = false;
 };
 
 const GpuLowering* findGpuLowering(ir::OpKind k);

@@ -126,8 +126,9 @@ std::string requantize(GpuLowerContext& c, const std::string& mult, const Value*
     sum = "q_sum";
   }
   std::string ty = clTypeName(c.node.output(0)->type().dtype);
-  code += fmt::format("{0} acc = triad_quantize_linear_{0}((float){1} * {2}, {3}); // requantize\n",
-                      ty, sum, mult, yzp.shift.empty() ? "0" : yzp.shift);
+  code += fmt::format(
+      "const {0} q_val = triad_quantize_linear_{0}((float){1} * {2}, {3}); // requantize\n", ty,
+      sum, mult, yzp.shift.empty() ? "0" : yzp.shift);
   return code;
 }
 
@@ -256,7 +257,7 @@ void emitQLinearConv(GpuLowerContext& c) {
   std::vector<std::string> extra;
   ZeroPoint xzp = zeroPoint(c, in.xzp, "q_xzp");
   ZeroPoint wzp = d4 ? ZeroPoint{} : zeroPoint(c, in.wzp, "q_wzp");
-  std::string pre = "int acc = iacc;\n"; // ConvInteger: the int32 sums
+  std::string pre = "const int q_val = iacc;\n"; // ConvInteger: the int32 sums
   if (q) {
     ZeroPoint yzp = zeroPoint(c, n.input(7), "q_yzp");
     std::string mult = multiplier(c, n.input(1), n.input(4), n.input(6), "k", extra,
@@ -368,7 +369,7 @@ void emitIntMatMul(GpuLowerContext& c) {
   std::vector<std::string> extra;
   ZeroPoint azp = zeroPoint(c, aZeroPoint(n), "q_azp");
   ZeroPoint bzp = d4 ? ZeroPoint{} : zeroPoint(c, bZeroPoint(n), "q_bzp");
-  std::string pre = "int acc = iacc;\n";
+  std::string pre = "const int q_val = iacc;\n";
   if (q)
     pre = requantize(c,
                      multiplier(c, n.input(1), n.input(4), n.input(6), "col", extra,
@@ -504,11 +505,11 @@ void emitDynamicQuantize(GpuLowerContext& c) {
 } // namespace
 
 void addQuantLowerings(std::unordered_map<OpKind, GpuLowering>& table) {
-  table[OpKind::QLinearConv] = {supportsQLinearConv, emitQLinearConv, true};
-  table[OpKind::ConvInteger] = {supportsQLinearConv, emitQLinearConv, true};
+  table[OpKind::QLinearConv] = {supportsQLinearConv, emitQLinearConv, true, true};
+  table[OpKind::ConvInteger] = {supportsQLinearConv, emitQLinearConv, true, true};
   table[OpKind::DynamicQuantizeLinear] = {supportsDynamicQuantize, emitDynamicQuantize, false};
-  table[OpKind::QLinearMatMul] = {supportsIntMatMul, emitIntMatMul, true};
-  table[OpKind::MatMulInteger] = {supportsIntMatMul, emitIntMatMul, true};
+  table[OpKind::QLinearMatMul] = {supportsIntMatMul, emitIntMatMul, true, true};
+  table[OpKind::MatMulInteger] = {supportsIntMatMul, emitIntMatMul, true, true};
 }
 
 } // namespace triad::gpu

@@ -188,24 +188,26 @@ ushort triad_half_from_double(double d) {
 )";
 
 // x / y rounded to nearest even, whatever the device's own division does (OpenCL C allows
-// 2.5 ulp): of the candidates next to OpenCL's quotient, the one with the smallest residual
-// |x - c*y| (fma: one rounding, exact next to x/y) is the correctly rounded quotient, since a
-// quotient of two floats is never a midpoint. QuantizeLinear's and QONNX Quant's x / scale must
-// match the reference bit for bit.
+// 2.5 ulp): from the device's quotient q, step one ulp at a time towards the true quotient (the
+// side the residual x - q*y says, fma: one rounding, exact next to x/y) while the residual
+// shrinks; the last q is the float nearest x/y, the correctly rounded quotient, since a
+// quotient of two floats is never a midpoint. One fma and one step when q is already right.
+// QuantizeLinear's and QONNX Quant's x / scale must match the reference bit for bit.
 const char* kDivRn = R"(// x / y, correctly rounded (nearest even).
 float triad_div_rn(float x, float y) {
-  const float q = x / y;
+  float q = x / y;
   if (!isfinite(q) || q == 0.0f) return q;
-  float best = q, err = fabs(fma(-q, y, x));
-  float up = q, down = q;
+  float r = fma(-q, y, x);
+  // Towards +inf (bits + 1 for a positive q) when the true quotient is above q.
+  const int step = ((r > 0.0f) == (y > 0.0f)) == (q > 0.0f) ? 1 : -1;
   for (int i = 0; i < 3; ++i) {
-    up = nextafter(up, INFINITY);
-    down = nextafter(down, -INFINITY);
-    const float eu = fabs(fma(-up, y, x)), ed = fabs(fma(-down, y, x));
-    if (eu < err) { err = eu; best = up; }
-    if (ed < err) { err = ed; best = down; }
+    const float c = as_float(as_int(q) + step);
+    const float rc = fma(-c, y, x);
+    if (!(fabs(rc) < fabs(r))) break;
+    q = c;
+    r = rc;
   }
-  return best;
+  return q;
 }
 )";
 

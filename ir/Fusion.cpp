@@ -62,7 +62,9 @@ std::vector<FusionGroup> formFusionGroups(const Graph& g, const FusionPolicy& po
                : u->output(0)->type().shape != out->type().shape)
         break;
       // An anchor's epilogue works on the kernel's output elements in place.
-      if (anchor && u->output(0)->type().dtype != out->type().dtype) break;
+      if (anchor && u->output(0)->type().dtype != out->type().dtype &&
+          !(policy.anchorTailChangesType && policy.anchorTailChangesType(*n)))
+        break;
       grp.nodes.push_back(u);
       assigned.insert(u);
       cur = u;

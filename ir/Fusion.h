@@ -46,6 +46,10 @@ struct FusionPolicy {
   /// keeps the linear order, so later nodes of the chain read the same elements under its
   /// shape; operands of each node broadcast against that node's own output shape.
   std::function<bool(const Node&)> isFusableView;
+  /// Anchors whose epilogue may change the element type along its tail (an integer product's
+  /// int32 sums requantized, dequantized and added to a residual); null: none, the tail keeps
+  /// the anchor's output type.
+  std::function<bool(const Node&)> anchorTailChangesType;
 };
 
 /// Partitions the nodes of `g` into groups, ordered so that each group's external inputs are
