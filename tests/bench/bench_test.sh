@@ -9,8 +9,8 @@
 #   kill      SIGTERM and SIGINT mid-run: exit 143/130, the earlier report.json and history
 #             byte-identical, no worker left, the temporary folder removed
 #   peers     the fake peer interleaved with Triad's targets: sample counts and round order
-#   precision --precision fp32,int8 on digits_cnn: the QDQ copy made and run by interp, cpu and
-#             ONNX Runtime, its accuracy against the float interpreter; an unknown precision is
+#   precision --precision fp32,int8 on digits_cnn: the QDQ copy made and run by interp, cpu, gpu
+#             and ONNX Runtime, its accuracy against the float interpreter; an unknown precision is
 #             a usage error
 #   gpu       the GPU target when an OpenCL platform exists (else skipped with why)
 # Crashes and hangs are provoked with TRIAD_BENCH_TEST_CRASH (test builds only).
@@ -237,14 +237,14 @@ precision)
   [ $rc -eq 2 ] && grep -q "precision 'fp16'" "$TMP/usage.log" ||
     { echo "FAIL --precision fp16: exit $rc, want 2 naming it"; cat "$TMP/usage.log"; exit 1; }
   echo "ok   --precision fp16: usage error, exit 2"
-  "$TRIAD" bench "$M/digits_cnn.onnx" --targets interp,cpu --peers onnxruntime --precision fp32,int8 \
+  "$TRIAD" bench "$M/digits_cnn.onnx" --targets interp,cpu,gpu --peers onnxruntime --precision fp32,int8 \
     --batch 4 --repeat 4 --rounds 2 --data "$M/digits_test_x.npy" --labels "$M/digits_test_y.npy" \
     -o "$TMP/out" --no-db > /dev/null 2> "$TMP/log" || { cat "$TMP/log"; exit 1; }
   cat > "$TMP/checks.py" <<'PY'
 import os
 P = {(r["target"], r.get("precision")): r for r in rep["results"]}
 check(rep["settings"]["precisions"] == ["fp32", "int8"], "settings: precisions fp32, int8")
-check(len(rep["results"]) == 6, f"3 sides x 2 precisions ({len(rep['results'])} results)")
+check(len(rep["results"]) == 8, f"4 sides x 2 precisions ({len(rep['results'])} results)")
 q = rep["model"]["int8"]
 check(q["file"] == "model_int8.onnx" and q["quantizer"]["ops"].get("QuantizeLinear", 0) > 0,
       f"the QDQ copy: quantizer summary ({q})")
@@ -259,6 +259,15 @@ for t in ("interp", "cpu"):
     check(abs(ia["top1"] - fa["top1"]) <= 0.05, f"{t} int8 top-1 within 5 points of fp32 ({ia['top1']} vs {fa['top1']})")
 ci, ii = P[("cpu", "int8")], P[("interp", "int8")]
 check(abs(ci["accuracy"]["top1"] - ii["accuracy"]["top1"]) <= 0.01, "cpu int8 top-1 = interp int8 top-1")
+# The GPU runs the QDQ copy on its integer kernels (or says why not, without OpenCL).
+gi = P[("gpu", "int8")]
+if not rep["system"]["opencl"]:
+    check(gi["status"] == "skipped" and gi["why"], f"no OpenCL platform: gpu int8 skipped with why ({gi['why']})")
+else:
+    check(gi["status"] == "ok", f"gpu int8 ok ({gi['why']})")
+    check(abs(gi["accuracy"]["top1"] - ii["accuracy"]["top1"]) <= 0.01, "gpu int8 top-1 = interp int8 top-1")
+    check(gi["accuracy"]["max_abs_err"] > P[("gpu", "fp32")]["accuracy"]["max_abs_err"],
+          "gpu int8 differs from float by its quantization")
 o = P[("onnxruntime", "int8")]
 check(o["status"] == "ok" or (o["status"] == "skipped" and o["why"]), f"onnxruntime runs the QDQ file or says why not ({o['why']})")
 md = open(os.path.join(out, "report.md")).read()
