@@ -60,10 +60,14 @@ for m in digits_cnn resblock_cnn resblock_cnn_qdq; do # the QDQ one on the int8 
   done
 done
 if "$TRIAD" devices 2>/dev/null | grep -qi "opencl\|pocl\|gpu"; then
-  check "digits_cnn run --target gpu (hostile)" 0 "" -- T run "$H/digits_cnn.onnx" --target gpu --input "$TMP/dig4.npy" --output "$TMP/dig_host_gpu.npy"
-  check "digits_cnn run --target gpu (plain)" 0 "" -- T run "$SRC/models/digits_cnn.onnx" --target gpu --input "$TMP/dig4.npy" --output "$TMP/dig_plain_gpu.npy"
-  same "digits_cnn --target gpu" "$TMP/dig_plain_gpu.npy" "$TMP/dig_host_gpu.npy"
-  no_marker "digits_cnn run --target gpu"
+  for m in digits_cnn resblock_cnn_qdq; do # the QDQ one on the GPU's int8 kernels
+    check "$m run --target gpu --profile (hostile)" 0 "" -- env TRIAD_GPU_SOURCE="$TMP/${m}_host.cl" \
+      "$TRIAD" run "$H/$m.onnx" --target gpu --input "$TMP/dig4.npy" --output "$TMP/${m}_host_gpu.npy" --profile
+    clean_text "$m run --target gpu --profile" "$TMP/out" "$TMP/err"
+    check "$m run --target gpu (plain)" 0 "" -- T run "$SRC/models/$m.onnx" --target gpu --input "$TMP/dig4.npy" --output "$TMP/${m}_plain_gpu.npy"
+    same "$m --target gpu" "$TMP/${m}_plain_gpu.npy" "$TMP/${m}_host_gpu.npy"
+    no_marker "$m run --target gpu" # its OpenCL program ($TMP/*.cl) is read by step 6
+  done
 else
   echo "skip --target gpu: no OpenCL device"
 fi
