@@ -80,6 +80,16 @@ ZeroPoint zeroPoint(GpuLowerContext& c, const Value* zp, const std::string& name
                                             : fmt::format("(uint){}[0]", p)};
 }
 
+/// With a scale read at run time the multiplier is computed in the kernel, which reads every
+/// scale that is not a constant scalar through a float pointer: those must be float32.
+Support scalesSupported(const Value* xs, const Value* ws, const Value* ys) {
+  if (xs->isConstant() && ws->isConstant() && ys->isConstant()) return {};
+  for (const Value* v : {xs, ws, ys})
+    if (!(v->isConstant() && v->type().numElements() == 1) && v->type().dtype != DType::F32)
+      return no("a scale read at run time beside one that is not float32");
+  return {};
+}
+
 std::vector<float> floatsOf(const Value* v) {
   std::vector<double> d = v->constant().toDoubleVector();
   return {d.begin(), d.end()};
@@ -113,7 +123,7 @@ std::string multiplier(GpuLowerContext& c, const Value* xs, const Value* ws, con
 }
 
 /// The epilogue's first statements: the int32 sum `iacc` plus the bias (wrapping, as the
-/// reference's int32 accumulators), requantized with `mult` into `acc` of the output's type.
+/// reference's int32 accumulators), requantized with `mult` into `q_val` of the output's type.
 /// `channel` is the epilogue's variable of the channel a per-channel bias is indexed by.
 std::string requantize(GpuLowerContext& c, const std::string& mult, const Value* bias,
                        const ZeroPoint& yzp, const std::string& channel) {
@@ -238,6 +248,7 @@ Support supportsQLinearConv(const Node& n) {
     if (!s.ok) return s;
   if (n.input(7)->type().numElements() != 1) return no("y_zero_point is not per tensor");
   if (n.input(2)->type().numElements() != 1) return no("x_zero_point is not per tensor");
+  if (auto s = scalesSupported(n.input(1), n.input(4), n.input(6)); !s.ok) return s;
   if (!convShapeOf(n, 3)) return no("pads or strides the generator does not cover");
   return {};
 }
@@ -344,6 +355,7 @@ Support supportsIntMatMul(const Node& n) {
         floatScale(n.input(6), 0, "y_scale"), int8Operand(n.output(0), n.input(7), "y")})
     if (!s.ok) return s;
   if (n.input(7)->type().numElements() != 1) return no("y_zero_point is not per tensor");
+  if (auto s = scalesSupported(n.input(1), n.input(4), n.input(6)); !s.ok) return s;
   // A per-column b_scale of a 1-D B ([K]) has no columns to index.
   if (n.input(4)->type().numElements() > 1 && shapeOf(n.input(3)).size() < 2)
     return no("b_scale per column of a 1-D b");
