@@ -55,10 +55,8 @@ GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& s, const
   // Float, or integers shifted by their zero points and summed in int32 (IntOperands).
   const std::string scalar = integer ? "int" : "float", zero = integer ? "0" : "0.0f";
   auto load = [&](const std::string& element, bool isX) {
-    if (!integer) return element;
-    const std::string& shift = isX ? integer->bShift : integer->aShift;
-    return shift.empty() ? fmt::format("(int){}", element)
-                         : fmt::format("((int){} - {})", element, shift);
+    return integer ? IntOperands::shifted(element, isX ? integer->bShift : integer->aShift)
+                   : element;
   };
   if (p.blockK < 1 || p.workW < 1 || p.wgW < 1 || p.wgH < 1 || p.blockK * p.workW > 256)
     fail(ErrorKind::Usage, "convolution '{}': invalid parameters {}", layer, p.toString());
@@ -87,9 +85,7 @@ GeneratedKernel generateConv2D(std::string_view layer, const ConvShape& s, const
   CodeWriter w;
   w.line("// Layer: {} (Conv, direct{}), {}", escape::comment(layer),
          s.depthwise() ? ", depthwise" : "",
-         integer ? fmt::format("{} x {} -> int32 sums -> {}", integer->aType, integer->bType,
-                               integer->cType)
-                 : "f32");
+         integer ? integer->describe() : "f32");
   w.line("//   {}", s.toString());
   w.line("//   X stored [N,C,H,W], W stored [K,C/group,R,S], Y stored [N,K,OH,OW]");
   w.line("// Blocking: {}: each work-item computes {} output channel(s) x {} output column(s)",

@@ -115,9 +115,65 @@ void emitDot4Loop(CodeWriter& w, const GemmPlan& plan, bool checkM, bool checkN,
   w.close();
 }
 
-/// The header line of an integer kernel names its operand types instead of "f32".
-std::string integerTypes(const IntOperands& i) {
-  return fmt::format("{} x {} -> int32 sums -> {}", i.aType, i.bType, i.cType);
+/// The K loop of the float and plain integer forms: tileM x tileK blocks of A and tileK x tileN
+/// blocks of B staged in local memory (zero past the edges), `sums` accumulated in registers.
+void emitTiledLoop(CodeWriter& w, const GemmPlan& plan, int V, bool checkM, bool checkN,
+                   bool checkK) {
+  const bool integer = plan.integer != nullptr;
+  const std::string scalar = integer ? "int" : "float", zero = integer ? "0" : "0.0f";
+  const std::string vtype = V == 1 ? scalar : fmt::format("{}{}", scalar, V);
+  w.line("__local {} As[TILE_K][TILE_M]; // A block, transposed: As[k][m]", scalar);
+  w.line("__local {} Bs[TILE_K][TILE_N]; // B block: Bs[k][n]", scalar);
+  w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)");
+  auto guard = [&zero](std::vector<std::string> conds, const std::string& value) {
+    if (conds.empty()) return value;
+    return fmt::format("({}) ? {} : {}", fmt::join(conds, " && "), value, zero);
+  };
+  w.open("for (int t = lid; t < TILE_M * TILE_K; t += WG_M * WG_N)");
+  if (plan.aAlongK)
+    w.line("const int mm = t / TILE_K, kk = t % TILE_K;");
+  else
+    w.line("const int kk = t / TILE_M, mm = t % TILE_M;");
+  w.line("const int gm = m0 + mm, gk = k0 + kk;");
+  {
+    std::vector<std::string> c;
+    if (checkM) c.push_back("gm < M");
+    if (checkK) c.push_back("gk < K");
+    w.line("As[kk][mm] = {};", guard(c, plan.aValue));
+  }
+  w.close();
+  w.open("for (int t = lid; t < TILE_K * TILE_N; t += WG_M * WG_N)");
+  if (plan.bAlongN)
+    w.line("const int kk = t / TILE_N, nn = t % TILE_N;");
+  else
+    w.line("const int nn = t / TILE_K, kk = t % TILE_K;");
+  w.line("const int gk = k0 + kk, gn = n0 + nn;");
+  {
+    std::vector<std::string> c;
+    if (checkK) c.push_back("gk < K");
+    if (checkN) c.push_back("gn < N");
+    w.line("Bs[kk][nn] = {};", guard(c, plan.bValue));
+  }
+  w.close();
+  w.line("barrier(CLK_LOCAL_MEM_FENCE);");
+  w.open("for (int kk = 0; kk < TILE_K; ++kk)");
+  w.line("{} a_reg[TM];", scalar);
+  w.line("for (int i = 0; i < TM; ++i) a_reg[i] = As[kk][ty + i * WG_M];");
+  w.open("for (int j = 0; j < TN / VW; ++j)");
+  // B read as floatV/intV from local memory where V > 1, A's element broadcast against it.
+  const std::string a = V == 1 ? "a_reg[i]" : fmt::format("({})(a_reg[i])", vtype);
+  if (V == 1)
+    w.line("const {} b_reg = Bs[kk][j * WG_N + tx];", scalar);
+  else
+    w.line("const {} b_reg = vload{}(0, &Bs[kk][j * WG_N * VW + tx * VW]);", vtype, V);
+  if (integer)
+    w.line("for (int i = 0; i < TM; ++i) sums[i][j] += {} * b_reg;", a);
+  else
+    w.line("for (int i = 0; i < TM; ++i) sums[i][j] = mad({}, b_reg, sums[i][j]);", a);
+  w.close();
+  w.close();
+  w.line("barrier(CLK_LOCAL_MEM_FENCE);");
+  w.close();
 }
 
 /// The dot4 form's four products of byte pairs added to `acc` (wrapping): the activation word
@@ -156,12 +212,6 @@ int {0}(uint x, uint w, int acc) {{
 std::string rawByte(const std::string& element, const std::string& type) {
   return type == "char" ? fmt::format("(uint)as_uchar({})", element)
                         : fmt::format("(uint){}", element);
-}
-
-/// `element` converted to int and shifted by `shift` (IntOperands).
-std::string shiftedInt(const std::string& element, const std::string& shift) {
-  return shift.empty() ? fmt::format("(int){}", element)
-                       : fmt::format("((int){} - {})", element, shift);
 }
 
 GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilogue& epi) {
@@ -238,66 +288,10 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
   w.line("for (int i = 0; i < TM; ++i)");
   w.line("  for (int j = 0; j < TN / VW; ++j) sums[i][j] = {};", zero);
   w.blank();
-  if (dot4) {
+  if (dot4)
     emitDot4Loop(w, plan, checkM, checkN, checkK);
-  } else {
-    w.line("__local {} As[TILE_K][TILE_M]; // A block, transposed: As[k][m]", scalar);
-    w.line("__local {} Bs[TILE_K][TILE_N]; // B block: Bs[k][n]", scalar);
-    w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)");
-    auto guard = [&zero](std::vector<std::string> conds, const std::string& value) {
-      if (conds.empty()) return value;
-      return fmt::format("({}) ? {} : {}", fmt::join(conds, " && "), value, zero);
-    };
-    w.open("for (int t = lid; t < TILE_M * TILE_K; t += WG_M * WG_N)");
-    if (plan.aAlongK)
-      w.line("const int mm = t / TILE_K, kk = t % TILE_K;");
-    else
-      w.line("const int kk = t / TILE_M, mm = t % TILE_M;");
-    w.line("const int gm = m0 + mm, gk = k0 + kk;");
-    {
-      std::vector<std::string> c;
-      if (checkM) c.push_back("gm < M");
-      if (checkK) c.push_back("gk < K");
-      w.line("As[kk][mm] = {};", guard(c, plan.aValue));
-    }
-    w.close();
-    w.open("for (int t = lid; t < TILE_K * TILE_N; t += WG_M * WG_N)");
-    if (plan.bAlongN)
-      w.line("const int kk = t / TILE_N, nn = t % TILE_N;");
-    else
-      w.line("const int nn = t / TILE_K, kk = t % TILE_K;");
-    w.line("const int gk = k0 + kk, gn = n0 + nn;");
-    {
-      std::vector<std::string> c;
-      if (checkK) c.push_back("gk < K");
-      if (checkN) c.push_back("gn < N");
-      w.line("Bs[kk][nn] = {};", guard(c, plan.bValue));
-    }
-    w.close();
-    w.line("barrier(CLK_LOCAL_MEM_FENCE);");
-    w.open("for (int kk = 0; kk < TILE_K; ++kk)");
-    w.line("{} a_reg[TM];", scalar);
-    w.line("for (int i = 0; i < TM; ++i) a_reg[i] = As[kk][ty + i * WG_M];");
-    w.open("for (int j = 0; j < TN / VW; ++j)");
-    if (I && V == 1) {
-      w.line("const int b_reg = Bs[kk][j * WG_N + tx];");
-      w.line("for (int i = 0; i < TM; ++i) sums[i][j] += a_reg[i] * b_reg;");
-    } else if (I) {
-      w.line("const {} b_reg = vload{}(0, &Bs[kk][j * WG_N * VW + tx * VW]);", vtype, V);
-      w.line("for (int i = 0; i < TM; ++i) sums[i][j] += ({})(a_reg[i]) * b_reg;", vtype);
-    } else if (V == 1) {
-      w.line("const float b_reg = Bs[kk][j * WG_N + tx];");
-      w.line("for (int i = 0; i < TM; ++i) sums[i][j] = mad(a_reg[i], b_reg, sums[i][j]);");
-    } else {
-      w.line("const {} b_reg = vload{}(0, &Bs[kk][j * WG_N * VW + tx * VW]);", vtype, V);
-      w.line("for (int i = 0; i < TM; ++i) sums[i][j] = mad(({})(a_reg[i]), b_reg, sums[i][j]);",
-             vtype);
-    }
-    w.close();
-    w.close();
-    w.line("barrier(CLK_LOCAL_MEM_FENCE);");
-    w.close();
-  }
+  else
+    emitTiledLoop(w, plan, V, checkM, checkN, checkK);
   w.blank();
   w.line("// Epilogue and store.");
   w.open("for (int i = 0; i < TM; ++i)");
@@ -338,6 +332,15 @@ GeneratedKernel emitGemm(const GemmPlan& plan, const GemmParams& p, const Epilog
 }
 
 } // namespace
+
+std::string IntOperands::describe() const {
+  return fmt::format("{} x {} -> int32 sums -> {}", aType, bType, cType);
+}
+
+std::string IntOperands::shifted(const std::string& element, const std::string& shift) {
+  return shift.empty() ? fmt::format("(int){}", element)
+                       : fmt::format("((int){} - {})", element, shift);
+}
 
 std::vector<float> packInt8Words(const uint8_t* w, bool isSigned, int64_t rows, int64_t k,
                                  int64_t zeroPoint) {
@@ -390,7 +393,7 @@ GeneratedKernel generateGemm(std::string_view layer, const GemmShape& s, const G
   const std::string ta = integer ? integer->aType : "float",
                     tb = integer ? integer->bType : "float",
                     tc = integer ? integer->cType : "float";
-  if (integer) plan.comment[0].replace(plan.comment[0].rfind("f32"), 3, integerTypes(*integer));
+  if (integer) plan.comment[0].replace(plan.comment[0].rfind("f32"), 3, integer->describe());
   plan.bufferParams = {fmt::format("__global const {}* restrict A", ta),
                        fmt::format("__global const {}* restrict B", tb),
                        fmt::format("__global {}* restrict C", tc)};
@@ -411,8 +414,8 @@ GeneratedKernel generateGemm(std::string_view layer, const GemmShape& s, const G
   plan.aAlongK = !s.transA;
   plan.bValue = s.transB ? b + "[gn * K + gk]" : b + "[gk * N + gn]";
   if (integer) {
-    plan.aValue = shiftedInt(plan.aValue, integer->aShift);
-    plan.bValue = shiftedInt(plan.bValue, integer->bShift);
+    plan.aValue = IntOperands::shifted(plan.aValue, integer->aShift);
+    plan.bValue = IntOperands::shifted(plan.bValue, integer->bShift);
   }
   if (integer && integer->dot4) {
     if (integer->packedA || s.transA || s.batch > 1)
@@ -457,12 +460,17 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
   plan.K = Cg * RS;
   plan.batch = s.N * G;
   plan.integer = integer;
-  const std::string tw = integer ? integer->aType : "float",
+  // dot4: W packed as words of four k per output channel ([K][ceil(Cg*R*S/4)]).
+  const bool dot4 = integer && integer->dot4;
+  const int64_t K4 = ceilDiv(Cg * RS, 4);
+  const std::string tw = dot4      ? "uint"
+                         : integer ? integer->aType
+                                   : "float",
                     tx = integer ? integer->bType : "float",
                     ty = integer ? integer->cType : "float";
   plan.comment = {
       fmt::format("Layer: {} (Conv, implicit GEMM), {}", escape::comment(layer),
-                  integer ? integerTypes(*integer) : "f32"),
+                  integer ? integer->describe() : "f32"),
       fmt::format("  {}", s.toString()),
       fmt::format("  per image and group: Y[{}, {}x{}] = W[{}, {}x{}x{}] . im2col(X)[{}, {}], "
                   "im2col gathered on the fly",
@@ -495,22 +503,21 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
                                 "__global const {TW}* w = W + g * {wstride};\n"
                                 "__global const {TX}* x = X + (n * {C} + g * {Cg}) * {HW};\n"
                                 "__global {TY}* y = Y + (n * {K} + g * {Kg}) * {OHW};",
-                                fmt::arg("G", G), fmt::arg("wstride", Kg * Cg * RS),
+                                fmt::arg("G", G), fmt::arg("wstride", Kg * (dot4 ? K4 : Cg * RS)),
                                 fmt::arg("C", s.C), fmt::arg("Cg", Cg), fmt::arg("HW", s.H * s.W),
                                 fmt::arg("K", s.K), fmt::arg("Kg", Kg), fmt::arg("OHW", OH * OW),
                                 fmt::arg("TW", tw), fmt::arg("TX", tx), fmt::arg("TY", ty));
-  plan.aValue = integer ? shiftedInt("w[gm * K + gk]", integer->aShift) : "w[gm * K + gk]";
+  plan.aValue =
+      integer ? IntOperands::shifted("w[gm * K + gk]", integer->aShift) : "w[gm * K + gk]";
   plan.aAlongK = true;
   plan.bValue = integer ? fmt::format("{}(x, gk, gn, {})", helper,
                                       integer->bShift.empty() ? "0" : integer->bShift)
                         : fmt::format("{}(x, gk, gn)", helper);
-  if (integer && integer->dot4) {
+  if (dot4) {
     if (!integer->packedA)
       fail(ErrorKind::Usage, "convolution '{}': the dot4 form packs the weights (A)", layer);
-    // W: words of four k per output channel ([K][Cg*R*S/4]); X: four im2col bytes gathered into
-    // a word, as stored, the zero point's byte in the padding (its products are compensated).
-    const int64_t K4 = ceilDiv(Cg * RS, 4);
-    plan.bufferParams[1] = "__global const uint* restrict W";
+    // X: four im2col bytes gathered into a word, as stored, the zero point's byte in the
+    // padding (its products are compensated).
     plan.prelude = fmt::format(
         "{dot}\n"
         "// Four bytes of im2col(X) of one image and group from row 4*gk4 (rows c*{R}*{S} + r*{S} "
@@ -536,14 +543,6 @@ GeneratedKernel generateConv2DImplicitGemm(std::string_view layer, const ConvSha
         fmt::arg("DH", s.dilationH), fmt::arg("DW", s.dilationW), fmt::arg("H", s.H),
         fmt::arg("W", s.W), fmt::arg("TX", tx),
         fmt::arg("E", rawByte(fmt::format("x[(c * {} + ih) * {} + iw]", s.H, s.W), tx)));
-    plan.batchSetup = fmt::format("const int n = batch / {G}, g = batch % {G}; // image, group\n"
-                                  "__global const uint* w = W + g * {wstride};\n"
-                                  "__global const {TX}* x = X + (n * {C} + g * {Cg}) * {HW};\n"
-                                  "__global {TY}* y = Y + (n * {K} + g * {Kg}) * {OHW};",
-                                  fmt::arg("G", G), fmt::arg("wstride", Kg * K4),
-                                  fmt::arg("C", s.C), fmt::arg("Cg", Cg), fmt::arg("HW", s.H * s.W),
-                                  fmt::arg("K", s.K), fmt::arg("Kg", Kg), fmt::arg("OHW", OH * OW),
-                                  fmt::arg("TX", tx), fmt::arg("TY", ty));
     plan.aWord = fmt::format("w[gm * {} + gk4]", K4);
     plan.bWord = fmt::format("{}4(x, gk4, gn, {})", helper, integer->bPad);
     plan.dot = integer->bType == "uchar" ? "triad_dot_us" : "triad_dot_ss";

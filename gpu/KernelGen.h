@@ -80,6 +80,10 @@ struct IntOperands {
   std::string compensation;
   std::string bPad = "0u"; // dot4: the activations' zero point's byte (the padding), a uint
   bool ptxDp4a = false;    // dot4 on NVIDIA (sm_61 and later): PTX's dp4a through inline asm
+  /// "char x uchar -> int32 sums -> uchar", for the kernels' header comments.
+  std::string describe() const;
+  /// `element` converted to int and shifted by `shift` ("" for none): the plain form's load.
+  static std::string shifted(const std::string& element, const std::string& shift);
 };
 
 /// Weights [rows][k] (int8 or uint8 bytes, row-major) shifted by `zeroPoint` into int8 and packed
