@@ -148,50 +148,53 @@ bool dot4Wanted() {
   return !(e && std::string_view(e) == "0");
 }
 
-/// Constant weights given as `rows` x `k` bytes (output channels or columns by k), shifted by
-/// their constant zero point into int8, packed as words (packInt8Words); empty when the dot4 form
-/// does not apply (not wanted, a run-time zero point, or a weight outside int8 after the shift).
+/// Constant weights for the dot4 form: given as `rows` x `k` bytes (output channels or columns
+/// by k), shifted by their constant zero point into int8 and packed as words once
+/// (packInt8Words), with the row sums of the shifted weights (the compensation's). Empty when the
+/// form does not apply (not wanted, a run-time zero point, or a weight outside int8 after the
+/// shift).
 struct Dot4Weights {
-  std::shared_ptr<const std::vector<uint8_t>> bytes;
-  bool isSigned = false;
-  int64_t zero = 0, rows = 0, k = 0;
-  explicit operator bool() const { return bytes != nullptr; }
+  std::shared_ptr<const std::vector<float>> words; // float-sized slots for the weights buffer
+  std::vector<int32_t> rowSums;                    // |sum| < 2^31 for k < 2^23
+  int64_t zero = 0;
+  explicit operator bool() const { return words != nullptr; }
 };
-Dot4Weights dot4Weights(const Value* w, std::vector<uint8_t> rowsByK, const Value* wzp,
+Dot4Weights dot4Weights(const Value* w, const std::vector<uint8_t>& rowsByK, const Value* wzp,
                         int64_t rows, int64_t k) {
   if (!dot4Wanted() || !w->isConstant() || (wzp && !wzp->isConstant())) return {};
-  Dot4Weights d{std::make_shared<const std::vector<uint8_t>>(std::move(rowsByK)),
-                w->type().dtype == DType::I8, wzp ? wzp->constant().getInt(0) : 0, rows, k};
-  if (packInt8Words(d.bytes->data(), d.isSigned, rows, k, d.zero).empty()) return {};
+  const bool isSigned = w->type().dtype == DType::I8;
+  Dot4Weights d;
+  d.zero = wzp ? wzp->constant().getInt(0) : 0;
+  std::vector<float> words = packInt8Words(rowsByK.data(), isSigned, rows, k, d.zero);
+  if (words.empty()) return {};
+  d.words = std::make_shared<const std::vector<float>>(std::move(words));
+  d.rowSums.assign(size_t(rows), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < k; ++i) {
+      uint8_t v = rowsByK[size_t(r * k + i)];
+      d.rowSums[size_t(r)] += int32_t((isSigned ? int64_t(int8_t(v)) : int64_t(v)) - d.zero);
+    }
   return d;
 }
 
 /// The dot4 form (IntOperands::dot4) with weights `d`: binds them as words (kernel parameter
-/// `param`) and, where the activations' zero point `xzp` is not 0, the weights' row sums
-/// (`q_wsum`, indexed by `channel`) for the compensation xzp * row sum.
-void bindDot4(GpuLowerContext& c, IntOperands& io, const Value* w, const Dot4Weights& d,
-              const ZeroPoint& xzp, const std::string& param, const std::string& channel,
-              std::vector<std::string>& extra) {
+/// `param`) and, where the activations' zero point `xzp` is not 0, their row sums (`q_wsum`,
+/// indexed by `channel`, a parameter added to `params`) for the compensation xzp * row sum;
+/// the operands are then read as stored (no shifts), one word at a time (vector width 1).
+void bindDot4(GpuLowerContext& c, IntOperands& io, GemmParams& p, const Value* w,
+              const Dot4Weights& d, const ZeroPoint& xzp, const std::string& param,
+              const std::string& channel, std::vector<std::string>& params) {
   c.bindPacked(
-      param, fmt::format("int8 words {} {}", w->id(), d.zero),
-      [d] { return packInt8Words(d.bytes->data(), d.isSigned, d.rows, d.k, d.zero); },
+      param, fmt::format("int8 words {} {}", w->id(), d.zero), [d] { return *d.words; },
       fmt::format("{} {} - zero point as int8, 4 per word along k", w->name(),
                   typeToString(w->type())));
   if (!xzp.shift.empty()) {
-    extra.push_back("__global const int* restrict q_wsum");
+    params.push_back("__global const int* restrict q_wsum");
     c.bindPacked(
         "q_wsum", fmt::format("int8 row sums {} {}", w->id(), d.zero),
         [d] {
-          std::vector<float> out(static_cast<size_t>(d.rows));
-          for (int64_t r = 0; r < d.rows; ++r) {
-            int64_t sum = 0;
-            for (int64_t i = 0; i < d.k; ++i) {
-              uint8_t v = (*d.bytes)[size_t(r * d.k + i)];
-              sum += (d.isSigned ? int64_t(int8_t(v)) : int64_t(v)) - d.zero;
-            }
-            int32_t s32 = int32_t(sum); // |sum| < 2^31 for k < 2^23
-            std::memcpy(&out[size_t(r)], &s32, 4);
-          }
+          std::vector<float> out(d.rowSums.size());
+          std::memcpy(out.data(), d.rowSums.data(), out.size() * 4);
           return out;
         },
         fmt::format("row sums of {} - zero point (int32)", w->name()));
@@ -203,7 +206,10 @@ void bindDot4(GpuLowerContext& c, IntOperands& io, const Value* w, const Dot4Wei
   const char* ptx = std::getenv("TRIAD_GPU_DP4A");
   io.ptxDp4a = c.options.device && c.options.device->nvComputeCapability >= 61 &&
                !(ptx && std::string_view(ptx) == "0");
+  io.aShift.clear();
+  io.bShift.clear();
   io.bPad = xzp.byte;
+  p.vectorWidth = 1;
 }
 
 /// A constant's bytes as stored.
@@ -263,8 +269,7 @@ void emitQLinearConv(GpuLowerContext& c) {
   const int64_t Kg = s.K / s.group, Kw = (s.C / s.group) * s.R * s.S;
   const bool igemm = useImplicitGemm(s);
   Dot4Weights d4 =
-      igemm ? dot4Weights(w, w->isConstant() ? bytesOf(w) : std::vector<uint8_t>{}, in.wzp, s.K, Kw)
-            : Dot4Weights{};
+      igemm && w->isConstant() ? dot4Weights(w, bytesOf(w), in.wzp, s.K, Kw) : Dot4Weights{};
   std::vector<std::string> extra;
   ZeroPoint xzp = zeroPoint(c, in.xzp, "q_xzp");
   ZeroPoint wzp = d4 ? ZeroPoint{} : zeroPoint(c, in.wzp, "q_wzp");
@@ -280,33 +285,26 @@ void emitQLinearConv(GpuLowerContext& c) {
   index.coords = oneD ? std::vector<std::string>{"n", "k", "ow"}
                       : std::vector<std::string>{"n", "k", "oh", "ow"};
   Epilogue epi = c.epilogue(index, pre);
+  epi.params.insert(epi.params.end(), extra.begin(), extra.end());
   IntOperands io;
   io.aType = clTypeName(w->type().dtype);
   io.bType = clTypeName(in.x->type().dtype);
   io.cType = clTypeName(c.output(0)->type().dtype); // the group's output (after its tail)
+  io.aShift = wzp.shift;                            // the plain form (bindDot4 clears them)
+  io.bShift = xzp.shift;
   c.conv = s;
   if (igemm) {
     GemmShape gs = implicitGemmShape(s);
     GemmParams p = tunedOrDefault(c, gs, panelConvShape(s), false,
                                   [&] { return TuningDb::convKey(s, *c.options.device); });
     io.packedA = true;
-    if (d4) {
-      bindDot4(c, io, w, d4, xzp, "W", fmt::format("g * {} + row", Kg), extra);
-      p.vectorWidth = 1;
-    } else {
-      io.aShift = wzp.shift;
-      io.bShift = xzp.shift;
-    }
-    epi.params.insert(epi.params.end(), extra.begin(), extra.end());
+    if (d4) bindDot4(c, io, p, w, d4, xzp, "W", fmt::format("g * {} + row", Kg), epi.params);
     c.kernel = generateConv2DImplicitGemm(c.layer, s, p, epi, &io);
     c.kind = io.dot4 ? "qconv (implicit GEMM, int8 dot4)" : "qconv (implicit GEMM, int8)";
     if (!q) c.kind = io.dot4 ? "conv (int8 -> int32, dot4)" : "conv (int8 -> int32)";
     c.gemm = gs;
     c.params = p.toString();
   } else {
-    io.aShift = wzp.shift;
-    io.bShift = xzp.shift;
-    epi.params.insert(epi.params.end(), extra.begin(), extra.end());
     ConvParams p;
     p.workW = int(std::min<int64_t>(4, s.outW()));
     p.wgW = int(std::min<int64_t>(8, (s.outW() + p.workW - 1) / p.workW));
@@ -376,7 +374,7 @@ void emitIntMatMul(GpuLowerContext& c) {
     for (int64_t kk = 0; kk < s.K; ++kk)
       for (int64_t nn = 0; nn < s.N; ++nn)
         nk[size_t(nn * s.K + kk)] = kn[size_t(kk * s.N + nn)];
-    d4 = dot4Weights(b, std::move(nk), bZeroPoint(n), s.N, s.K);
+    d4 = dot4Weights(b, nk, bZeroPoint(n), s.N, s.K);
   }
   std::vector<std::string> extra;
   ZeroPoint azp = zeroPoint(c, aZeroPoint(n), "q_azp");
@@ -388,21 +386,17 @@ void emitIntMatMul(GpuLowerContext& c) {
                                 fmt::format("qmatmul multipliers {}", n.output(0)->id())),
                      nullptr, zeroPoint(c, n.input(7), "q_yzp"), "col");
   Epilogue epi = c.epilogue(matMulEpilogueIndex(n, p, c.output(0)), pre);
+  epi.params.insert(epi.params.end(), extra.begin(), extra.end());
   // A is the activation and B the weights here (Y = A . B): IntOperands' A/B as the GEMM's.
   IntOperands io;
   io.aType = clTypeName(n.input(0)->type().dtype);
   io.bType = clTypeName(b->type().dtype);
   io.cType = clTypeName(c.output(0)->type().dtype);
+  io.aShift = azp.shift; // the plain form (bindDot4 clears them)
+  io.bShift = bzp.shift;
   GemmParams params =
       tunedOrDefault(c, s, s, false, [&] { return TuningDb::gemmKey(s, *c.options.device); });
-  if (d4) {
-    bindDot4(c, io, b, d4, azp, "B", "col", extra);
-    params.vectorWidth = 1;
-  } else {
-    io.aShift = azp.shift;
-    io.bShift = bzp.shift;
-  }
-  epi.params.insert(epi.params.end(), extra.begin(), extra.end());
+  if (d4) bindDot4(c, io, params, b, d4, azp, "B", "col", epi.params);
   c.kernel = generateGemm(c.layer, s, params, epi, &io);
   c.bind = {{"A", n.input(0)}, {"B", b}, {"C", c.output(0)}};
   c.kind = q ? "qgemm (int8" : "gemm (int8 -> int32";
@@ -411,8 +405,7 @@ void emitIntMatMul(GpuLowerContext& c) {
   c.params = params.toString();
 }
 
-// --- DynamicQuantizeLinear: x (f32) -> y (uint8), y_scale, y_zero_point
-// ---------------------------
+// --- DynamicQuantizeLinear: x (f32) -> y (uint8), y_scale, y_zero_point ------------------------
 
 Support supportsDynamicQuantize(const Node& n) {
   if (auto s = require32Bit(n); !s.ok) return s;
