@@ -76,6 +76,20 @@ struct GemmPlan {
   std::string aWord, bWord, dot;
 };
 
+/// One loop staging a tile in local memory: `loop` over its elements, `index` naming the
+/// element, then `tile` = `value`, or `zero` where one of `conds` fails (past the edges).
+void emitTileLoad(CodeWriter& w, const std::string& loop, const std::vector<std::string>& index,
+                  const std::string& tile, const std::string& value,
+                  const std::vector<std::string>& conds, const std::string& zero) {
+  w.open("{}", loop);
+  for (const std::string& l : index)
+    w.line("{}", l);
+  w.line("{} = {};", tile,
+         conds.empty() ? value
+                       : fmt::format("({}) ? {} : {}", fmt::join(conds, " && "), value, zero));
+  w.close();
+}
+
 /// The dot4 form's K loop: words of four consecutive k staged in local memory, four products per
 /// dot (IntOperands::dot4).
 void emitDot4Loop(CodeWriter& w, const GemmPlan& plan, bool checkM, bool checkN, bool checkK4) {
@@ -83,24 +97,16 @@ void emitDot4Loop(CodeWriter& w, const GemmPlan& plan, bool checkM, bool checkN,
   w.line("__local uint As[TILE_K4][TILE_M]; // A block, 4 k per word, transposed: As[k/4][m]");
   w.line("__local uint Bs[TILE_K4][TILE_N]; // B block, 4 k per word: Bs[k/4][n]");
   w.open("for (int k04 = 0; k04 < K4; k04 += TILE_K4)");
-  auto load = [&](const char* tile, const char* loop, const char* index, std::string word,
-                  std::vector<std::string> conds) {
-    w.open("{}", loop);
-    w.line("{}", index);
-    w.line("{} = {};", tile,
-           conds.empty() ? word : fmt::format("({}) ? {} : 0u", fmt::join(conds, " && "), word));
-    w.close();
-  };
   std::vector<std::string> ca, cb;
   if (checkM) ca.push_back("gm < M");
   if (checkK4) ca.push_back("gk4 < K4"), cb.push_back("gk4 < K4");
   if (checkN) cb.push_back("gn < N");
-  load("As[kk4][mm]", "for (int t = lid; t < TILE_M * TILE_K4; t += WG_M * WG_N)",
-       "const int mm = t / TILE_K4, kk4 = t % TILE_K4, gm = m0 + mm, gk4 = k04 + kk4;", plan.aWord,
-       ca);
-  load("Bs[kk4][nn]", "for (int t = lid; t < TILE_K4 * TILE_N; t += WG_M * WG_N)",
-       "const int kk4 = t / TILE_N, nn = t % TILE_N, gk4 = k04 + kk4, gn = n0 + nn;", plan.bWord,
-       cb);
+  emitTileLoad(w, "for (int t = lid; t < TILE_M * TILE_K4; t += WG_M * WG_N)",
+               {"const int mm = t / TILE_K4, kk4 = t % TILE_K4, gm = m0 + mm, gk4 = k04 + kk4;"},
+               "As[kk4][mm]", plan.aWord, ca, "0u");
+  emitTileLoad(w, "for (int t = lid; t < TILE_K4 * TILE_N; t += WG_M * WG_N)",
+               {"const int kk4 = t / TILE_N, nn = t % TILE_N, gk4 = k04 + kk4, gn = n0 + nn;"},
+               "Bs[kk4][nn]", plan.bWord, cb, "0u");
   w.line("barrier(CLK_LOCAL_MEM_FENCE);");
   w.open("for (int kk4 = 0; kk4 < TILE_K4; ++kk4)");
   w.line("uint a_reg[TM];");
@@ -125,36 +131,20 @@ void emitTiledLoop(CodeWriter& w, const GemmPlan& plan, int V, bool checkM, bool
   w.line("__local {} As[TILE_K][TILE_M]; // A block, transposed: As[k][m]", scalar);
   w.line("__local {} Bs[TILE_K][TILE_N]; // B block: Bs[k][n]", scalar);
   w.open("for (int k0 = 0; k0 < K; k0 += TILE_K)");
-  auto guard = [&zero](std::vector<std::string> conds, const std::string& value) {
-    if (conds.empty()) return value;
-    return fmt::format("({}) ? {} : {}", fmt::join(conds, " && "), value, zero);
-  };
-  w.open("for (int t = lid; t < TILE_M * TILE_K; t += WG_M * WG_N)");
-  if (plan.aAlongK)
-    w.line("const int mm = t / TILE_K, kk = t % TILE_K;");
-  else
-    w.line("const int kk = t / TILE_M, mm = t % TILE_M;");
-  w.line("const int gm = m0 + mm, gk = k0 + kk;");
-  {
-    std::vector<std::string> c;
-    if (checkM) c.push_back("gm < M");
-    if (checkK) c.push_back("gk < K");
-    w.line("As[kk][mm] = {};", guard(c, plan.aValue));
-  }
-  w.close();
-  w.open("for (int t = lid; t < TILE_K * TILE_N; t += WG_M * WG_N)");
-  if (plan.bAlongN)
-    w.line("const int kk = t / TILE_N, nn = t % TILE_N;");
-  else
-    w.line("const int nn = t / TILE_K, kk = t % TILE_K;");
-  w.line("const int gk = k0 + kk, gn = n0 + nn;");
-  {
-    std::vector<std::string> c;
-    if (checkK) c.push_back("gk < K");
-    if (checkN) c.push_back("gn < N");
-    w.line("Bs[kk][nn] = {};", guard(c, plan.bValue));
-  }
-  w.close();
+  std::vector<std::string> ca, cb;
+  if (checkM) ca.push_back("gm < M");
+  if (checkK) ca.push_back("gk < K"), cb.push_back("gk < K");
+  if (checkN) cb.push_back("gn < N");
+  emitTileLoad(w, "for (int t = lid; t < TILE_M * TILE_K; t += WG_M * WG_N)",
+               {plan.aAlongK ? "const int mm = t / TILE_K, kk = t % TILE_K;"
+                             : "const int kk = t / TILE_M, mm = t % TILE_M;",
+                "const int gm = m0 + mm, gk = k0 + kk;"},
+               "As[kk][mm]", plan.aValue, ca, zero);
+  emitTileLoad(w, "for (int t = lid; t < TILE_K * TILE_N; t += WG_M * WG_N)",
+               {plan.bAlongN ? "const int kk = t / TILE_N, nn = t % TILE_N;"
+                             : "const int nn = t / TILE_K, kk = t % TILE_K;",
+                "const int gk = k0 + kk, gn = n0 + nn;"},
+               "Bs[kk][nn]", plan.bValue, cb, zero);
   w.line("barrier(CLK_LOCAL_MEM_FENCE);");
   w.open("for (int kk = 0; kk < TILE_K; ++kk)");
   w.line("{} a_reg[TM];", scalar);

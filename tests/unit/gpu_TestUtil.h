@@ -7,6 +7,7 @@
 // its kernel variants into one program.
 #pragma once
 
+#include "gpu/GpuTarget.h"
 #include "gpu/KernelGen.h"
 #include "gpu/OpenCL.h"
 
@@ -14,6 +15,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
@@ -33,6 +36,29 @@ inline const std::string& noDeviceReason() {
     }
   }();
   return reason;
+}
+
+/// Skips a test of the GPU target with the reason there is no OpenCL device.
+#define TRIAD_SKIP_WITHOUT_OPENCL()                                                                \
+  if (!::triad::gputest::noDeviceReason().empty())                                                 \
+  GTEST_SKIP() << "no OpenCL device: " << ::triad::gputest::noDeviceReason()
+
+/// The GPU target's options in the tests: program binaries cached in <build>/gpu-test-cache, a
+/// tuning database that does not exist (the user's must not change what the tests compile), and
+/// -Werror (generated OpenCL compiles without warnings). With `honourNoFuse`,
+/// TRIAD_TEST_NOFUSE=1 compiles without fusion (the results must still match).
+inline gpu::GpuOptions targetOptions(bool honourNoFuse = false) {
+  gpu::GpuOptions o;
+  o.cacheDir = std::filesystem::path(TRIAD_BINARY_DIR) / "gpu-test-cache";
+  o.tuningPath = std::filesystem::path(TRIAD_BINARY_DIR) / "gpu-test-cache" / "no-tuning.json";
+  o.buildOptions = "-Werror";
+  if (honourNoFuse) o.fuse = std::getenv("TRIAD_TEST_NOFUSE") == nullptr;
+  return o;
+}
+
+/// The OpenCL program an executable of the GPU target runs.
+inline const gpu::GpuProgram& programOf(const ir::Executable& e) {
+  return dynamic_cast<const gpu::GpuExecutable&>(e).program();
 }
 
 struct ContextOrReason {

@@ -21,22 +21,10 @@
 using namespace triad;
 using namespace triad::ir;
 using optest::LiteralAttrs;
-namespace fs = std::filesystem;
 
 namespace {
 
-using gputest::noDeviceReason;
-
-#define SKIP_WITHOUT_OPENCL()                                                                      \
-  if (!noDeviceReason().empty()) GTEST_SKIP() << "no OpenCL device: " << noDeviceReason()
-
-gpu::GpuOptions testOptions() {
-  gpu::GpuOptions o;
-  o.cacheDir = fs::path(TRIAD_BINARY_DIR) / "gpu-test-cache";
-  o.tuningPath = fs::path(TRIAD_BINARY_DIR) / "gpu-test-cache" / "no-tuning.json";
-  o.buildOptions = "-Werror"; // generated OpenCL compiles without warnings
-  return o;
-}
+using gputest::targetOptions;
 
 /// One ONNX input of a test node: a run-time graph input, a constant, or absent.
 struct In {
@@ -96,7 +84,7 @@ std::unique_ptr<Executable> checkCases(const std::vector<Case>& cases, double rt
     for (Value* o : n->outputs())
       g.addOutput(o);
   }
-  auto exe = gpu::makeGpuTarget(testOptions())->compile(g);
+  auto exe = gpu::makeGpuTarget(targetOptions())->compile(g);
   std::vector<Tensor> got = exe->run(feeds), want = Interpreter(g).run(feeds);
   EXPECT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
@@ -138,7 +126,7 @@ Tensor ints(Shape s, unsigned seed, int64_t lo, int64_t hi, DType t) {
 // Every Reduce* over non-contiguous, leading and all axes of an odd shape, keepdims on and off,
 // integer sums and extremes, an empty reduction, and ArgMax/ArgMin with either tie rule.
 TEST(GpuLowerings, ReductionsOverAnyAxes) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   Tensor x = rnd({3, 5, 7}, 1);
   Tensor pos = rnd({3, 5, 7}, 2);
   for (float& v : pos.values<float>())
@@ -179,7 +167,7 @@ TEST(GpuLowerings, ReductionsOverAnyAxes) {
 // the last one, and the opset-11 form over trailing axes; float16 too; InstanceNormalization
 // and LRN.
 TEST(GpuLowerings, SoftmaxFamilyOverAnyAxis) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   Tensor x = rnd({3, 5, 7}, 5);
   std::vector<Case> cases;
   for (OpKind kind : {OpKind::Softmax, OpKind::LogSoftmax, OpKind::Hardmax})
@@ -199,7 +187,7 @@ TEST(GpuLowerings, SoftmaxFamilyOverAnyAxis) {
 // zero gives 0), shifts and bit operations, integer Pow, casts between float, float16 and
 // integers (out-of-range floats wrap), float16 math computed in float and rounded back.
 TEST(GpuLowerings, IntegerAndFloat16Elementwise) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   Tensor a8 = ints({5, 7}, 7, -128, 127, DType::I8), b8 = ints({7}, 8, -128, 127, DType::I8);
   Tensor a32 = ints({5, 7}, 9, -1000, 1000, DType::I32), b32 = ints({5, 7}, 10, -3, 3, DType::I32);
   Tensor u8 = ints({5, 7}, 11, 0, 255, DType::U8), sh = ints({5, 7}, 12, 0, 9, DType::U8);
@@ -235,7 +223,7 @@ TEST(GpuLowerings, IntegerAndFloat16Elementwise) {
 // SpaceToDepth, CumSum (exclusive, reverse), OneHot, Compress, Dropout with its mask,
 // CenterCropPad.
 TEST(GpuLowerings, MovementAndIndexing) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   Tensor x = rnd({2, 3, 5}, 20);
   Tensor xi = ints({2, 3, 5}, 21, -50, 50, DType::I64);
   std::vector<Case> cases;
@@ -281,7 +269,7 @@ TEST(GpuLowerings, MovementAndIndexing) {
 // downsampling and tf_crop_and_resize with its extrapolation value; ConvTranspose 1-D and 2-D
 // with strides, pads, dilations, output padding, groups and bias.
 TEST(GpuLowerings, ResizeAndConvTranspose) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   Tensor x = rnd({1, 2, 4, 5}, 30);
   Tensor up = optest::f32({4}, {1.0f, 1.0f, 1.75f, 2.5f});
   Tensor down = optest::f32({4}, {1.0f, 1.0f, 0.6f, 0.5f});
@@ -323,7 +311,7 @@ TEST(GpuLowerings, ResizeAndConvTranspose) {
 // GatherND
 // and the losses read indices at run time, checked in range by the kernels.
 TEST(GpuLowerings, RunTimeIndicesAreCheckedInKernels) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   Tensor data = rnd({3, 4}, 40);
   Tensor gi = optest::i64({3, 2}, {0, -1, 3, 1, 2, -4});
   Tensor si = optest::i64({2, 2}, {1, 1, -1, 0});
@@ -357,14 +345,14 @@ TEST(GpuLowerings, RunTimeIndicesAreCheckedInKernels) {
 
 // An index out of range at run time fails the run, naming the node, instead of a wrong answer.
 TEST(GpuLowerings, OutOfRangeRunTimeIndexFailsNamingTheNode) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   Graph g;
   Value* data = g.addConstant("table", rnd({3, 4}, 50));
   Value* idx = g.addInput("idx", {DType::I64, {3, 2}, {}});
   Node* ge = testutil::add(g, OpKind::GatherElements, "lookup", {data, idx},
                            testutil::attrs<AxisAttrs>([](AxisAttrs& a) { a.axis = 1; }));
   g.addOutput(ge->output(0));
-  auto exe = gpu::makeGpuTarget(testOptions())->compile(g);
+  auto exe = gpu::makeGpuTarget(targetOptions())->compile(g);
   EXPECT_EQ(dynamic_cast<const gpu::GpuExecutable&>(*exe).program().hostSteps, 0u);
   Tensor ok = optest::i64({3, 2}, {0, -1, 3, 1, 2, -4});
   EXPECT_EQ(exe->run(std::vector<Tensor>{ok})[0].numElements(), 6);

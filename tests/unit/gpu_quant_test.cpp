@@ -31,21 +31,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-#define SKIP_WITHOUT_OPENCL()                                                                      \
-  if (!gputest::noDeviceReason().empty())                                                          \
-  GTEST_SKIP() << "no OpenCL device: " << gputest::noDeviceReason()
+using gputest::programOf;
 
 gpu::GpuOptions testOptions() {
-  gpu::GpuOptions o;
-  o.cacheDir = fs::path(TRIAD_BINARY_DIR) / "gpu-test-cache";
-  o.tuningPath = fs::path(TRIAD_BINARY_DIR) / "gpu-test-cache" / "no-tuning.json";
-  o.buildOptions = "-Werror";
-  o.fuse = std::getenv("TRIAD_TEST_NOFUSE") == nullptr;
-  return o;
-}
-
-const gpu::GpuProgram& programOf(const Executable& e) {
-  return dynamic_cast<const gpu::GpuExecutable&>(e).program();
+  return gputest::targetOptions(true);
 }
 
 size_t stepsStartingWith(const gpu::GpuProgram& p, const std::string& kind) {
@@ -103,7 +92,7 @@ std::shared_ptr<const Attrs> quantizeTo(DType t) {
 // rounding case: exact ties (k + 0.5 steps), values next to ties, saturation at both ends, NaN,
 // infinities and a scale whose quotients OpenCL's division need not round correctly.
 TEST(GpuQuant, QuantizeAndDequantizeLinearAreBitExact) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(5);
   const int64_t n = 4096;
   std::vector<float> xs;
@@ -147,7 +136,7 @@ TEST(GpuQuant, QuantizeAndDequantizeLinearAreBitExact) {
 // work-group; then through MatMulInteger with the run-time zero point it produces (the form
 // ONNX Runtime's quantize_dynamic gives transformers).
 TEST(GpuQuant, DynamicQuantizeLinearIsBitExact) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(23);
   const int64_t M = 33, K = 50, N = 19;
   Graph g;
@@ -229,7 +218,7 @@ Graph qconvGraph(const QConvCase& c, std::mt19937& rng) {
 }
 
 TEST(GpuQuant, QLinearConvOnIntegerKernelsIsBitExact) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(21);
   const std::vector<QConvCase> cases = {
       // implicit GEMM: 3x3 padded, uint8 activations, per-channel, bias, clipped
@@ -266,7 +255,7 @@ TEST(GpuQuant, QLinearConvOnIntegerKernelsIsBitExact) {
 }
 
 TEST(GpuQuant, QLinearMatMulAndMatMulIntegerAreBitExact) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(22);
   for (bool perColumn : {false, true}) {
     SCOPED_TRACE(perColumn ? "per column" : "per tensor");
@@ -307,7 +296,7 @@ TEST(GpuQuant, QLinearMatMulAndMatMulIntegerAreBitExact) {
 // for byte, and the QDQ model as written within one quantization step, every layer on the
 // device. With TRIAD_GPU_QDQ=float the same model runs on float kernels with fused Q/DQ.
 TEST(GpuQuant, ShippedQdqModelsRunOnIntegerKernels) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   fs::path models = fs::path(TRIAD_SOURCE_DIR) / "models";
   for (std::string name : {"resblock_cnn_qdq", "jet_mlp_qdq", "jet_mlp_qdq_pc"}) {
     SCOPED_TRACE(name);

@@ -192,10 +192,7 @@ TEST(GpuSecurity, HostileNamesCompileAndRun) {
   std::vector<Tensor> want = Interpreter(g).run(in);
   for (bool fuse : {false, true}) {
     SCOPED_TRACE(fuse ? "fused" : "one kernel per node");
-    gpu::GpuOptions o;
-    o.cacheDir = fs::path(TRIAD_BINARY_DIR) / "gpu-test-cache";
-    o.tuningPath = fs::path(TRIAD_BINARY_DIR) / "gpu-test-cache" / "no-tuning.json";
-    o.buildOptions = "-Werror";
+    gpu::GpuOptions o = gputest::targetOptions();
     o.fuse = fuse;
     auto exe = gpu::makeGpuTarget(o)->compile(g);
     std::vector<Tensor> got = exe->run(in);

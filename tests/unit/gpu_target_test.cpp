@@ -38,19 +38,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using gputest::noDeviceReason;
-
-#define SKIP_WITHOUT_OPENCL()                                                                      \
-  if (!noDeviceReason().empty()) GTEST_SKIP() << "no OpenCL device: " << noDeviceReason()
+using gputest::programOf;
 
 gpu::GpuOptions testOptions() {
-  gpu::GpuOptions o;
-  o.cacheDir = fs::path(TRIAD_BINARY_DIR) / "gpu-test-cache";
-  // The user's tuning database must not change what the tests compile.
-  o.tuningPath = fs::path(TRIAD_BINARY_DIR) / "gpu-test-cache" / "no-tuning.json";
-  o.buildOptions = "-Werror"; // generated OpenCL compiles without warnings
-  o.fuse = std::getenv("TRIAD_TEST_NOFUSE") == nullptr;
-  return o;
+  return gputest::targetOptions(true);
 }
 
 void expectClose(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double rtol,
@@ -75,10 +66,6 @@ std::unique_ptr<Executable> checkAgainstInterpreter(const Graph& g, const std::v
   return exe;
 }
 
-const gpu::GpuProgram& programOf(const Executable& e) {
-  return dynamic_cast<const gpu::GpuExecutable&>(e).program();
-}
-
 size_t stepsOfKind(const gpu::GpuProgram& p, const std::string& kind) {
   size_t n = 0;
   for (const gpu::GpuStep& s : p.steps)
@@ -99,7 +86,7 @@ std::shared_ptr<const Attrs> conv2d(std::vector<int64_t> k, std::vector<int64_t>
 }
 
 TEST(GpuTarget, ShippedModelsMatchTheInterpreter) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   fs::path models = fs::path(TRIAD_SOURCE_DIR) / "models";
   for (std::string name : {"digits_mlp", "jet_mlp", "digits_cnn", "resblock_cnn"}) {
     SCOPED_TRACE(name);
@@ -122,7 +109,7 @@ TEST(GpuTarget, ShippedModelsMatchTheInterpreter) {
 // inputs' outputs (equal to the synchronous run's, bit for bit: the same program on the same
 // device); a bad input's error comes out of its future; the lanes can be dropped and rebuilt.
 TEST(GpuTarget, AsynchronousRunsInFlight) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   fs::path models = fs::path(TRIAD_SOURCE_DIR) / "models";
   frontend::ImportOptions io;
   io.batch = 4;
@@ -175,7 +162,7 @@ TEST(GpuTarget, AsynchronousRunsInFlight) {
 // Conv + bias + Relu + residual Add + per-channel Mul + Sigmoid + Sub fused into the implicit-GEMM
 // convolution's epilogue; a depthwise convolution with a fused activation; pooling.
 TEST(GpuTarget, FusedConvolutionEpiloguesAndPooling) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(1);
   Graph g;
   Value* x = g.addInput("x", {DType::F32, {2, 8, 9, 9}, {}});
@@ -232,7 +219,7 @@ TEST(GpuTarget, FusedConvolutionEpiloguesAndPooling) {
 
 // Direct convolutions: 1-D, grouped, dilated, strided with asymmetric pads.
 TEST(GpuTarget, DirectAndGroupedConvolutions) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(7);
   Graph g;
   Value* x1 = g.addInput("x1", {DType::F32, {2, 3, 17}, {}});
@@ -257,7 +244,7 @@ TEST(GpuTarget, DirectAndGroupedConvolutions) {
 }
 
 TEST(GpuTarget, GemmAndBatchedMatMulWithBroadcasting) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(2);
   Graph g;
   Value* a = g.addInput("a", {DType::F32, {3, 5, 7}, {}});
@@ -300,7 +287,7 @@ TEST(GpuTarget, GemmAndBatchedMatMulWithBroadcasting) {
 // Transpose, Slice with negative steps, Concat, Split, Softmax, LayerNorm, Gather with int64
 // indices (negative ones count from the end), Expand and BatchNormalization.
 TEST(GpuTarget, DataMovementAndRowReductions) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(3);
   Graph g;
   Value* x = g.addInput("x", {DType::F32, {2, 3, 4, 5}, {}});
@@ -362,7 +349,7 @@ TEST(GpuTarget, DataMovementAndRowReductions) {
 
 // Elementwise chains over bool, int64 and float: comparisons, logic, Where, Cast.
 TEST(GpuTarget, TypedElementwiseChains) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(8);
   Graph g;
   Value* a = g.addInput("a", {DType::F32, {3, 4}, {}});
@@ -389,7 +376,7 @@ TEST(GpuTarget, TypedElementwiseChains) {
 // A node without a GPU lowering (ReduceMean on int32) runs on the host between kernels;
 // views, a graph input returned as an output and a duplicated output come back right.
 TEST(GpuTarget, HostFallbackViewsAndOutputAliases) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   Graph g;
   Value* x = g.addInput("x", {DType::I32, {3, 4}, {}});
   // ReduceMean on integers computes in double in the reference: the host runs it (here without
@@ -430,7 +417,7 @@ TEST(GpuTarget, HostFallbackViewsAndOutputAliases) {
 }
 
 TEST(GpuTarget, ProfileReportsLayersAndTransfersSeparately) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(5);
   Graph g;
   Value* x = g.addInput("x", {DType::F32, {16, 32}, {}});
@@ -469,7 +456,7 @@ TEST(GpuTarget, ProfileReportsLayersAndTransfersSeparately) {
 
 // A tuning database entry for a GEMM shape changes the parameters the compile uses.
 TEST(GpuTarget, TuningDatabaseParametersAreUsed) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(6);
   Graph g;
   Value* x = g.addInput("x", {DType::F32, {24, 40}, {}});
@@ -501,7 +488,7 @@ TEST(GpuTarget, TuningDatabaseParametersAreUsed) {
 // share it), a MatMul with a B computed at run time reads it as stored, a Gemm with a transposed
 // run-time B keeps the tiled kernel, and a tuning entry with panel parameters is used.
 TEST(GpuTarget, CpuDevicePanelKernels) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   if (gpu::selectDevice().type != "CPU") GTEST_SKIP() << "not a CPU device";
   std::mt19937 rng(8);
   Graph g;
@@ -566,7 +553,7 @@ TEST(GpuTarget, CpuDevicePanelKernels) {
 }
 
 TEST(GpuTarget, RunTimeErrorsNameTheInput) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   Graph g;
   Value* x = g.addInput("x", {DType::F32, {4}, {}});
   g.addOutput(add(g, OpKind::Relu, "relu", {x})->output(0));
@@ -615,7 +602,7 @@ TEST(GpuTarget, NoPlatformIsUnsupported) {
 // Gather with indices known only at run time checks them in the kernel: an index out of range
 // fails the run naming the node, as the reference kernel does.
 TEST(GpuTarget, RunTimeGatherIndicesAreCheckedInTheKernel) {
-  SKIP_WITHOUT_OPENCL();
+  TRIAD_SKIP_WITHOUT_OPENCL();
   std::mt19937 rng(11);
   Graph g;
   Value* table = g.addConstant("table", randomTensor({5, 3}, rng));
