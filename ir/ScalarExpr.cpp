@@ -594,27 +594,19 @@ bool hasQdqExpr(const Node& n, ScalarTypes types) {
 }
 
 std::string qdqExpr(const Node& n, Operands o, ScalarDialect d) {
-  bool zp = n.inputs().size() > 2 && n.input(2);
-  if (n.kind() == OpKind::QuantizeLinear && d == ScalarDialect::OpenCL)
-    return fmt::format("triad_quantize_linear_{}({}, {})",
-                       scalarTypeName(n.output(0)->type().dtype, d), exactDiv(o[0], o[1], d),
-                       zp ? fmt::format("(int){}", o[2]) : std::string("0"));
+  const bool hasZp = n.inputs().size() > 2 && n.input(2);
+  const std::string zp = hasZp ? o[2] : std::string("0");
+  const std::string i32 = scalarTypeName(DType::I32, d); // int32_t in C++, int in OpenCL C
   if (n.kind() == OpKind::QuantizeLinear)
-    return fmt::format("triad_rt::quantize_linear<{}>({} / {}, {})",
-                       cppTypeName(n.output(0)->type().dtype), o[0], o[1],
-                       zp ? fmt::format("(int32_t){}", o[2]) : std::string("0"));
-  if (d == ScalarDialect::OpenCL) { // int32_t/int64_t are C++'s names
-    if (n.input(0)->type().dtype == DType::I32)
-      return fmt::format("((float)as_int((uint){} - (uint){}) * {})", o[0],
-                         zp ? o[2] : std::string("0"), o[1]);
-    return fmt::format("((float)((int){} - (int){}) * {})", o[0], zp ? o[2] : std::string("0"),
-                       o[1]);
-  }
-  if (n.input(0)->type().dtype == DType::I32) // the difference wraps to int32
-    return fmt::format("((float)(int32_t)((int64_t){} - (int64_t){}) * {})", o[0],
-                       zp ? o[2] : std::string("0"), o[1]);
-  return fmt::format("((float)((int32_t){} - (int32_t){}) * {})", o[0],
-                     zp ? o[2] : std::string("0"), o[1]);
+    return helper(d, "quantize_linear", {n.output(0)->type().dtype},
+                  fmt::format("{}, {}", exactDiv(o[0], o[1], d),
+                              hasZp ? fmt::format("({}){}", i32, zp) : zp));
+  if (n.input(0)->type().dtype != DType::I32)
+    return fmt::format("((float)(({0}){1} - ({0}){2}) * {3})", i32, o[0], zp, o[1]);
+  // The difference wraps to int32.
+  if (d == ScalarDialect::OpenCL)
+    return fmt::format("((float)as_int((uint){} - (uint){}) * {})", o[0], zp, o[1]);
+  return fmt::format("((float)(int32_t)((int64_t){} - (int64_t){}) * {})", o[0], zp, o[1]);
 }
 
 } // namespace
