@@ -121,6 +121,9 @@ struct MatMulPlan {
 std::optional<MatMulPlan> planMatMul(const ir::Node& n, size_t bInput = 1);
 /// Where the epilogue of a MatMul planned as `p` (output `out`) finds its element.
 EpilogueIndex matMulEpilogueIndex(const ir::Node& n, const MatMulPlan& p, const ir::Value* out);
+/// The direct convolution's parameters for `s` (untuned): 4 output columns per work-item,
+/// work-groups of up to 8 column blocks x 8 rows.
+ConvParams directConvParams(const ConvShape& s);
 /// The convolution of a Conv-like node (ConvAttrs; its weights are input `wInput`), 1-D as 2-D.
 std::optional<ConvShape> convShapeOf(const ir::Node& n, size_t wInput = 1);
 /// Softmax over the trailing axes of a float32 tensor: the work-group row kernel

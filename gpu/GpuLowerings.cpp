@@ -254,6 +254,14 @@ void emitMatMul(GpuLowerContext& c) {
 
 } // namespace
 
+ConvParams lower::directConvParams(const ConvShape& s) {
+  ConvParams p;
+  p.workW = int(std::min<int64_t>(4, s.outW()));
+  p.wgW = int(std::min<int64_t>(8, (s.outW() + p.workW - 1) / p.workW));
+  p.wgH = int(std::min<int64_t>(8, s.outH()));
+  return p;
+}
+
 EpilogueIndex lower::matMulEpilogueIndex(const Node& n, const MatMulPlan& p, const Value* out) {
   const GemmShape& s = p.shape;
   EpilogueIndex index;
@@ -327,10 +335,7 @@ void emitConv(GpuLowerContext& c) {
     c.gemm = gs;
     c.params = p.toString();
   } else {
-    ConvParams p;
-    p.workW = int(std::min<int64_t>(4, OW));
-    p.wgW = int(std::min<int64_t>(8, (OW + p.workW - 1) / p.workW));
-    p.wgH = int(std::min<int64_t>(8, OH));
+    ConvParams p = directConvParams(s);
     c.kernel = generateConv2D(c.layer, s, p, epi);
     c.kind = s.depthwise() ? "conv (depthwise)" : "conv (direct)";
     c.params = p.toString();

@@ -305,10 +305,7 @@ void emitQLinearConv(GpuLowerContext& c) {
     c.gemm = gs;
     c.params = p.toString();
   } else {
-    ConvParams p;
-    p.workW = int(std::min<int64_t>(4, s.outW()));
-    p.wgW = int(std::min<int64_t>(8, (s.outW() + p.workW - 1) / p.workW));
-    p.wgH = int(std::min<int64_t>(8, s.outH()));
+    ConvParams p = directConvParams(s);
     c.kernel = generateConv2D(c.layer, s, p, epi, &io);
     c.kind = s.depthwise() ? "qconv (depthwise, int8)" : "qconv (direct, int8)";
     if (!q) c.kind = "conv (direct, int8 -> int32)";
