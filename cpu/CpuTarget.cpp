@@ -524,18 +524,10 @@ private:
   ErrorKind hostErrorKind_ = ErrorKind::Runtime;
 };
 
-/// Whether QDQ patterns get the integer kernels: TRIAD_CPU_QDQ=int or =float, else `option`.
-bool qdqInteger(bool option) {
-  const char* e = std::getenv("TRIAD_CPU_QDQ");
-  if (e && std::string_view(e) == "int") return true;
-  if (e && std::string_view(e) == "float") return false;
-  return option;
-}
-
 } // namespace
 
 std::shared_ptr<Graph> cpuGraph(const Graph& g, bool qdqIntegerOption) {
-  return qdqInteger(qdqIntegerOption) ? fuseQdqCopy(g) : nullptr;
+  return qdqIntegerCopy(g, qdqIntegerOption, "TRIAD_CPU_QDQ");
 }
 
 namespace {

@@ -348,14 +348,6 @@ std::future<std::vector<Tensor>> GpuModel::submit(std::vector<Tensor> inputs) {
   return lanes_->submit(std::move(inputs));
 }
 
-/// Whether QDQ patterns get the integer kernels: TRIAD_GPU_QDQ=int or =float, else `option`.
-bool qdqInteger(bool option) {
-  const char* e = std::getenv("TRIAD_GPU_QDQ");
-  if (e && std::string_view(e) == "int") return true;
-  if (e && std::string_view(e) == "float") return false;
-  return option;
-}
-
 class GpuTarget final : public Target {
 public:
   explicit GpuTarget(GpuOptions o) : opts_(std::move(o)) {}
@@ -367,7 +359,7 @@ public:
   Support supports(const Node& n) const override { return gpuSupport(n); }
   std::unique_ptr<Executable> compile(const Graph& g, const CompileSettings&) const override {
     // QDQ models: the integer kernels, on a rewritten copy (the caller's graph stays as is).
-    std::shared_ptr<const Graph> owned = qdqInteger(opts_.qdqInteger) ? fuseQdqCopy(g) : nullptr;
+    std::shared_ptr<const Graph> owned = qdqIntegerCopy(g, opts_.qdqInteger, "TRIAD_GPU_QDQ");
     return std::make_unique<GpuModel>(owned ? *owned : g, opts_, owned);
   }
 

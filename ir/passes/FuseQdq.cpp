@@ -37,8 +37,10 @@
 #include "ir/passes/Patterns.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
+#include <string_view>
 
 namespace triad::ir {
 
@@ -361,6 +363,13 @@ private:
 
 std::unique_ptr<Pass> createFuseQdqPass() {
   return std::make_unique<FuseQdq>();
+}
+
+std::shared_ptr<Graph> qdqIntegerCopy(const Graph& g, bool option, const char* envVar) {
+  const char* e = std::getenv(envVar);
+  if (e && std::string_view(e) == "int") option = true;
+  if (e && std::string_view(e) == "float") option = false;
+  return option ? fuseQdqCopy(g) : nullptr;
 }
 
 std::shared_ptr<Graph> fuseQdqCopy(const Graph& g) {
