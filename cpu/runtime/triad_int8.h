@@ -229,17 +229,16 @@ inline void q_ukernel(int kp, const int16_t* __restrict a, const int16_t* __rest
 }
 
 #if defined(TRIAD_Q8_ISA)
-/// The byte micro-kernel: c[i * kQ8NR + j] = sum over kq quads of the broadcast panel's line i
-/// times the vector panel's line j, four byte products each, the unsigned operand being the
-/// broadcast one when BcastU8 (a MatMul's activations) and the vector one otherwise (a
-/// convolution's im2col); int32, wrapping.
-template <bool BcastU8>
-inline void q8_ukernel(int kq, const uint8_t* __restrict a, const uint8_t* __restrict b,
-                       int32_t* __restrict c) {
 #if TRIAD_Q8_ISA == 512
-  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
-          c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00,
-          c70 = c00, c71 = c00;
+/// The 8x32 tile on 512-bit vectors: per quad, the broadcast panel's 8 words against the vector
+/// panel's two vectors, 16 accumulators that stay in registers. init(i) gives row i's starting
+/// value (both of its vectors), finish(i, x0, x1) takes its sums (columns 0-15, 16-31).
+template <bool BcastU8, class Init, class Finish>
+inline void q8_tile512(int kq, const uint8_t* __restrict a, const uint8_t* __restrict b,
+                       const Init& init, const Finish& finish) {
+  __m512i c00 = init(0), c01 = c00, c10 = init(1), c11 = c10, c20 = init(2), c21 = c20,
+          c30 = init(3), c31 = c30, c40 = init(4), c41 = c40, c50 = init(5), c51 = c50,
+          c60 = init(6), c61 = c60, c70 = init(7), c71 = c70;
   for (int p = 0; p < kq; ++p, a += 4 * kQ8MR, b += 4 * kQ8NR) {
     const __m512i b0 = _mm512_loadu_si512(b);
     const __m512i b1 = _mm512_loadu_si512(b + 64);
@@ -264,18 +263,31 @@ inline void q8_ukernel(int kq, const uint8_t* __restrict a, const uint8_t* __res
     step(6, c60, c61);
     step(7, c70, c71);
   }
-  auto put = [&](int i, __m512i x0, __m512i x1) {
-    _mm512_storeu_si512(c + i * kQ8NR, x0);
-    _mm512_storeu_si512(c + i * kQ8NR + 16, x1);
-  };
-  put(0, c00, c01);
-  put(1, c10, c11);
-  put(2, c20, c21);
-  put(3, c30, c31);
-  put(4, c40, c41);
-  put(5, c50, c51);
-  put(6, c60, c61);
-  put(7, c70, c71);
+  finish(0, c00, c01);
+  finish(1, c10, c11);
+  finish(2, c20, c21);
+  finish(3, c30, c31);
+  finish(4, c40, c41);
+  finish(5, c50, c51);
+  finish(6, c60, c61);
+  finish(7, c70, c71);
+}
+#endif
+
+/// The byte micro-kernel: c[i * kQ8NR + j] = sum over kq quads of the broadcast panel's line i
+/// times the vector panel's line j, four byte products each, the unsigned operand being the
+/// broadcast one when BcastU8 (a MatMul's activations) and the vector one otherwise (a
+/// convolution's im2col); int32, wrapping.
+template <bool BcastU8>
+inline void q8_ukernel(int kq, const uint8_t* __restrict a, const uint8_t* __restrict b,
+                       int32_t* __restrict c) {
+#if TRIAD_Q8_ISA == 512
+  q8_tile512<BcastU8>(
+      kq, a, b, [](int) { return _mm512_setzero_si512(); },
+      [&](int i, __m512i x0, __m512i x1) {
+        _mm512_storeu_si512(c + i * kQ8NR, x0);
+        _mm512_storeu_si512(c + i * kQ8NR + 16, x1);
+      });
 #elif TRIAD_Q8_ISA == 256
   static_assert(kQ8MR == 6 && kQ8NR == 16, "tile_6x16's geometry");
   tile_6x16(kq, a, b, c, [](__m256i x, __m256i av, __m256i bv) {
@@ -332,6 +344,19 @@ template <class Y> inline __m128i q_narrow16(__m256i r0, __m256i r1) {
   const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(r0, r1), 0xD8);
   const __m128i l = _mm256_castsi256_si128(w), h = _mm256_extracti128_si256(w, 1);
   return std::is_signed_v<Y> ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h);
+}
+#endif
+
+#if defined(__AVX512F__)
+/// q_requant1 on 16 lanes whose sums already hold the bias: the same steps as q_requant8
+/// (cvtps2dq rounds half to even under the explicit rounding mode).
+inline __m512i q_requant16(__m512i acc, __m512 mult, __m512i zp, __m512i lo, __m512i hi) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), mult);
+  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v); // NaN -> 0
+  v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-65536.0f)), _mm512_set1_ps(65536.0f));
+  __m512i r = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  r = _mm512_add_epi32(r, zp);
+  return _mm512_min_epi32(_mm512_max_epi32(r, lo), hi);
 }
 #endif
 } // namespace detail
@@ -401,12 +426,12 @@ struct QStoreEpi {
 
 namespace detail {
 /// The tile loop of both layouts: C[M, N] from MR-line panels of A (panel_a elements each) and
-/// NR-line panels of B (panel_b); ukernel(a, b, tile) fills an MR x NR tile, epi(tile, NR, row0,
-/// mr, col0, nr) takes it. Threads take chunks of B's panels small enough to stay in L2 across
-/// every row panel, one row panel at a time.
-template <int MR, int NR, class TA, class TB, class Kernel, class Epi>
+/// NR-line panels of B (panel_b); tile(a, b, row0, mr, col0, nr) computes and stores the MR x NR
+/// tile of those panels (mr, nr of it inside C). Threads take chunks of B's panels small enough to
+/// stay in L2 across every row panel, one row panel at a time.
+template <int MR, int NR, class TA, class TB, class Tile>
 void q_tiles(int M, int N, const TA* pa, size_t panel_a, const TB* pb, size_t panel_b,
-             const Kernel& ukernel, const Epi& epi) {
+             const Tile& tile) {
   if (M <= 0 || N <= 0) return;
   const int mb = (M + MR - 1) / MR, nb = (N + NR - 1) / NR;
   const size_t bytes_b = panel_b * sizeof(TB);
@@ -415,14 +440,24 @@ void q_tiles(int M, int N, const TA* pa, size_t panel_a, const TB* pb, size_t pa
   const double work = static_cast<double>(MR) * chunk * panel_b; // multiply-adds per item
   parallel_for(static_cast<ptrdiff_t>(nchunks) * mb, work, [&](ptrdiff_t it) {
     const int ch = static_cast<int>(it / mb), rb = static_cast<int>(it % mb);
-    alignas(64) int32_t tile[MR * NR];
     const TA* a = pa + rb * panel_a;
     const int mr = std::min(MR, M - rb * MR);
-    for (int q = ch * chunk; q < std::min(nb, (ch + 1) * chunk); ++q) {
-      ukernel(a, pb + q * panel_b, tile);
-      epi(tile, NR, rb * MR, mr, q * NR, std::min(NR, N - q * NR));
-    }
+    for (int q = ch * chunk; q < std::min(nb, (ch + 1) * chunk); ++q)
+      tile(a, pb + q * panel_b, rb * MR, mr, q * NR, std::min(NR, N - q * NR));
   });
+}
+
+/// q_tiles with the sums of each tile in memory: ukernel(a, b, sums) fills MR x NR int32 sums,
+/// epi(sums, NR, row0, mr, col0, nr) takes them.
+template <int MR, int NR, class TA, class TB, class Kernel, class Epi>
+void q_tiles_epi(int M, int N, const TA* pa, size_t panel_a, const TB* pb, size_t panel_b,
+                 const Kernel& ukernel, const Epi& epi) {
+  q_tiles<MR, NR>(M, N, pa, panel_a, pb, panel_b,
+                  [&](const TA* a, const TB* b, int row0, int mr, int col0, int nr) {
+                    alignas(64) int32_t sums[MR * NR];
+                    ukernel(a, b, sums);
+                    epi(sums, NR, row0, mr, col0, nr);
+                  });
 }
 } // namespace detail
 
@@ -431,7 +466,7 @@ void q_tiles(int M, int N, const TA* pa, size_t panel_a, const TB* pb, size_t pa
 template <class Epi>
 void q_gemm(int M, int N, int K, const int16_t* pa, const int16_t* pb, const Epi& epi) {
   const int kp = q_kpairs(K);
-  detail::q_tiles<kQMR, kQNR>(
+  detail::q_tiles_epi<kQMR, kQNR>(
       M, N, pa, static_cast<size_t>(kp) * 2 * kQMR, pb, static_cast<size_t>(kp) * 2 * kQNR,
       [kp](const int16_t* a, const int16_t* b, int32_t* t) { detail::q_ukernel(kp, a, b, t); },
       epi);
@@ -445,7 +480,7 @@ template <bool BcastU8, class Epi>
 void q8_gemm(int M, int N, int K, const uint8_t* pa, const uint8_t* pb, uint32_t x_zp,
              const int32_t* row_sums, const int32_t* col_sums, const Epi& epi) {
   const int kq = q8_quads(K);
-  detail::q_tiles<kQ8MR, kQ8NR>(
+  detail::q_tiles_epi<kQ8MR, kQ8NR>(
       M, N, pa, static_cast<size_t>(kq) * 4 * kQ8MR, pb, static_cast<size_t>(kq) * 4 * kQ8NR,
       [kq](const uint8_t* a, const uint8_t* b, int32_t* t) {
         detail::q8_ukernel<BcastU8>(kq, a, b, t);
@@ -553,6 +588,53 @@ inline void q8_pack_b_rows(int K, int N, const X* const* rows, uint8_t flip, uin
 template <class W> inline int q8_weight(W w) {
   return std::is_signed_v<W> ? static_cast<int>(w) : static_cast<int>(w) - 128;
 }
+
+#if TRIAD_Q8_ISA == 512
+namespace detail {
+template <class E> struct is_requant_epi : std::false_type {};
+template <class Y> struct is_requant_epi<QRequantEpi<Y>> : std::true_type {};
+
+/// The byte layout's C[M, N] = A * B (A's panels broadcast: a convolution's weights) requantized
+/// in registers by epi, per row: each row's sums start at its bias less the compensation
+/// x_zp * row_sums[row], wrapping as the reference's int32 (acc + bias) does, and leave the
+/// tile as bytes (q_requant16), without a pass over int32 sums in memory. C's rows are epi's
+/// rows row_off + r.
+template <class Y>
+void q8_gemm_requant(int M, int N, int K, const uint8_t* pa, const uint8_t* pb, uint32_t x_zp,
+                     const int32_t* row_sums, int row_off, const QRequantEpi<Y>& epi) {
+  const int kq = q8_quads(K);
+  const __m512i zp = _mm512_set1_epi32(epi.zp), lo = _mm512_set1_epi32(epi.lo),
+                hi = _mm512_set1_epi32(epi.hi);
+  q_tiles<kQ8MR, kQ8NR>(
+      M, N, pa, static_cast<size_t>(kq) * 4 * kQ8MR, pb, static_cast<size_t>(kq) * 4 * kQ8NR,
+      [&](const uint8_t* a, const uint8_t* b, int row0, int mr, int col0, int nr) {
+        int32_t off[kQ8MR];
+        float mult[kQ8MR];
+        for (int i = 0; i < kQ8MR; ++i) {
+          const int row = row_off + row0 + i, prow = epi.period ? row % epi.period : row;
+          off[i] = i < mr
+                       ? static_cast<int32_t>(static_cast<uint32_t>(epi.bias ? epi.bias[prow] : 0) -
+                                              x_zp * static_cast<uint32_t>(row_sums[row0 + i]))
+                       : 0;
+          mult[i] = i < mr ? epi.mult[epi.scalar_mult ? 0 : prow] : 0.0f;
+        }
+        const __mmask16 m0 = nr >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nr) - 1);
+        const __mmask16 m1 = nr >= 32  ? __mmask16(0xFFFF)
+                             : nr > 16 ? __mmask16((1u << (nr - 16)) - 1)
+                                       : __mmask16(0);
+        q8_tile512<false>(
+            kq, a, b, [&](int i) { return _mm512_set1_epi32(off[i]); },
+            [&](int i, __m512i x0, __m512i x1) {
+              if (i >= mr) return;
+              Y* out = epi.y + static_cast<ptrdiff_t>(row_off + row0 + i) * epi.ldy + col0;
+              const __m512 m = _mm512_set1_ps(mult[i]);
+              _mm512_mask_cvtepi32_storeu_epi8(out, m0, q_requant16(x0, m, zp, lo, hi));
+              _mm512_mask_cvtepi32_storeu_epi8(out + 16, m1, q_requant16(x1, m, zp, lo, hi));
+            });
+      });
+}
+} // namespace detail
+#endif
 
 // ---- Convolution --------------------------------------------------------------------------
 
@@ -822,7 +904,17 @@ void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const void* packed_w, v
                   std::max(lo, std::min(OW, s.W - iw0 > 0 ? (s.W - iw0 + sw - 1) / sw : 0));
               std::memset(d, static_cast<unsigned char>(pad), lo);
               const X* src = xr + iw0;
-              for (int ow = lo; ow < hi; ++ow)
+              int ow = lo;
+#if defined(__AVX512BW__)
+              // stride 2: the even bytes of up to 64 read (masked: never past the row's end)
+              for (; sw == 2 && ow < hi; ow += 32) {
+                const int n = std::min(32, hi - ow);
+                const __m512i v = _mm512_maskz_loadu_epi8((1ull << (2 * n - 1)) - 1, src + 2 * ow);
+                _mm256_mask_storeu_epi8(d + ow, static_cast<__mmask32>((1ull << n) - 1),
+                                        _mm512_cvtepi16_epi8(v));
+              }
+#endif
+              for (; ow < hi; ++ow)
                 d[ow] = src[ow * sw];
               std::memset(d + hi, static_cast<unsigned char>(pad), OW - hi);
             }
@@ -843,6 +935,15 @@ void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const void* packed_w, v
         const int32_t* sums = reinterpret_cast<const int32_t*>(pw + s.group * quads) + g * Mg;
         uint8_t* pb = reinterpret_cast<uint8_t*>(base);
         q8_pack_b_rows(K, P, rows, flip, pb);
+#if TRIAD_Q8_ISA == 512
+        if constexpr (detail::is_requant_epi<Epi>::value) {
+          if (!epi.per_col) {
+            detail::q8_gemm_requant(Mg, P, K, pw + g * quads, pb,
+                                    static_cast<uint32_t>(x_zp + flip), sums, row_off, epi);
+            continue;
+          }
+        }
+#endif
         q8_gemm<false>(Mg, P, K, pw + g * quads, pb, static_cast<uint32_t>(x_zp + flip), sums,
                        nullptr, shifted);
         continue;

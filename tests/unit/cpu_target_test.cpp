@@ -251,6 +251,69 @@ TEST(CpuTarget, PackedIntegerKernelsAndElementwiseQdqMatchTheInterpreter) {
   checkAgainstInterpreter(g, in, 0, 0);
 }
 
+// The byte (u8 x s8) layout of the packed int8 convolution, which symmetric weights take on VNNI
+// builds (int8 weights with zero point 0, uint8 ones with 128), and its epilogue requantizing in
+// registers on AVX-512: output channels and pixels that fill no whole tile (13 channels of 91
+// pixels, a 1x1 of 5 pixels), strided rows read 32 outputs at a time, groups, uint8 and int8
+// activations, per-channel and per-tensor scales, biases large enough for the int32 sums to wrap.
+// Exact: equal to the interpreter.
+TEST(CpuTarget, PackedInt8ByteLayoutConvolutionsMatchTheInterpreter) {
+  std::mt19937 rng(31);
+  Graph g;
+  Value* x = g.addInput("x", {DType::U8, {2, 20, 13, 7}, {}});
+  Value* xs8 = g.addInput("xs8", {DType::I8, {1, 12, 9, 9}, {}});
+  Value* wide = g.addInput("wide", {DType::U8, {1, 4, 5, 75}, {}});
+  auto scalar = [&](const std::string& name, float v) {
+    return g.addConstant(name, Tensor::fromVector<float>({}, {v}));
+  };
+  auto convAttrs = [](int64_t k, int64_t stride, int64_t pad, int64_t group) {
+    return attrs<ConvAttrs>([=](ConvAttrs& a) {
+      a.kernel = {k, k};
+      a.strides = {stride, stride};
+      a.pads = {pad, pad, pad, pad};
+      a.dilations = {1, 1};
+      a.group = group;
+    });
+  };
+  int id = 0;
+  auto qconv = [&](Value* in, DType xt, int xzp, int64_t oc, int64_t cin, int64_t k, int64_t stride,
+                   int64_t pad, int64_t group, DType wt, bool perChannel, DType yt,
+                   int biasRange = 20000) {
+    std::string p = "c" + std::to_string(id++);
+    Tensor ws(DType::F32, {perChannel ? oc : 1});
+    for (int64_t i = 0; i < ws.numElements(); ++i)
+      ws.values<float>()[size_t(i)] = 0.0007f * float(i % 5 + 1);
+    int wzp = wt == DType::I8 ? 0 : 128;
+    Node* n = add(
+        g, OpKind::QLinearConv, p,
+        {in, scalar(p + "xs", 0.04f), g.addConstant(p + "xz", intTensor({}, xt, xzp, xzp, rng)),
+         g.addConstant(p + "w", intTensor({oc, cin / group, k, k}, wt, wt == DType::I8 ? -128 : 0,
+                                          wt == DType::I8 ? 127 : 255, rng)),
+         g.addConstant(p + "ws", ws),
+         g.addConstant(p + "wz", intTensor({perChannel ? oc : 1}, wt, wzp, wzp, rng)),
+         scalar(p + "ys", 0.09f),
+         g.addConstant(p + "yz", intTensor({}, yt, yt == DType::U8 ? 100 : -7,
+                                           yt == DType::U8 ? 100 : -7, rng)),
+         g.addConstant(p + "b", intTensor({oc}, DType::I32, -biasRange, biasRange, rng))},
+        convAttrs(k, stride, pad, group));
+    g.addOutput(n->output(0));
+    return n;
+  };
+  qconv(x, DType::U8, 9, 13, 20, 3, 1, 1, 1, DType::I8, true, DType::U8);  // 91 pixels
+  qconv(x, DType::U8, 9, 20, 20, 1, 1, 0, 1, DType::I8, false, DType::I8); // pointwise
+  qconv(x, DType::U8, 9, 10, 20, 3, 2, 1, 2, DType::I8, true, DType::U8);  // strided, groups
+  qconv(x, DType::U8, 9, 9, 20, 1, 3, 0, 1, DType::I8, true, DType::U8);   // 5x3 pixels
+  qconv(x, DType::U8, 250, 8, 20, 3, 1, 1, 1, DType::I8, true, DType::U8, 2000000000); // wraps
+  qconv(xs8, DType::I8, -3, 17, 12, 3, 1, 0, 1, DType::U8, true, DType::I8); // int8 activations
+  qconv(wide, DType::U8, 40, 8, 4, 3, 2, 1, 1, DType::I8, true, DType::U8);  // 38 columns of 75
+  cpu::GeneratedCode code = cpu::generateCpp(g);
+  EXPECT_EQ(occurrences(code.source, "triad_rt::qconv2d("), 7u);
+  std::vector<Tensor> in = {intTensor({2, 20, 13, 7}, DType::U8, 0, 255, rng),
+                            intTensor({1, 12, 9, 9}, DType::I8, -128, 127, rng),
+                            intTensor({1, 4, 5, 75}, DType::U8, 0, 255, rng)};
+  checkAgainstInterpreter(g, in, 0, 0);
+}
+
 // Channel-blocked (NCHW16c) convolutions: the layouts chosen between them and at the edges
 // (NCHW graph input in, a pooled NCHW consumer out, a graph output that stays NCHW), depthwise
 // and dense kernels, a residual Add read blocked, a channel-broadcast operand and Clip in the
