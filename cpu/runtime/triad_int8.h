@@ -834,6 +834,111 @@ void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const in
 }
 } // namespace detail
 
+namespace detail {
+/// im2col of one output row's outputs [a, b) for the tap (kh, kw) of the input plane xc:
+/// d[ow - a] = the input the tap reads for output (oh, ow), pad where that is padding.
+template <class X>
+inline void qconv_im2col_segment(const Conv2dShape& s, const X* xc, int kh, int kw, int oh, int a,
+                                 int b, X pad, X* d) {
+  const unsigned char fill = static_cast<unsigned char>(pad);
+  const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+  if (ih < 0 || ih >= s.H) {
+    std::memset(d, fill, static_cast<size_t>(b - a));
+    return;
+  }
+  const X* xr = xc + static_cast<size_t>(ih) * s.W;
+  const int iw0 = kw * s.dil_w - s.pad_l, sw = s.stride_w; // output ow reads iw0 + ow * sw
+  // outputs [lo, hi) read inside the row; the rest is padding
+  const int lo = std::clamp(iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw, a, b);
+  const int hi = std::clamp(s.W - iw0 > 0 ? (s.W - iw0 + sw - 1) / sw : 0, lo, b);
+  std::memset(d, fill, static_cast<size_t>(lo - a));
+  std::memset(d + (hi - a), fill, static_cast<size_t>(b - hi));
+  const X* src = xr + iw0;
+  X* out = d - a;
+  if (sw == 1) {
+    std::memcpy(out + lo, src + lo, static_cast<size_t>(hi - lo));
+    return;
+  }
+  int ow = lo;
+#if defined(__AVX512BW__)
+  // stride 2: the even bytes of up to 64 read (masked: never past the row's end)
+  for (; sw == 2 && ow < hi; ow += 32) {
+    const int n = std::min(32, hi - ow);
+    const __m512i v = _mm512_maskz_loadu_epi8((1ull << (2 * n - 1)) - 1, src + 2 * ow);
+    _mm256_mask_storeu_epi8(out + ow, static_cast<__mmask32>((1ull << n) - 1),
+                            _mm512_cvtepi16_epi8(v));
+  }
+#endif
+  for (; ow < hi; ++ow)
+    out[ow] = src[ow * sw];
+}
+
+/// im2col row k (c, kh, kw) of the group's input xg for the output pixels [p0, p1) (pixel
+/// oh * OW + ow) into d[0, p1 - p0).
+template <class X>
+inline void qconv_im2col_row(const Conv2dShape& s, const X* xg, int k, int p0, int p1, X pad,
+                             X* d) {
+  const int taps = s.KH * s.KW, OW = s.OW();
+  const int c = k / taps, kh = k % taps / s.KW, kw = k % s.KW;
+  const X* xc = xg + static_cast<size_t>(c) * s.H * s.W;
+  for (int p = p0; p < p1;) {
+    const int oh = p / OW, a = p - oh * OW, b = std::min(OW, a + (p1 - p));
+    qconv_im2col_segment(s, xc, kh, kw, oh, a, b, pad, d + (p - p0));
+    p += b - a;
+  }
+}
+
+#if TRIAD_Q8_ISA == 512
+/// Output pixels per block of qconv_q8_blocked (a multiple of kQ8NR), or 0 when the group's
+/// pixels make too few blocks to keep `threads` busy (fewer than two panels each): a block's
+/// im2col and packed operand, 64 bytes per pixel and K, stay within 384 KB of L2.
+inline int qconv_q8_block_pixels(int K, int P, int threads) {
+  const int panels = (P + kQ8NR - 1) / kQ8NR;
+  if (threads > 1 && panels < 2 * threads) return 0;
+  const int fit = std::max(1, (384 << 10) / (64 * std::max(K, 1)));
+  const int share = threads > 1 ? (panels + 2 * threads - 1) / (2 * threads) : panels;
+  return std::min(fit, share) * kQ8NR;
+}
+
+/// One group of a byte-layout convolution with the requantizing epilogue, block by block of
+/// output pixels: each block's im2col and packed operand are made by the thread that multiplies
+/// them, so they never leave its L2 (the whole group's, packed up front, went out to memory and
+/// back twice). pw, row_sums: the group's packed weights and their sums; rows row_off + oc.
+template <class X, class Y>
+void qconv_q8_blocked(const Conv2dShape& s, const X* xg, int x_zp, const uint8_t* pw,
+                      const int32_t* row_sums, int row_off, const QRequantEpi<Y>& epi, int block) {
+  const int P = s.OH() * s.OW(), K = s.Kg(), Mg = s.OCg();
+  const size_t plane = static_cast<size_t>(s.H) * s.W;
+  const size_t panel = static_cast<size_t>(q8_quads(K)) * 4 * kQ8NR;
+  const uint8_t flip = std::is_signed_v<X> ? 0x80 : 0;
+  const bool pointwise = qconv_pointwise(s);
+  const X pad = static_cast<X>(x_zp);
+  parallel_for((P + block - 1) / block, static_cast<double>(Mg) * block * K, [&](ptrdiff_t bi) {
+    const int p0 = static_cast<int>(bi) * block, np = std::min(block, P - p0);
+    const int panels = (np + kQ8NR - 1) / kQ8NR;
+    const X** rows = reinterpret_cast<const X**>(tls_buffer(7, static_cast<size_t>(K) * 2));
+    uint8_t* packed = reinterpret_cast<uint8_t*>(tls_buffer(8, (panels * panel + 3) / 4));
+    if (pointwise) {
+      for (int k = 0; k < K; ++k)
+        rows[k] = xg + k * plane + p0;
+    } else {
+      X* cols = reinterpret_cast<X*>(tls_buffer(9, (static_cast<size_t>(K) * np + 3) / 4));
+      for (int k = 0; k < K; ++k) {
+        qconv_im2col_row(s, xg, k, p0, p0 + np, pad, cols + static_cast<size_t>(k) * np);
+        rows[k] = cols + static_cast<size_t>(k) * np;
+      }
+    }
+    for (int q = 0; q < panels; ++q)
+      q8_pack_b_panel(K, np, rows, flip, q * kQ8NR, packed + q * panel);
+    QRequantEpi<Y> e = epi; // columns from p0
+    e.y = epi.y + p0;
+    q8_gemm_requant(Mg, np, K, pw, packed, static_cast<uint32_t>(x_zp + flip), row_sums, row_off,
+                    e); // inside this job: on this thread
+  });
+}
+#endif
+} // namespace detail
+
 /// Bytes of caller-owned scratch qconv2d needs: the 8-bit im2col of one group (unless
 /// pointwise), its row pointers and the packed B operand (either layout).
 inline size_t qconv_scratch_bytes(const Conv2dShape& s) {
@@ -872,57 +977,30 @@ void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const void* packed_w, v
   for (int n = 0; n < s.N; ++n)
     for (int g = 0; g < s.group; ++g) {
       const X* xg = x + (static_cast<size_t>(n) * s.C + static_cast<size_t>(g) * s.Cg()) * plane;
+      const int row_off = n * s.OC + g * Mg;
+#if TRIAD_Q8_ISA == 512
+      if constexpr (detail::is_requant_epi<Epi>::value) {
+        const int block = detail::qconv_q8_block_pixels(K, P, num_threads());
+        if (q8 && !epi.per_col && block > 0) {
+          const size_t quads = (q8_packed_bytes(Mg, kQ8MR, K) + 63) / 64 * 64;
+          const uint8_t* pw = QPacked::data<uint8_t>(packed_w);
+          detail::qconv_q8_blocked(s, xg, x_zp, pw + g * quads,
+                                   reinterpret_cast<const int32_t*>(pw + s.group * quads) + g * Mg,
+                                   row_off, epi, block);
+          continue;
+        }
+      }
+#endif
       if (pointwise) {
         for (int c = 0; c < K; ++c)
           rows[c] = xg + c * plane;
       } else {
         // im2col rows (c, kh, kw), the padding x_zp
         parallel_for(K, static_cast<double>(P), [&](ptrdiff_t k) {
-          const int c = static_cast<int>(k) / (s.KH * s.KW),
-                    t = static_cast<int>(k) % (s.KH * s.KW);
-          const int kh = t / s.KW, kw = t % s.KW;
-          const X* xc = xg + c * plane;
-          X* d = cols + k * P;
-          for (int oh = 0; oh < OH; ++oh, d += OW) {
-            const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
-            if (ih < 0 || ih >= s.H) {
-              std::memset(d, static_cast<unsigned char>(pad), OW);
-              continue;
-            }
-            const X* xr = xc + static_cast<size_t>(ih) * s.W;
-            const int iw0 = kw * s.dil_w - s.pad_l;
-            if (s.stride_w == 1) {
-              const int lo = std::clamp(-iw0, 0, OW), hi = std::clamp(s.W - iw0, lo, OW);
-              std::memset(d, static_cast<unsigned char>(pad), lo);
-              std::memcpy(d + lo, xr + iw0 + lo, hi - lo);
-              std::memset(d + hi, static_cast<unsigned char>(pad), OW - hi);
-            } else {
-              // outputs [lo, hi) read inside the row; the rest is padding
-              const int sw = s.stride_w;
-              const int lo = std::min(OW, iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw);
-              const int hi =
-                  std::max(lo, std::min(OW, s.W - iw0 > 0 ? (s.W - iw0 + sw - 1) / sw : 0));
-              std::memset(d, static_cast<unsigned char>(pad), lo);
-              const X* src = xr + iw0;
-              int ow = lo;
-#if defined(__AVX512BW__)
-              // stride 2: the even bytes of up to 64 read (masked: never past the row's end)
-              for (; sw == 2 && ow < hi; ow += 32) {
-                const int n = std::min(32, hi - ow);
-                const __m512i v = _mm512_maskz_loadu_epi8((1ull << (2 * n - 1)) - 1, src + 2 * ow);
-                _mm256_mask_storeu_epi8(d + ow, static_cast<__mmask32>((1ull << n) - 1),
-                                        _mm512_cvtepi16_epi8(v));
-              }
-#endif
-              for (; ow < hi; ++ow)
-                d[ow] = src[ow * sw];
-              std::memset(d + hi, static_cast<unsigned char>(pad), OW - hi);
-            }
-          }
+          detail::qconv_im2col_row(s, xg, static_cast<int>(k), 0, P, pad, cols + k * P);
           rows[k] = cols + k * P;
         });
       }
-      const int row_off = n * s.OC + g * Mg;
       auto shifted = [&](const int32_t* tile, int ldt, int row0, int mr, int col0, int nr) {
         epi(tile, ldt, row_off + row0, mr, col0, nr);
       };

@@ -253,16 +253,18 @@ TEST(CpuTarget, PackedIntegerKernelsAndElementwiseQdqMatchTheInterpreter) {
 
 // The byte (u8 x s8) layout of the packed int8 convolution, which symmetric weights take on VNNI
 // builds (int8 weights with zero point 0, uint8 ones with 128), and its epilogue requantizing in
-// registers on AVX-512: output channels and pixels that fill no whole tile (13 channels of 91
-// pixels, a 1x1 of 5 pixels), strided rows read 32 outputs at a time, groups, uint8 and int8
-// activations, per-channel and per-tensor scales, biases large enough for the int32 sums to wrap.
-// Exact: equal to the interpreter.
+// registers on AVX-512, packing blocks of pixels on the thread that multiplies them: output
+// channels and pixels that fill no whole tile (13 channels of 91 pixels, a 1x1 of 5 pixels),
+// strided rows read 32 outputs at a time, groups, uint8 and int8 activations, per-channel and
+// per-tensor scales, biases large enough for the int32 sums to wrap. Exact: equal to the
+// interpreter.
 TEST(CpuTarget, PackedInt8ByteLayoutConvolutionsMatchTheInterpreter) {
   std::mt19937 rng(31);
   Graph g;
   Value* x = g.addInput("x", {DType::U8, {2, 20, 13, 7}, {}});
   Value* xs8 = g.addInput("xs8", {DType::I8, {1, 12, 9, 9}, {}});
   Value* wide = g.addInput("wide", {DType::U8, {1, 4, 5, 75}, {}});
+  Value* big = g.addInput("big", {DType::U8, {1, 8, 12, 12}, {}});
   auto scalar = [&](const std::string& name, float v) {
     return g.addConstant(name, Tensor::fromVector<float>({}, {v}));
   };
@@ -306,12 +308,18 @@ TEST(CpuTarget, PackedInt8ByteLayoutConvolutionsMatchTheInterpreter) {
   qconv(x, DType::U8, 250, 8, 20, 3, 1, 1, 1, DType::I8, true, DType::U8, 2000000000); // wraps
   qconv(xs8, DType::I8, -3, 17, 12, 3, 1, 0, 1, DType::U8, true, DType::I8); // int8 activations
   qconv(wide, DType::U8, 40, 8, 4, 3, 2, 1, 1, DType::I8, true, DType::U8);  // 38 columns of 75
+  qconv(big, DType::U8, 3, 11, 8, 1, 1, 0, 1, DType::I8, true, DType::U8);   // 144 pixels
   cpu::GeneratedCode code = cpu::generateCpp(g);
-  EXPECT_EQ(occurrences(code.source, "triad_rt::qconv2d("), 7u);
+  EXPECT_EQ(occurrences(code.source, "triad_rt::qconv2d("), 8u);
   std::vector<Tensor> in = {intTensor({2, 20, 13, 7}, DType::U8, 0, 255, rng),
                             intTensor({1, 12, 9, 9}, DType::I8, -128, 127, rng),
-                            intTensor({1, 4, 5, 75}, DType::U8, 0, 255, rng)};
+                            intTensor({1, 4, 5, 75}, DType::U8, 0, 255, rng),
+                            intTensor({1, 8, 12, 12}, DType::U8, 0, 255, rng)};
   checkAgainstInterpreter(g, in, 0, 0);
+  // One thread: every group in blocks of pixels (two threads: those with 4 or more panels of 32).
+  cpu::CpuOptions one = testOptions();
+  one.threads = 1;
+  expectClose(cpu::makeCpuTarget(one)->compile(g)->run(in), Interpreter(g).run(in), 0, 0);
 }
 
 // Channel-blocked (NCHW16c) convolutions: the layouts chosen between them and at the edges
