@@ -66,6 +66,7 @@ inline int q8_quads(int K) {
 /// Header of packed weights: which layout follows, 64 bytes after the start.
 struct QPacked {
   int32_t q8 = 0; // 1: the byte layout (with its sums of weights after the panels); 0: int16 pairs
+  int32_t c4 = 0; // 1 (with q8): a convolution's K in the c4 order (qconv_c4)
   static constexpr size_t kHeader = 64;
   static const QPacked& of(const void* p) { return *static_cast<const QPacked*>(p); }
   template <class T> static const T* data(const void* p) {
@@ -535,6 +536,34 @@ inline void q8_pack_lines(int lines, int K, Get v, uint8_t* dst, int32_t* sums) 
         }
 }
 
+/// Interleaves n bytes of four rows into n 4-byte words: dst[4j + t] = r[t][j] ^ flip, or
+/// `missing` where r[t] is null.
+inline void q8_interleave4(const uint8_t* const r[4], int n, uint8_t flip, uint8_t missing,
+                           uint8_t* dst) {
+  int j = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip)),
+                m = _mm_set1_epi8(static_cast<char>(missing));
+  for (; j + 16 <= n; j += 16) {
+    auto ld = [&](int t) {
+      return r[t] ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[t] + j)), f)
+                  : m;
+    };
+    const __m128i a = ld(0), b = ld(1), c = ld(2), d = ld(3);
+    const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+    const __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+    __m128i* o = reinterpret_cast<__m128i*>(dst + 4 * j); // words j .. j+3, j+4 .. j+7, ...
+    _mm_storeu_si128(o + 0, _mm_unpacklo_epi16(ab0, cd0));
+    _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
+    _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
+    _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
+  }
+#endif
+  for (; j < n; ++j)
+    for (int t = 0; t < 4; ++t)
+      dst[4 * j + t] = r[t] ? static_cast<uint8_t>(r[t][j] ^ flip) : missing;
+}
+
 /// Packs the columns [j0, j0 + kQ8NR) of B (K x N, row k at rows[k], bytes XOR flip: unsigned)
 /// into one panel of the byte layout; columns past N and rows past K are 0.
 template <class X>
@@ -545,30 +574,8 @@ inline void q8_pack_b_panel(int K, int N, const X* const* rows, uint8_t flip, in
     const uint8_t* r[4];
     for (int t = 0; t < 4; ++t)
       r[t] = 4 * p + t < K ? reinterpret_cast<const uint8_t*>(rows[4 * p + t]) + j0 : nullptr;
-#if defined(__SSE2__)
-    if (n == kQ8NR) {
-      const __m128i f = _mm_set1_epi8(static_cast<char>(flip)), z = _mm_setzero_si128();
-      for (int j = 0; j < kQ8NR; j += 16) {
-        auto ld = [&](int t) {
-          return r[t]
-                     ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[t] + j)), f)
-                     : z;
-        };
-        const __m128i a = ld(0), b = ld(1), c = ld(2), d = ld(3);
-        const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
-        const __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
-        __m128i* o = reinterpret_cast<__m128i*>(dst + 4 * j); // columns j .. j+3, j+4 .. j+7, ...
-        _mm_storeu_si128(o + 0, _mm_unpacklo_epi16(ab0, cd0));
-        _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
-        _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
-        _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
-      }
-      continue;
-    }
-#endif
-    for (int j = 0; j < kQ8NR; ++j)
-      for (int t = 0; t < 4; ++t)
-        dst[4 * j + t] = j < n && r[t] ? static_cast<uint8_t>(r[t][j] ^ flip) : uint8_t(0);
+    q8_interleave4(r, n, flip, 0, dst);
+    std::memset(dst + 4 * n, 0, static_cast<size_t>(4 * (kQ8NR - n)));
   }
 }
 } // namespace detail
@@ -644,6 +651,32 @@ inline bool qconv_depthwise(const Conv2dShape& s) {
   return s.group > 1 && s.group == s.C && s.OC == s.C;
 }
 
+/// Whether the convolution reads its input in place (1x1, stride 1, no padding).
+inline bool qconv_pointwise(const Conv2dShape& s) {
+  return s.KH == 1 && s.KW == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 &&
+         s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0;
+}
+
+/// Whether a byte-layout convolution takes the c4 order: K ordered as (quad of the group's
+/// channels, tap, channel within the quad), the channels padded to a multiple of 4 with zero
+/// weights, so that a quad is four channels of one input pixel. The input then goes once into a
+/// padded NCHW4c copy, and each quad row of a packed B panel is 32 pixels' 4-byte words copied
+/// from it (runs of an output row: one masked vector copy each), with no im2col: 3x3 convolutions
+/// spent half their time there. AVX-512 builds; convolutions neither depthwise nor pointwise.
+inline bool qconv_c4(const Conv2dShape& s) {
+#if TRIAD_Q8_ISA == 512
+  return !qconv_depthwise(s) && !qconv_pointwise(s);
+#else
+  (void)s;
+  return false;
+#endif
+}
+
+/// K in the c4 order: taps times the group's channels rounded up to 4.
+inline int qconv_c4_k(const Conv2dShape& s) {
+  return s.KH * s.KW * ((s.Cg() + 3) / 4 * 4);
+}
+
 /// Bytes of the packed weights of an integer convolution: the QPacked header, then per group the
 /// q_packed_a layout, or the byte layout and the OC sums of the weights, whichever is larger.
 inline size_t qconv_weights_bytes(const Conv2dShape& s) {
@@ -652,7 +685,8 @@ inline size_t qconv_weights_bytes(const Conv2dShape& s) {
     const size_t pairs = q_packed_a_bytes(s.OCg(), s.Kg());
     bytes = static_cast<size_t>(s.group) * pairs;
 #if defined(TRIAD_Q8_ISA)
-    const size_t quads = (q8_packed_bytes(s.OCg(), kQ8MR, s.Kg()) + 63) / 64 * 64;
+    const int Kq = qconv_c4(s) ? qconv_c4_k(s) : s.Kg();
+    const size_t quads = (q8_packed_bytes(s.OCg(), kQ8MR, Kq) + 63) / 64 * 64;
     bytes = std::max(bytes, s.group * quads + static_cast<size_t>(s.OC) * sizeof(int32_t));
 #endif
   }
@@ -679,13 +713,24 @@ inline void qconv_pack_weights(const Conv2dShape& s, const W* w, const W* w_zp, 
 #if defined(TRIAD_Q8_ISA)
   if (q8_weights(w_zp, n_wzp)) {
     head.q8 = 1;
-    const size_t quads = (q8_packed_bytes(Mg, kQ8MR, K) + 63) / 64 * 64;
+    head.c4 = qconv_c4(s);
+    const int Kq = head.c4 ? qconv_c4_k(s) : K, taps = s.KH * s.KW;
+    const size_t quads = (q8_packed_bytes(Mg, kQ8MR, Kq) + 63) / 64 * 64;
     uint8_t* d = QPacked::data<uint8_t>(dst);
     int32_t* sums = reinterpret_cast<int32_t*>(d + s.group * quads);
     for (int g = 0; g < s.group; ++g) {
       const W* wg = w + static_cast<size_t>(g) * Mg * K;
       detail::q8_pack_lines<kQ8MR>(
-          Mg, K, [&](int r, int k) { return q8_weight(wg[static_cast<size_t>(r) * K + k]); },
+          Mg, Kq,
+          [&](int r, int k) {
+            int kw = k; // (c, kh, kw) in w
+            if (head.c4) {
+              const int quad = k / 4, c = quad / taps * 4 + k % 4;
+              if (c >= s.Cg()) return 0;
+              kw = c * taps + quad % taps;
+            }
+            return q8_weight(wg[static_cast<size_t>(r) * K + kw]);
+          },
           d + g * quads, sums + g * Mg);
     }
     return;
@@ -701,12 +746,6 @@ inline void qconv_pack_weights(const Conv2dShape& s, const W* w, const W* w_zp, 
         QPacked::data<int16_t>(dst) +
             static_cast<size_t>(g) * q_packed_a_bytes(Mg, K) / sizeof(int16_t));
   }
-}
-
-/// Whether the convolution reads its input in place (1x1, stride 1, no padding).
-inline bool qconv_pointwise(const Conv2dShape& s) {
-  return s.KH == 1 && s.KW == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_t == 0 &&
-         s.pad_l == 0 && s.pad_b == 0 && s.pad_r == 0;
 }
 
 namespace detail {
@@ -936,13 +975,159 @@ void qconv_q8_blocked(const Conv2dShape& s, const X* xg, int x_zp, const uint8_t
                     e); // inside this job: on this thread
   });
 }
+
+/// Copies n <= 32 4-byte words from src, every stride-th (1, 2 or more), to dst.
+inline void q8_copy_words(const uint32_t* src, int stride, int n, uint32_t* dst) {
+  if (stride == 1) {
+    for (int j = 0; j < n; j += 16) {
+      const __mmask16 m = n - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - j)) - 1);
+      _mm512_mask_storeu_epi32(dst + j, m, _mm512_maskz_loadu_epi32(m, src + j));
+    }
+  } else if (stride == 2) {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (int j = 0; j < n; j += 16) {
+      const int need = 2 * std::min(16, n - j) - 1; // words read: up to the last one taken
+      auto mask = [](int k) {
+        return k >= 16 ? __mmask16(0xFFFF) : __mmask16(k > 0 ? (1u << k) - 1 : 0);
+      };
+      const __m512i lo = _mm512_maskz_loadu_epi32(mask(need), src + 2 * j);
+      const __m512i hi = _mm512_maskz_loadu_epi32(mask(need - 16), src + 2 * j + 16);
+      _mm512_mask_storeu_epi32(dst + j, mask(std::min(16, n - j)),
+                               _mm512_permutex2var_epi32(lo, even, hi));
+    }
+  } else {
+    for (int j = 0; j < n; ++j)
+      dst[j] = src[static_cast<size_t>(j) * stride];
+  }
+}
+
+/// The c4 order's convolution (qconv_c4), for the byte layout's weights packed in it: per image
+/// and group, the input into a padded NCHW4c copy (x4: per quad of channels, Hp x Wp pixels of 4
+/// bytes, XOR flip, the padding and the channels past the group's the unsigned x_zp), then B's
+/// panels copied from it and multiplied; blocks of pixels on the thread that multiplies them when
+/// the epilogue requantizes and there are panels enough, else all panels first.
+template <class X, class Epi>
+void qconv_c4_run(const Conv2dShape& s, const X* x, int x_zp, const void* packed_w, void* scratch,
+                  const Epi& epi) {
+  const int OW = s.OW(), P = s.OH() * OW, Mg = s.OCg(), Cg = s.Cg(), taps = s.KH * s.KW;
+  const int C4 = (Cg + 3) / 4 * 4, Kq = qconv_c4_k(s), kq = Kq / 4;
+  const int Hp = s.H + s.pad_t + s.pad_b, Wp = s.W + s.pad_l + s.pad_r;
+  const size_t plane = static_cast<size_t>(s.H) * s.W, plane4 = static_cast<size_t>(Hp) * Wp;
+  const uint8_t flip = std::is_signed_v<X> ? 0x80 : 0;
+  const uint8_t fill = static_cast<uint8_t>(static_cast<uint8_t>(x_zp) ^ flip);
+  const uint32_t xzp = static_cast<uint32_t>(x_zp + flip);
+  const size_t quads = (q8_packed_bytes(Mg, kQ8MR, Kq) + 63) / 64 * 64;
+  const size_t panel = static_cast<size_t>(kq) * 4 * kQ8NR;
+  const uint8_t* pw = QPacked::data<uint8_t>(packed_w);
+  const int32_t* sums = reinterpret_cast<const int32_t*>(pw + s.group * quads);
+  uint8_t* x4 = static_cast<uint8_t*>(scratch);
+  x4 += (64 - reinterpret_cast<uintptr_t>(x4) % 64) % 64;
+  uint8_t* packed_all = x4 + (C4 / 4 * plane4 * 4 + 63) / 64 * 64;
+  // B's panel at pixels [j0, j0 + kQ8NR): per quad (channel quad, tap), each run of pixels in
+  // one output row copied from x4 (words stride_w apart), words past P zero.
+  auto pack_panel = [&](int j0, uint8_t* dst) {
+    struct Run {
+      int dst, n;
+      size_t src; // x4 word of the run's first pixel at tap (0, 0)
+    } runs[kQ8NR];
+    int nruns = 0;
+    const int end = std::min(P, j0 + kQ8NR);
+    for (int p = j0; p < end;) {
+      const int oh = p / OW, a = p - oh * OW, b = std::min(OW, a + (end - p));
+      runs[nruns++] = {p - j0, b - a,
+                       static_cast<size_t>(oh) * s.stride_h * Wp +
+                           static_cast<size_t>(a) * s.stride_w};
+      p += b - a;
+    }
+    uint32_t* d = reinterpret_cast<uint32_t*>(dst);
+    for (int cq = 0; cq < C4 / 4; ++cq) {
+      const uint32_t* base = reinterpret_cast<const uint32_t*>(x4) + cq * plane4;
+      for (int t = 0; t < taps; ++t, d += kQ8NR) {
+        const size_t tap =
+            static_cast<size_t>(t / s.KW) * s.dil_h * Wp + static_cast<size_t>(t % s.KW) * s.dil_w;
+        for (int r = 0; r < nruns; ++r)
+          q8_copy_words(base + runs[r].src + tap, s.stride_w, runs[r].n, d + runs[r].dst);
+        for (int j = end - j0; j < kQ8NR; ++j)
+          d[j] = 0;
+      }
+    }
+  };
+  const int nb = (P + kQ8NR - 1) / kQ8NR;
+  for (int n = 0; n < s.N; ++n)
+    for (int g = 0; g < s.group; ++g) {
+      const X* xg = x + (static_cast<size_t>(n) * s.C + static_cast<size_t>(g) * Cg) * plane;
+      // the padded NCHW4c copy, one (channel quad, padded row) per item
+      parallel_for(static_cast<ptrdiff_t>(C4 / 4) * Hp, 4.0 * Wp, [&](ptrdiff_t it) {
+        const int cq = static_cast<int>(it / Hp), hp = static_cast<int>(it % Hp), h = hp - s.pad_t;
+        uint8_t* d = x4 + (cq * plane4 + static_cast<size_t>(hp) * Wp) * 4;
+        if (h < 0 || h >= s.H) {
+          std::memset(d, fill, static_cast<size_t>(Wp) * 4);
+          return;
+        }
+        const uint8_t* r[4];
+        for (int t = 0; t < 4; ++t) {
+          const int c = 4 * cq + t;
+          r[t] =
+              c < Cg
+                  ? reinterpret_cast<const uint8_t*>(xg + c * plane + static_cast<size_t>(h) * s.W)
+                  : nullptr;
+        }
+        std::memset(d, fill, static_cast<size_t>(s.pad_l) * 4);
+        q8_interleave4(r, s.W, flip, fill, d + static_cast<size_t>(s.pad_l) * 4);
+        std::memset(d + static_cast<size_t>(s.pad_l + s.W) * 4, fill,
+                    static_cast<size_t>(s.pad_r) * 4);
+      });
+      const int row_off = n * s.OC + g * Mg;
+      const uint8_t* pwg = pw + g * quads;
+      const int32_t* sums_g = sums + g * Mg;
+      if constexpr (is_requant_epi<Epi>::value) {
+        const int block = qconv_q8_block_pixels(Kq, P, num_threads());
+        if (!epi.per_col && block > 0) {
+          parallel_for((P + block - 1) / block, static_cast<double>(Mg) * block * Kq,
+                       [&](ptrdiff_t bi) {
+                         const int p0 = static_cast<int>(bi) * block, np = std::min(block, P - p0);
+                         const int panels = (np + kQ8NR - 1) / kQ8NR;
+                         uint8_t* packed =
+                             reinterpret_cast<uint8_t*>(tls_buffer(8, (panels * panel + 3) / 4));
+                         for (int q = 0; q < panels; ++q)
+                           pack_panel(p0 + q * kQ8NR, packed + q * panel);
+                         Epi e = epi; // columns from p0
+                         e.y = epi.y + p0;
+                         q8_gemm_requant(Mg, np, Kq, pwg, packed, xzp, sums_g, row_off, e);
+                       });
+          continue;
+        }
+      }
+      parallel_for(nb, static_cast<double>(Kq) * kQ8NR, [&](ptrdiff_t q) {
+        pack_panel(static_cast<int>(q) * kQ8NR, packed_all + q * panel);
+      });
+      if constexpr (is_requant_epi<Epi>::value) {
+        if (!epi.per_col) {
+          q8_gemm_requant(Mg, P, Kq, pwg, packed_all, xzp, sums_g, row_off, epi);
+          continue;
+        }
+      }
+      q8_gemm<false>(Mg, P, Kq, pwg, packed_all, xzp, sums_g, nullptr,
+                     [&](const int32_t* tile, int ldt, int row0, int mr, int col0, int nr) {
+                       epi(tile, ldt, row_off + row0, mr, col0, nr);
+                     });
+    }
+}
+
+/// Bytes of scratch qconv_c4_run needs: the NCHW4c copy and every panel of B.
+inline size_t qconv_c4_scratch_bytes(const Conv2dShape& s) {
+  const size_t C4 = static_cast<size_t>(s.Cg() + 3) / 4 * 4;
+  const size_t x4 = C4 * (s.H + s.pad_t + s.pad_b) * (s.W + s.pad_l + s.pad_r);
+  return (x4 + 63) / 64 * 64 + q8_packed_bytes(s.OH() * s.OW(), kQ8NR, qconv_c4_k(s)) + 64;
+}
 #endif
 } // namespace detail
 
-/// Bytes of caller-owned scratch qconv2d needs: the 8-bit im2col of one group (unless
+namespace detail {
+/// Bytes of scratch the im2col path of qconv2d needs: the 8-bit im2col of one group (unless
 /// pointwise), its row pointers and the packed B operand (either layout).
-inline size_t qconv_scratch_bytes(const Conv2dShape& s) {
-  if (qconv_depthwise(s)) return 0; // a row of sums per thread, on the stack
+inline size_t qconv_scratch_bytes_im2col(const Conv2dShape& s) {
   const size_t K = static_cast<size_t>(s.Kg()), P = static_cast<size_t>(s.OH()) * s.OW();
   const size_t cols = qconv_pointwise(s) ? 0 : (K * P + 63) / 64 * 64;
   size_t packed = q_packed_b_bytes(s.Kg(), s.OH() * s.OW());
@@ -950,6 +1135,17 @@ inline size_t qconv_scratch_bytes(const Conv2dShape& s) {
   packed = std::max(packed, q8_packed_bytes(s.OH() * s.OW(), kQ8NR, s.Kg()));
 #endif
   return cols + (K * sizeof(void*) + 63) / 64 * 64 + packed + 64;
+}
+} // namespace detail
+
+/// Bytes of caller-owned scratch qconv2d needs (the im2col path's, or the c4 order's).
+inline size_t qconv_scratch_bytes(const Conv2dShape& s) {
+  if (qconv_depthwise(s)) return 0; // a row of sums per thread, on the stack
+#if TRIAD_Q8_ISA == 512
+  if (qconv_c4(s)) // the weights may take the c4 order or not (q8_weights)
+    return std::max(detail::qconv_c4_scratch_bytes(s), detail::qconv_scratch_bytes_im2col(s));
+#endif
+  return detail::qconv_scratch_bytes_im2col(s);
 }
 
 /// The integer convolution: y[n, oc, :, :] = epilogue of the int32 sums over (c, kh, kw) of
@@ -965,6 +1161,12 @@ void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const void* packed_w, v
     detail::qconv_depthwise_planes(s, x, x_zp, QPacked::data<int32_t>(packed_w), epi);
     return;
   }
+#if TRIAD_Q8_ISA == 512
+  if (QPacked::of(packed_w).c4) {
+    detail::qconv_c4_run(s, x, x_zp, packed_w, scratch, epi);
+    return;
+  }
+#endif
   const bool q8 = QPacked::of(packed_w).q8 != 0;
   char* base = static_cast<char*>(scratch);
   base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
