@@ -65,6 +65,26 @@ std::vector<FusionGroup> formFusionGroups(const Graph& g, const FusionPolicy& po
       if (anchor && u->output(0)->type().dtype != out->type().dtype &&
           !(policy.anchorTailChangesType && policy.anchorTailChangesType(*n)))
         break;
+      // An elementwise chain also takes u's other operands when each is the one use of an
+      // elementwise node of u's shape reading only values from outside: a residual Add's second
+      // DequantizeLinear is computed in the same pass instead of stored in float and read back.
+      if (grp.elementwise && !view)
+        for (Value* v : u->inputs()) {
+          const Node* p = v && v != out ? v->producer() : nullptr;
+          if (!p || assigned.count(p) || p->outputs().size() != 1 || uses[size_t(v->id())] != 1 ||
+              graphOutputs.count(v) || !policy.isFusableElementwise(*p) ||
+              (policy.isFusableView && policy.isFusableView(*p)) ||
+              v->type().shape != u->output(0)->type().shape)
+            continue;
+          bool outside = true;
+          for (const Value* w : p->inputs())
+            outside = outside && !(w && w->producer() && assigned.count(w->producer()) &&
+                                   std::find(grp.nodes.begin(), grp.nodes.end(), w->producer()) !=
+                                       grp.nodes.end());
+          if (!outside) continue;
+          grp.nodes.push_back(p);
+          assigned.insert(p);
+        }
       grp.nodes.push_back(u);
       assigned.insert(u);
       cur = u;

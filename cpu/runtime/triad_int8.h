@@ -610,33 +610,48 @@ template <class Y>
 void q8_gemm_requant(int M, int N, int K, const uint8_t* pa, const uint8_t* pb, uint32_t x_zp,
                      const int32_t* row_sums, int row_off, const QRequantEpi<Y>& epi) {
   const int kq = q8_quads(K);
+  // Per row, once: the sums' start (bias less the compensation) and the multiplier.
+  const int mpad = (M + kQ8MR - 1) / kQ8MR * kQ8MR;
+  float* mults = tls_buffer(10, 2 * static_cast<size_t>(mpad));
+  int32_t* offs = reinterpret_cast<int32_t*>(mults + mpad);
+  bool finite = true;
+  for (int r = 0; r < mpad; ++r) {
+    const int row = row_off + r, prow = epi.period ? row % epi.period : row;
+    offs[r] = r < M ? static_cast<int32_t>(static_cast<uint32_t>(epi.bias ? epi.bias[prow] : 0) -
+                                           x_zp * static_cast<uint32_t>(row_sums[r]))
+                    : 0;
+    mults[r] = r < M ? epi.mult[epi.scalar_mult ? 0 : prow] : 0.0f;
+    finite = finite && std::isfinite(mults[r]);
+  }
   const __m512i zp = _mm512_set1_epi32(epi.zp), lo = _mm512_set1_epi32(epi.lo),
                 hi = _mm512_set1_epi32(epi.hi);
+  // With finite multipliers no product is NaN, and clamping before rounding to the integers
+  // [lo - zp, hi - zp] gives what clamping after it does (rounding is monotonic and keeps
+  // integers): five steps per 16 sums instead of q_requant16's nine.
+  const __m512 flo = _mm512_set1_ps(static_cast<float>(epi.lo - epi.zp)),
+               fhi = _mm512_set1_ps(static_cast<float>(epi.hi - epi.zp));
+  auto requant = [&](__m512i acc, __m512 m) {
+    if (!finite) return q_requant16(acc, m, zp, lo, hi);
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), m);
+    v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
+    return _mm512_add_epi32(
+        _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
+  };
   q_tiles<kQ8MR, kQ8NR>(
       M, N, pa, static_cast<size_t>(kq) * 4 * kQ8MR, pb, static_cast<size_t>(kq) * 4 * kQ8NR,
       [&](const uint8_t* a, const uint8_t* b, int row0, int mr, int col0, int nr) {
-        int32_t off[kQ8MR];
-        float mult[kQ8MR];
-        for (int i = 0; i < kQ8MR; ++i) {
-          const int row = row_off + row0 + i, prow = epi.period ? row % epi.period : row;
-          off[i] = i < mr
-                       ? static_cast<int32_t>(static_cast<uint32_t>(epi.bias ? epi.bias[prow] : 0) -
-                                              x_zp * static_cast<uint32_t>(row_sums[row0 + i]))
-                       : 0;
-          mult[i] = i < mr ? epi.mult[epi.scalar_mult ? 0 : prow] : 0.0f;
-        }
         const __mmask16 m0 = nr >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nr) - 1);
         const __mmask16 m1 = nr >= 32  ? __mmask16(0xFFFF)
                              : nr > 16 ? __mmask16((1u << (nr - 16)) - 1)
                                        : __mmask16(0);
         q8_tile512<false>(
-            kq, a, b, [&](int i) { return _mm512_set1_epi32(off[i]); },
+            kq, a, b, [&](int i) { return _mm512_set1_epi32(offs[row0 + i]); },
             [&](int i, __m512i x0, __m512i x1) {
               if (i >= mr) return;
               Y* out = epi.y + static_cast<ptrdiff_t>(row_off + row0 + i) * epi.ldy + col0;
-              const __m512 m = _mm512_set1_ps(mult[i]);
-              _mm512_mask_cvtepi32_storeu_epi8(out, m0, q_requant16(x0, m, zp, lo, hi));
-              _mm512_mask_cvtepi32_storeu_epi8(out + 16, m1, q_requant16(x1, m, zp, lo, hi));
+              const __m512 m = _mm512_set1_ps(mults[row0 + i]);
+              _mm512_mask_cvtepi32_storeu_epi8(out, m0, requant(x0, m));
+              _mm512_mask_cvtepi32_storeu_epi8(out + 16, m1, requant(x1, m));
             });
       });
 }
