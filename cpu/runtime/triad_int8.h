@@ -41,6 +41,13 @@
 
 #include <vector>
 
+// GCC 12 reports the AVX-512 intrinsics' own _mm512_undefined_*() placeholders as maybe
+// uninitialized once they are inlined into these kernels (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace triad_rt {
 
 constexpr int kQMR = 6, kQNR = 16;
@@ -1340,3 +1347,7 @@ void qmatmul(int M, int N, int K, const X* a, ptrdiff_t lda, int a_zp, const voi
 }
 
 } // namespace triad_rt
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
