@@ -242,8 +242,9 @@ inline void q_ukernel(int kp, const int16_t* __restrict a, const int16_t* __rest
 /// panel's two vectors, 16 accumulators that stay in registers. init(i) gives row i's starting
 /// value (both of its vectors), finish(i, x0, x1) takes its sums (columns 0-15, 16-31).
 template <bool BcastU8, class Init, class Finish>
-inline void q8_tile512(int kq, const uint8_t* __restrict a, const uint8_t* __restrict b,
-                       const Init& init, const Finish& finish) {
+__attribute__((always_inline)) inline void q8_tile512(int kq, const uint8_t* __restrict a,
+                                                      const uint8_t* __restrict b, const Init& init,
+                                                      const Finish& finish) {
   __m512i c00 = init(0), c01 = c00, c10 = init(1), c11 = c10, c20 = init(2), c21 = c20,
           c30 = init(3), c31 = c30, c40 = init(4), c41 = c40, c50 = init(5), c51 = c50,
           c60 = init(6), c61 = c60, c70 = init(7), c71 = c70;
@@ -389,6 +390,20 @@ template <class Y> struct QRequantEpi {
       const int row = row0 + i, prow = period ? row % period : row;
       const int32_t* t = tile + static_cast<ptrdiff_t>(i) * ldt;
       Y* out = y + row * ldy + col0;
+#if defined(__AVX512F__)
+      if (!per_col) {
+        const __m512i b = _mm512_set1_epi32(bias ? bias[prow] : 0);
+        const __m512 m = _mm512_set1_ps(mult[scalar_mult ? 0 : prow]);
+        const __m512i z = _mm512_set1_epi32(zp), l = _mm512_set1_epi32(lo),
+                      h = _mm512_set1_epi32(hi);
+        for (int j = 0; j < nr; j += 16) { // 16 lanes computed, up to 16 stored
+          const __m512i acc = _mm512_add_epi32(_mm512_loadu_si512(t + j), b);
+          const __mmask16 k = nr - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (nr - j)) - 1);
+          _mm512_mask_cvtepi32_storeu_epi8(out + j, k, detail::q_requant16(acc, m, z, l, h));
+        }
+        continue;
+      }
+#endif
 #if defined(__AVX2__)
       if (!per_col) {
         const __m256i b = _mm256_set1_epi32(bias ? bias[prow] : 0);
@@ -637,7 +652,7 @@ void q8_gemm_requant(int M, int N, int K, const uint8_t* pa, const uint8_t* pb, 
   // integers): five steps per 16 sums instead of q_requant16's nine.
   const __m512 flo = _mm512_set1_ps(static_cast<float>(epi.lo - epi.zp)),
                fhi = _mm512_set1_ps(static_cast<float>(epi.hi - epi.zp));
-  auto requant = [&](__m512i acc, __m512 m) {
+  auto requant = [&](__m512i acc, __m512 m) __attribute__((always_inline)) {
     if (!finite) return q_requant16(acc, m, zp, lo, hi);
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), m);
     v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
@@ -651,9 +666,11 @@ void q8_gemm_requant(int M, int N, int K, const uint8_t* pa, const uint8_t* pb, 
         const __mmask16 m1 = nr >= 32  ? __mmask16(0xFFFF)
                              : nr > 16 ? __mmask16((1u << (nr - 16)) - 1)
                                        : __mmask16(0);
+        // inlined, or the accumulators leave their registers for every row's call
         q8_tile512<false>(
-            kq, a, b, [&](int i) { return _mm512_set1_epi32(offs[row0 + i]); },
-            [&](int i, __m512i x0, __m512i x1) {
+            kq, a, b,
+            [&](int i) __attribute__((always_inline)) { return _mm512_set1_epi32(offs[row0 + i]); },
+            [&](int i, __m512i x0, __m512i x1) __attribute__((always_inline)) {
               if (i >= mr) return;
               Y* out = epi.y + static_cast<ptrdiff_t>(row_off + row0 + i) * epi.ldy + col0;
               const __m512 m = _mm512_set1_ps(mults[row0 + i]);
@@ -826,7 +843,19 @@ void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const in
             float* d0 = g;
             float* d1 = g + phase;
             const float* from = xr - pl;
-            for (int j = jlo; j < jhi; ++j) { // both columns 2j, 2j + 1 in the row
+            int j = jlo;
+#if defined(__AVX512F__)
+            const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24,
+                                                   26, 28, 30),
+                          odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+            for (; j + 16 <= jhi; j += 16) { // 32 columns of the row in, 16 to each phase
+              const __m512 lo = _mm512_loadu_ps(from + 2 * j),
+                           hi = _mm512_loadu_ps(from + 2 * j + 16);
+              _mm512_storeu_ps(d0 + j, _mm512_permutex2var_ps(lo, even, hi));
+              _mm512_storeu_ps(d1 + j, _mm512_permutex2var_ps(lo, odd, hi));
+            }
+#endif
+            for (; j < jhi; ++j) { // both columns 2j, 2j + 1 in the row
               d0[j] = from[2 * j];
               d1[j] = from[2 * j + 1];
             }
@@ -886,11 +915,13 @@ void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const in
                                            static_cast<uint32_t>(static_cast<int32_t>(a[q])));
           }
         }
-        // the output rows side by side (dropping the junk columns), then one epilogue
-        for (int oh = 1; oh < OH && Wq != OW; ++oh)
-          std::memmove(ai + static_cast<size_t>(oh) * OW, ai + static_cast<size_t>(oh) * Wq,
-                       sizeof(int32_t) * static_cast<size_t>(OW));
-        epi(ai, kQNR, static_cast<int>(pc) / s.C * s.OC + c, 1, 0, OH * OW);
+        // the epilogue on the output rows (the sums' rows are Wq apart, the last Wq - OW junk)
+        const int row = static_cast<int>(pc) / s.C * s.OC + c;
+        if (Wq == OW)
+          epi(ai, kQNR, row, 1, 0, OH * OW);
+        else
+          for (int oh = 0; oh < OH; ++oh)
+            epi(ai + static_cast<size_t>(oh) * Wq, kQNR, row, 1, oh * OW, OW);
       });
 }
 } // namespace detail

@@ -256,8 +256,8 @@ TEST(CpuTarget, PackedIntegerKernelsAndElementwiseQdqMatchTheInterpreter) {
 // registers on AVX-512, packing blocks of pixels on the thread that multiplies them: output
 // channels and pixels that fill no whole tile (13 channels of 91 pixels, a 1x1 of 5 pixels),
 // strided rows read 32 outputs at a time, groups, uint8 and int8 activations, per-channel and
-// per-tensor scales, biases large enough for the int32 sums to wrap, a zero y_scale. Exact: equal
-// to the interpreter.
+// per-tensor scales, biases large enough for the int32 sums to wrap, a zero y_scale; and the
+// depthwise kernel (strided and padded planes). Exact: equal to the interpreter.
 TEST(CpuTarget, PackedInt8ByteLayoutConvolutionsMatchTheInterpreter) {
   std::mt19937 rng(31);
   Graph g;
@@ -309,10 +309,13 @@ TEST(CpuTarget, PackedInt8ByteLayoutConvolutionsMatchTheInterpreter) {
   qconv(xs8, DType::I8, -3, 17, 12, 3, 1, 0, 1, DType::U8, true, DType::I8); // int8 activations
   qconv(wide, DType::U8, 40, 8, 4, 3, 2, 1, 1, DType::I8, true, DType::U8);  // 38 columns of 75
   qconv(big, DType::U8, 3, 11, 8, 1, 1, 0, 1, DType::I8, true, DType::U8);   // 144 pixels
+  // depthwise: stride 2 on rows of 75 (phases split 16 columns at a time), stride 1 padded
+  qconv(wide, DType::U8, 40, 4, 4, 3, 2, 1, 4, DType::I8, true, DType::U8);
+  qconv(big, DType::U8, 3, 8, 8, 3, 1, 1, 8, DType::I8, false, DType::U8);
   // y_scale 0: infinite multipliers, NaN where a sum is 0 (the zero point)
   qconv(x, DType::U8, 9, 8, 20, 1, 2, 0, 1, DType::I8, false, DType::U8, 0, 0.0f);
   cpu::GeneratedCode code = cpu::generateCpp(g);
-  EXPECT_EQ(occurrences(code.source, "triad_rt::qconv2d("), 9u);
+  EXPECT_EQ(occurrences(code.source, "triad_rt::qconv2d("), 11u);
   std::vector<Tensor> in = {intTensor({2, 20, 13, 7}, DType::U8, 0, 255, rng),
                             intTensor({1, 12, 9, 9}, DType::I8, -128, 127, rng),
                             intTensor({1, 4, 5, 75}, DType::U8, 0, 255, rng),
