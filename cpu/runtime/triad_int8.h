@@ -793,8 +793,8 @@ namespace detail {
 /// columns), so that every tap is one contiguous shift of the flattened output rows: outputs are
 /// computed Wq to a row (the phase's width; the last Wq - OW columns are discarded) in one long
 /// vector loop per tap. Float is exact here: every product is at most 255 * 255 and the sums are
-/// moved into wrapping int32 every 256 taps, below 2^24. epi gets the whole output plane as one
-/// row (mr = 1; readable to a multiple of 16 past its end).
+/// moved into wrapping int32 every 256 taps, below 2^24. epi gets each output row (mr = 1;
+/// readable to a multiple of 16 past its end), or the whole plane as one when Wq == OW.
 template <class X, class Epi>
 void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const int32_t* w,
                             const Epi& epi) {
@@ -821,24 +821,23 @@ void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const in
         }
         acci.resize(nq + kW + kQNR);
         accf.resize(nq + 4 * kW);
-        xf.resize(plane);
+        xf.resize(static_cast<size_t>(s.W));
         src.resize(kChunk);
         wt.resize(kChunk);
         const int c = static_cast<int>(pc % s.C);
         const X* xc = x + static_cast<size_t>(pc) * plane;
-        // the plane shifted, in one long vector loop; then its rows into the phases
+        // the plane's rows shifted into the phases: straight in at stride 1, else through one
+        // row of floats
         const float zp = static_cast<float>(x_zp);
-        float* xs = xf.data();
-        for (size_t i = 0; i < plane; ++i)
-          xs[i] = static_cast<float>(xc[i]) - zp;
         for (int h = 0; h < s.H; ++h) {
           const int hp = h + s.pad_t;
           float* g = grid.data() + static_cast<size_t>(hp % sh) * sw * phase +
                      static_cast<size_t>(hp / sh) * Wq;
-          const float* xr = xs + static_cast<size_t>(h) * s.W;
-          if (sw == 1) {
-            std::memcpy(g + s.pad_l, xr, sizeof(float) * static_cast<size_t>(s.W));
-          } else if (sw == 2) { // padded column c = w + pad_l goes to phase c % 2 at c / 2
+          const X* xh = xc + static_cast<size_t>(h) * s.W;
+          float* xr = sw == 1 ? g + s.pad_l : xf.data();
+          for (int i = 0; i < s.W; ++i)
+            xr[i] = static_cast<float>(xh[i]) - zp;
+          if (sw == 2) { // padded column c = w + pad_l goes to phase c % 2 at c / 2
             const int pl = s.pad_l, jlo = (pl + 1) / 2, jhi = (pl + s.W) / 2;
             float* d0 = g;
             float* d1 = g + phase;
@@ -864,7 +863,7 @@ void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const in
               one(w);
             for (int w = std::max(0, 2 * jhi - pl); w < s.W; ++w)
               one(w);
-          } else {
+          } else if (sw > 2) {
             for (int p = 0; p < sw; ++p) { // phase p: padded columns q * sw + p
               const int q0 = std::max(0, (s.pad_l - p + sw - 1) / sw);
               const int q1 = (s.W + s.pad_l - p + sw - 1) / sw;
