@@ -1042,8 +1042,11 @@ void qconv_q8_blocked(const Conv2dShape& s, const X* xg, int x_zp, const uint8_t
 /// Copies n <= 32 4-byte words from src, every stride-th (1, 2 or more), to dst.
 inline void q8_copy_words(const uint32_t* src, int stride, int n, uint32_t* dst) {
   if (stride == 1) {
-    for (int j = 0; j < n; j += 16) {
-      const __mmask16 m = n - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - j)) - 1);
+    int j = 0;
+    for (; j + 16 <= n; j += 16)
+      _mm512_storeu_si512(dst + j, _mm512_loadu_si512(src + j));
+    if (j < n) {
+      const __mmask16 m = __mmask16((1u << (n - j)) - 1);
       _mm512_mask_storeu_epi32(dst + j, m, _mm512_maskz_loadu_epi32(m, src + j));
     }
   } else if (stride == 2) {
