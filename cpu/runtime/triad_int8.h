@@ -799,6 +799,23 @@ inline void qconv_pack_weights(const Conv2dShape& s, const W* w, const W* w_zp, 
 }
 
 namespace detail {
+/// dst[i] = float(src[i]) - zp for i < n. Written out: the 8-bit source may alias the floats, and
+/// GCC kept the plain loop scalar.
+template <class X> inline void shift_to_float(const X* src, int n, float zp, float* dst) {
+  int i = 0;
+#if defined(__AVX512F__)
+  const __m512 z = _mm512_set1_ps(zp);
+  for (; i < n; i += 16) { // the last 16 masked
+    const __mmask16 k = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+    const __m128i b = _mm_maskz_loadu_epi8(k, src + i);
+    const __m512i v = std::is_signed_v<X> ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+    _mm512_mask_storeu_ps(dst + i, k, _mm512_sub_ps(_mm512_cvtepi32_ps(v), z));
+  }
+#endif
+  for (; i < n; ++i)
+    dst[i] = static_cast<float>(src[i]) - zp;
+}
+
 /// The depthwise kernel, per (image, channel) plane. The plane, shifted by x_zp, goes into a
 /// per-thread float grid with a zero halo of the padding, split into its stride phases (rows and
 /// columns), so that every tap is one contiguous shift of the flattened output rows: outputs are
@@ -846,8 +863,7 @@ void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const in
                      static_cast<size_t>(hp / sh) * Wq;
           const X* xh = xc + static_cast<size_t>(h) * s.W;
           float* xr = sw == 1 ? g + s.pad_l : xf.data();
-          for (int i = 0; i < s.W; ++i)
-            xr[i] = static_cast<float>(xh[i]) - zp;
+          shift_to_float(xh, s.W, zp, xr);
           if (sw == 2) { // padded column c = w + pad_l goes to phase c % 2 at c / 2
             const int pl = s.pad_l, jlo = (pl + 1) / 2, jhi = (pl + s.W) / 2;
             float* d0 = g;
