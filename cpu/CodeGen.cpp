@@ -338,7 +338,11 @@ void Generator::emitChain(const FusionGroup& grp, Code& body) {
   int64_t blocksPerRow = (chunk + block - 1) / block;
   int64_t tasks = total / chunk * blocksPerRow;
   body.line("{}* y = {};", typeOf(out), pointer(out, true));
-  body.open("auto segment = [&](int64_t i0, int64_t n)");
+  // A QuantizeLinear whose value the chain reads on: see TRIAD_QDQ_LOOP (triad_scalar.h).
+  bool qdqLoop = std::any_of(grp.nodes.begin(), grp.nodes.end() - 1,
+                             [](const Node* n) { return n->kind() == OpKind::QuantizeLinear; });
+  body.open(
+      fmt::format("auto segment = [&](int64_t i0, int64_t n){}", qdqLoop ? " TRIAD_QDQ_LOOP" : ""));
   // A local pointer: stores through an 8-bit y could otherwise alias the captured y itself.
   body.line("{}* const yo = y + i0;", typeOf(out));
   emitSegment(grp, 0, false, body, "", "yo[j]");
