@@ -29,6 +29,7 @@
 //
 // Not in the default pipeline: the interpreter, the oracle, runs the model as written; the CPU
 // and GPU targets run this pass on their copy of the graph (fuseQdqCopy).
+#include "ir/Escape.h"
 #include "ir/ops/Activation.h"
 #include "ir/ops/Conv.h"
 #include "ir/ops/Linear.h"
@@ -367,8 +368,13 @@ std::unique_ptr<Pass> createFuseQdqPass() {
 
 std::shared_ptr<Graph> qdqIntegerCopy(const Graph& g, bool option, const char* envVar) {
   const char* e = std::getenv(envVar);
-  if (e && std::string_view(e) == "int") option = true;
-  if (e && std::string_view(e) == "float") option = false;
+  if (e && *e) {
+    std::string_view v(e);
+    if (v != "int" && v != "float")
+      fail(ErrorKind::Usage, "{}='{}': expected 'int' or 'float' (or unset)", envVar,
+           escape::comment(v, 40));
+    option = v == "int";
+  }
   return option ? fuseQdqCopy(g) : nullptr;
 }
 

@@ -77,7 +77,8 @@ std::unique_ptr<Pass> createFuseQdqPass();
 std::shared_ptr<Graph> fuseQdqCopy(const Graph& g);
 /// fuseQdqCopy(g) when the target's QDQ models run on its integer kernels: the environment
 /// variable `envVar` set to "int" or "float" (an override for comparisons: TRIAD_CPU_QDQ,
-/// TRIAD_GPU_QDQ) decides, else the target's `option`. Null otherwise.
+/// TRIAD_GPU_QDQ) decides, else the target's `option`; any other non-empty value is a usage
+/// error naming the variable. Null otherwise.
 std::shared_ptr<Graph> qdqIntegerCopy(const Graph& g, bool option, const char* envVar);
 
 /// `base` if no value of `g` has that name, else `base.1`, `base.2`, ... (for values passes add).

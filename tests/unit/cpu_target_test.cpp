@@ -329,6 +329,34 @@ TEST(CpuTarget, PackedInt8ByteLayoutConvolutionsMatchTheInterpreter) {
   expectClose(cpu::makeCpuTarget(one)->compile(g)->run(in), Interpreter(g).run(in), 0, 0);
 }
 
+// TRIAD_CPU_QDQ (int or float: which kernels a QDQ model runs on, for comparisons) refuses any
+// other value with a usage error naming the variable, instead of ignoring it.
+TEST(CpuTarget, QdqOverrideRejectsUnknownValues) {
+  Graph g;
+  Value* f = g.addInput("f", {DType::F32, {4}, {}});
+  Node* q =
+      add(g, OpKind::QuantizeLinear, "q",
+          {f, g.addConstant("s", Tensor::fromVector<float>({}, {0.5f}))},
+          attrs<QuantizeLinearAttrs>([](QuantizeLinearAttrs& a) { a.outputType = DType::U8; }));
+  g.addOutput(q->output(0));
+  struct Unset {
+    ~Unset() { unsetenv("TRIAD_CPU_QDQ"); }
+  } unset;
+  setenv("TRIAD_CPU_QDQ", "integer", 1);
+  try {
+    cpu::makeCpuTarget(testOptions())->compile(g);
+    FAIL() << "expected a usage error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Usage);
+    EXPECT_NE(std::string(e.what()).find("TRIAD_CPU_QDQ='integer'"), std::string::npos) << e.what();
+  }
+  for (const char* v : {"int", "float", ""}) {
+    setenv("TRIAD_CPU_QDQ", v, 1);
+    checkAgainstInterpreter(g, {Tensor::fromVector<float>({4}, {1.0f, -3.0f, 2.25f, 400.0f})}, 0,
+                            0);
+  }
+}
+
 // Channel-blocked (NCHW16c) convolutions: the layouts chosen between them and at the edges
 // (NCHW graph input in, a pooled NCHW consumer out, a graph output that stays NCHW), depthwise
 // and dense kernels, a residual Add read blocked, a channel-broadcast operand and Clip in the
