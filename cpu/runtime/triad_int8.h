@@ -645,7 +645,7 @@ void q8_gemm_requant(int M, int N, int K, const uint8_t* pa, const uint8_t* pb, 
   const int kq = q8_quads(K);
   // Per row, once: the sums' start (bias less the compensation) and the multiplier.
   const int mpad = (M + kQ8MR - 1) / kQ8MR * kQ8MR;
-  float* mults = tls_buffer(10, 2 * static_cast<size_t>(mpad));
+  float* mults = tls_buffer(9, 2 * static_cast<size_t>(mpad));
   int32_t* offs = reinterpret_cast<int32_t*>(mults + mpad);
   bool finite = true;
   for (int r = 0; r < mpad; ++r) {
@@ -1007,9 +1007,10 @@ inline void qconv_im2col_row(const Conv2dShape& s, const X* xg, int k, int p0, i
 }
 
 #if TRIAD_Q8_ISA == 512
-/// Output pixels per block of qconv_q8_blocked (a multiple of kQ8NR), or 0 when the group's
-/// pixels make too few blocks to keep `threads` busy (fewer than two panels each): a block's
-/// im2col and packed operand, 64 bytes per pixel and K, stay within 384 KB of L2.
+/// Output pixels per block (a multiple of kQ8NR) of the pointwise and c4 convolutions, or 0 when
+/// the group's pixels make too few blocks to keep `threads` busy (fewer than two panels each):
+/// 64 bytes per pixel and K within 384 KB of L2, for the block's packed operand (32) and what it
+/// is copied from.
 inline int qconv_q8_block_pixels(int K, int P, int threads) {
   const int panels = (P + kQ8NR - 1) / kQ8NR;
   if (threads > 1 && panels < 2 * threads) return 0;
@@ -1018,34 +1019,26 @@ inline int qconv_q8_block_pixels(int K, int P, int threads) {
   return std::min(fit, share) * kQ8NR;
 }
 
-/// One group of a byte-layout convolution with the requantizing epilogue, block by block of
-/// output pixels: each block's im2col and packed operand are made by the thread that multiplies
-/// them, so they never leave its L2 (the whole group's, packed up front, went out to memory and
-/// back twice). pw, row_sums: the group's packed weights and their sums; rows row_off + oc.
+/// One group of a pointwise byte-layout convolution with the requantizing epilogue, block by
+/// block of output pixels: each block's packed operand is made by the thread that multiplies it,
+/// so it never leaves its L2 (the whole group's, packed up front, went out to memory and back).
+/// (Every other convolution of these builds takes the c4 order.) pw, row_sums: the group's packed
+/// weights and their sums; rows row_off + oc.
 template <class X, class Y>
-void qconv_q8_blocked(const Conv2dShape& s, const X* xg, int x_zp, const uint8_t* pw,
-                      const int32_t* row_sums, int row_off, const QRequantEpi<Y>& epi, int block) {
+void qconv_q8_pointwise_blocked(const Conv2dShape& s, const X* xg, int x_zp, const uint8_t* pw,
+                                const int32_t* row_sums, int row_off, const QRequantEpi<Y>& epi,
+                                int block) {
   const int P = s.OH() * s.OW(), K = s.Kg(), Mg = s.OCg();
   const size_t plane = static_cast<size_t>(s.H) * s.W;
   const size_t panel = static_cast<size_t>(q8_quads(K)) * 4 * kQ8NR;
   const uint8_t flip = std::is_signed_v<X> ? 0x80 : 0;
-  const bool pointwise = qconv_pointwise(s);
-  const X pad = static_cast<X>(x_zp);
   parallel_for((P + block - 1) / block, static_cast<double>(Mg) * block * K, [&](ptrdiff_t bi) {
     const int p0 = static_cast<int>(bi) * block, np = std::min(block, P - p0);
     const int panels = (np + kQ8NR - 1) / kQ8NR;
     const X** rows = reinterpret_cast<const X**>(tls_buffer(7, static_cast<size_t>(K) * 2));
     uint8_t* packed = reinterpret_cast<uint8_t*>(tls_buffer(8, (panels * panel + 3) / 4));
-    if (pointwise) {
-      for (int k = 0; k < K; ++k)
-        rows[k] = xg + k * plane + p0;
-    } else {
-      X* cols = reinterpret_cast<X*>(tls_buffer(9, (static_cast<size_t>(K) * np + 3) / 4));
-      for (int k = 0; k < K; ++k) {
-        qconv_im2col_row(s, xg, k, p0, p0 + np, pad, cols + static_cast<size_t>(k) * np);
-        rows[k] = cols + static_cast<size_t>(k) * np;
-      }
-    }
+    for (int k = 0; k < K; ++k)
+      rows[k] = xg + k * plane + p0;
     for (int q = 0; q < panels; ++q)
       q8_pack_b_panel(K, np, rows, flip, q * kQ8NR, packed + q * panel);
     QRequantEpi<Y> e = epi; // columns from p0
@@ -1265,12 +1258,12 @@ void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const void* packed_w, v
 #if TRIAD_Q8_ISA == 512
       if constexpr (detail::is_requant_epi<Epi>::value) {
         const int block = detail::qconv_q8_block_pixels(K, P, num_threads());
-        if (q8 && !epi.per_col && block > 0) {
+        if (q8 && pointwise && !epi.per_col && block > 0) {
           const size_t quads = (q8_packed_bytes(Mg, kQ8MR, K) + 63) / 64 * 64;
           const uint8_t* pw = QPacked::data<uint8_t>(packed_w);
-          detail::qconv_q8_blocked(s, xg, x_zp, pw + g * quads,
-                                   reinterpret_cast<const int32_t*>(pw + s.group * quads) + g * Mg,
-                                   row_off, epi, block);
+          detail::qconv_q8_pointwise_blocked(
+              s, xg, x_zp, pw + g * quads,
+              reinterpret_cast<const int32_t*>(pw + s.group * quads) + g * Mg, row_off, epi, block);
           continue;
         }
       }

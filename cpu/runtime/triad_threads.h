@@ -354,10 +354,10 @@ struct AlignedBuffer {
 };
 /// Per-thread growing buffers: slot 0 packs A blocks, slot 1 packs B blocks, slot 2 edge tiles,
 /// slots 3-4 the depthwise convolution's grid and output, slot 5 a padded input row, slot 6 the
-/// padded tap rows of a planar-input blocked convolution, slots 7-9 an int8 convolution's block
-/// of pixels (row pointers, im2col, packed), slot 10 its rows' requantization parameters.
+/// padded tap rows of a planar-input blocked convolution, slots 7-8 an int8 convolution's block
+/// of pixels (row pointers, packed), slot 9 its rows' requantization parameters.
 inline float* tls_buffer(int slot, size_t floats) {
-  thread_local AlignedBuffer bufs[11];
+  thread_local AlignedBuffer bufs[10];
   return bufs[slot].get(floats);
 }
 } // namespace detail
