@@ -32,6 +32,11 @@
 // Packed weights begin with a 64-byte header saying which layout they hold (QPacked), decided at
 // pack time from the zero points and the instruction set the code was compiled for.
 //
+// On AVX-512 a convolution's byte-layout weights take the c4 order (qconv_c4) unless it is
+// depthwise or 1x1 stride 1: K runs over (quad of channels, tap, channel in the quad), so that the
+// input, copied once per run into a padded NCHW4c buffer, gives each quad row of a B panel as
+// 4-byte words (no im2col). The GEMM then requantizes its tiles in registers (q8_gemm_requant).
+//
 // Requantization (the reference's, ir/ops/QuantizeProducts.cpp): y = saturate(round_half_even(
 // float(int32(acc + bias)) * mult) + y_zp), where mult = x_scale * w_scale / y_scale in float and
 // NaN gives the zero point; the caller may narrow [lo, hi] (a fused Relu or Clip).
