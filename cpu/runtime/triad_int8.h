@@ -618,15 +618,6 @@ inline void q8_pack_b_panel(int K, int N, const X* const* rows, uint8_t flip, in
 }
 } // namespace detail
 
-/// q8_pack_b_panel over every panel, in parallel.
-template <class X>
-inline void q8_pack_b_rows(int K, int N, const X* const* rows, uint8_t flip, uint8_t* dst) {
-  const int nb = (N + kQ8NR - 1) / kQ8NR;
-  const size_t panel = static_cast<size_t>(q8_quads(K)) * 4 * kQ8NR;
-  parallel_for(nb, static_cast<double>(K) * kQ8NR, [&](ptrdiff_t q) {
-    detail::q8_pack_b_panel(K, N, rows, flip, static_cast<int>(q) * kQ8NR, dst + q * panel);
-  });
-}
 #endif
 
 /// The signed byte of a weight w of type W in the byte layout (q8_weights: zero point 0 or 128).
@@ -639,16 +630,18 @@ namespace detail {
 template <class E> struct is_requant_epi : std::false_type {};
 template <class Y> struct is_requant_epi<QRequantEpi<Y>> : std::true_type {};
 
-/// The byte layout's C[M, N] = A * B (A's panels broadcast: a convolution's weights) requantized
-/// in registers by epi, per row: each row's sums start at its bias less the compensation
-/// x_zp * row_sums[row], wrapping as the reference's int32 (acc + bias) does, and leave the
-/// tile as bytes (q_requant16), without a pass over int32 sums in memory. C's rows are epi's
-/// rows row_off + r.
+/// The per-row parameters of q8_gemm_requant: each row's sums start at its bias less the
+/// compensation x_zp * row_sums[row] (wrapping as the reference's int32 (acc + bias) does), and
+/// its multiplier; finite: every multiplier is. Made once per group, in the calling thread's
+/// buffer (read by the threads of the GEMMs that follow).
+struct Q8Rows {
+  const int32_t* offs;
+  const float* mults;
+  bool finite;
+};
 template <class Y>
-void q8_gemm_requant(int M, int N, int K, const uint8_t* pa, const uint8_t* pb, uint32_t x_zp,
-                     const int32_t* row_sums, int row_off, const QRequantEpi<Y>& epi) {
-  const int kq = q8_quads(K);
-  // Per row, once: the sums' start (bias less the compensation) and the multiplier.
+Q8Rows q8_requant_rows(int M, uint32_t x_zp, const int32_t* row_sums, int row_off,
+                       const QRequantEpi<Y>& epi) {
   const int mpad = (M + kQ8MR - 1) / kQ8MR * kQ8MR;
   float* mults = tls_buffer(9, 2 * static_cast<size_t>(mpad));
   int32_t* offs = reinterpret_cast<int32_t*>(mults + mpad);
@@ -661,6 +654,19 @@ void q8_gemm_requant(int M, int N, int K, const uint8_t* pa, const uint8_t* pb, 
     mults[r] = r < M ? epi.mult[epi.scalar_mult ? 0 : prow] : 0.0f;
     finite = finite && std::isfinite(mults[r]);
   }
+  return {offs, mults, finite};
+}
+
+/// The byte layout's C[M, N] = A * B (A's panels broadcast: a convolution's weights) requantized
+/// in registers by epi, per row: the sums start at rows.offs and leave the tile as bytes
+/// (q_requant16), without a pass over int32 sums in memory. C's rows are epi's rows row_off + r.
+template <class Y>
+void q8_gemm_requant(int M, int N, int K, const uint8_t* pa, const uint8_t* pb, const Q8Rows& rows,
+                     int row_off, const QRequantEpi<Y>& epi) {
+  const int kq = q8_quads(K);
+  const int32_t* offs = rows.offs;
+  const float* mults = rows.mults;
+  const bool finite = rows.finite;
   const __m512i zp = _mm512_set1_epi32(epi.zp), lo = _mm512_set1_epi32(epi.lo),
                 hi = _mm512_set1_epi32(epi.hi);
   // With finite multipliers no product is NaN, and clamping before rounding to the integers
@@ -958,56 +964,43 @@ void qconv_depthwise_planes(const Conv2dShape& s, const X* x, int x_zp, const in
 } // namespace detail
 
 namespace detail {
-/// im2col of one output row's outputs [a, b) for the tap (kh, kw) of the input plane xc:
-/// d[ow - a] = the input the tap reads for output (oh, ow), pad where that is padding.
+/// im2col row k (c, kh, kw) of the group's input xg: d[oh * OW + ow] = the input that tap reads
+/// for output (oh, ow), pad where that is padding.
 template <class X>
-inline void qconv_im2col_segment(const Conv2dShape& s, const X* xc, int kh, int kw, int oh, int a,
-                                 int b, X pad, X* d) {
-  const unsigned char fill = static_cast<unsigned char>(pad);
-  const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
-  if (ih < 0 || ih >= s.H) {
-    std::memset(d, fill, static_cast<size_t>(b - a));
-    return;
-  }
-  const X* xr = xc + static_cast<size_t>(ih) * s.W;
-  const int iw0 = kw * s.dil_w - s.pad_l, sw = s.stride_w; // output ow reads iw0 + ow * sw
-  // outputs [lo, hi) read inside the row; the rest is padding
-  const int lo = std::clamp(iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw, a, b);
-  const int hi = std::clamp(s.W - iw0 > 0 ? (s.W - iw0 + sw - 1) / sw : 0, lo, b);
-  std::memset(d, fill, static_cast<size_t>(lo - a));
-  std::memset(d + (hi - a), fill, static_cast<size_t>(b - hi));
-  const X* src = xr + iw0;
-  X* out = d - a;
-  if (sw == 1) {
-    std::memcpy(out + lo, src + lo, static_cast<size_t>(hi - lo));
-    return;
-  }
-  int ow = lo;
-#if defined(__AVX512BW__)
-  // stride 2: the even bytes of up to 64 read (masked: never past the row's end)
-  for (; sw == 2 && ow < hi; ow += 32) {
-    const int n = std::min(32, hi - ow);
-    const __m512i v = _mm512_maskz_loadu_epi8((1ull << (2 * n - 1)) - 1, src + 2 * ow);
-    _mm256_mask_storeu_epi8(out + ow, static_cast<__mmask32>((1ull << n) - 1),
-                            _mm512_cvtepi16_epi8(v));
-  }
-#endif
-  for (; ow < hi; ++ow)
-    out[ow] = src[ow * sw];
-}
-
-/// im2col row k (c, kh, kw) of the group's input xg for the output pixels [p0, p1) (pixel
-/// oh * OW + ow) into d[0, p1 - p0).
-template <class X>
-inline void qconv_im2col_row(const Conv2dShape& s, const X* xg, int k, int p0, int p1, X pad,
-                             X* d) {
-  const int taps = s.KH * s.KW, OW = s.OW();
+inline void qconv_im2col_row(const Conv2dShape& s, const X* xg, int k, X pad, X* d) {
+  const int taps = s.KH * s.KW, OH = s.OH(), OW = s.OW(), sw = s.stride_w;
   const int c = k / taps, kh = k % taps / s.KW, kw = k % s.KW;
   const X* xc = xg + static_cast<size_t>(c) * s.H * s.W;
-  for (int p = p0; p < p1;) {
-    const int oh = p / OW, a = p - oh * OW, b = std::min(OW, a + (p1 - p));
-    qconv_im2col_segment(s, xc, kh, kw, oh, a, b, pad, d + (p - p0));
-    p += b - a;
+  const unsigned char fill = static_cast<unsigned char>(pad);
+  const int iw0 = kw * s.dil_w - s.pad_l; // output ow reads iw0 + ow * sw
+  // outputs [lo, hi) of a row read inside it; the rest is padding
+  const int lo = std::min(OW, iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw);
+  const int hi = std::clamp(s.W - iw0 > 0 ? (s.W - iw0 + sw - 1) / sw : 0, lo, OW);
+  for (int oh = 0; oh < OH; ++oh, d += OW) {
+    const int ih = oh * s.stride_h - s.pad_t + kh * s.dil_h;
+    if (ih < 0 || ih >= s.H) {
+      std::memset(d, fill, static_cast<size_t>(OW));
+      continue;
+    }
+    const X* src = xc + static_cast<size_t>(ih) * s.W + iw0;
+    std::memset(d, fill, static_cast<size_t>(lo));
+    std::memset(d + hi, fill, static_cast<size_t>(OW - hi));
+    if (sw == 1) {
+      std::memcpy(d + lo, src + lo, static_cast<size_t>(hi - lo));
+      continue;
+    }
+    int ow = lo;
+#if defined(__AVX512BW__)
+    // stride 2: the even bytes of up to 64 read (masked: never past the row's end)
+    for (; sw == 2 && ow < hi; ow += 32) {
+      const int n = std::min(32, hi - ow);
+      const __m512i v = _mm512_maskz_loadu_epi8((1ull << (2 * n - 1)) - 1, src + 2 * ow);
+      _mm256_mask_storeu_epi8(d + ow, static_cast<__mmask32>((1ull << n) - 1),
+                              _mm512_cvtepi16_epi8(v));
+    }
+#endif
+    for (; ow < hi; ++ow)
+      d[ow] = src[ow * sw];
   }
 }
 
@@ -1023,35 +1016,56 @@ inline int qconv_q8_block_pixels(int K, int P, int threads) {
   const int share = threads > 1 ? (panels + 2 * threads - 1) / (2 * threads) : panels;
   return std::min(fit, share) * kQ8NR;
 }
+#endif
 
-/// One group of a pointwise byte-layout convolution with the requantizing epilogue, block by
-/// block of output pixels: each block's packed operand is made by the thread that multiplies it,
-/// so it never leaves its L2 (the whole group's, packed up front, went out to memory and back).
-/// (Every other convolution of these builds takes the c4 order.) pw, row_sums: the group's packed
-/// weights and their sums; rows row_off + oc.
-template <class X, class Y>
-void qconv_q8_pointwise_blocked(const Conv2dShape& s, const X* xg, int x_zp, const uint8_t* pw,
-                                const int32_t* row_sums, int row_off, const QRequantEpi<Y>& epi,
-                                int block) {
-  const int P = s.OH() * s.OW(), K = s.Kg(), Mg = s.OCg();
-  const size_t plane = static_cast<size_t>(s.H) * s.W;
+#if defined(TRIAD_Q8_ISA)
+/// One group's byte-layout GEMM of a convolution: C[Mg, P] = the packed weights pw (sums: their
+/// row sums) times the B panels pack(j0, dst) writes (the panel of pixels [j0, j0 + kQ8NR)),
+/// epi's rows row_off + r. A requantizing epilogue (per row) runs in registers
+/// (q8_gemm_requant), in blocks of pixels packed by the thread that multiplies them, so that they
+/// never leave its L2, when there are panels enough for the threads; otherwise, and for other
+/// epilogues, every panel goes into `packed` first.
+template <class Epi, class Pack>
+void q8_conv_gemm(int Mg, int P, int K, const uint8_t* pw, const int32_t* sums, uint32_t x_zp,
+                  int row_off, uint8_t* packed, const Epi& epi, const Pack& pack) {
   const size_t panel = static_cast<size_t>(q8_quads(K)) * 4 * kQ8NR;
-  const uint8_t flip = std::is_signed_v<X> ? 0x80 : 0;
-  parallel_for((P + block - 1) / block, static_cast<double>(Mg) * block * K, [&](ptrdiff_t bi) {
-    const int p0 = static_cast<int>(bi) * block, np = std::min(block, P - p0);
-    const int panels = (np + kQ8NR - 1) / kQ8NR;
-    const X** rows = reinterpret_cast<const X**>(tls_buffer(7, static_cast<size_t>(K) * 2));
-    uint8_t* packed = reinterpret_cast<uint8_t*>(tls_buffer(8, (panels * panel + 3) / 4));
-    for (int k = 0; k < K; ++k)
-      rows[k] = xg + k * plane + p0;
-    for (int q = 0; q < panels; ++q)
-      q8_pack_b_panel(K, np, rows, flip, q * kQ8NR, packed + q * panel);
-    QRequantEpi<Y> e = epi; // columns from p0
-    e.y = epi.y + p0;
-    q8_gemm_requant(Mg, np, K, pw, packed, static_cast<uint32_t>(x_zp + flip), row_sums, row_off,
-                    e); // inside this job: on this thread
-  });
+  auto pack_all = [&] {
+    parallel_for((P + kQ8NR - 1) / kQ8NR, static_cast<double>(K) * kQ8NR,
+                 [&](ptrdiff_t q) { pack(static_cast<int>(q) * kQ8NR, packed + q * panel); });
+  };
+#if TRIAD_Q8_ISA == 512
+  if constexpr (is_requant_epi<Epi>::value) {
+    if (!epi.per_col) {
+      const Q8Rows rows = q8_requant_rows(Mg, x_zp, sums, row_off, epi);
+      const int block = qconv_q8_block_pixels(K, P, num_threads());
+      if (block == 0) {
+        pack_all();
+        q8_gemm_requant(Mg, P, K, pw, packed, rows, row_off, epi);
+        return;
+      }
+      parallel_for((P + block - 1) / block, static_cast<double>(Mg) * block * K, [&](ptrdiff_t bi) {
+        const int p0 = static_cast<int>(bi) * block, np = std::min(block, P - p0);
+        const int panels = (np + kQ8NR - 1) / kQ8NR;
+        uint8_t* mine = reinterpret_cast<uint8_t*>(tls_buffer(8, (panels * panel + 3) / 4));
+        for (int q = 0; q < panels; ++q)
+          pack(p0 + q * kQ8NR, mine + q * panel);
+        Epi e = epi; // columns from p0
+        e.y = epi.y + p0;
+        q8_gemm_requant(Mg, np, K, pw, mine, rows, row_off, e); // inside this job: this thread
+      });
+      return;
+    }
+  }
+#endif
+  pack_all();
+  q8_gemm<false>(Mg, P, K, pw, packed, x_zp, sums, nullptr,
+                 [&](const int32_t* tile, int ldt, int row0, int mr, int col0, int nr) {
+                   epi(tile, ldt, row_off + row0, mr, col0, nr);
+                 });
 }
+#endif
+
+#if TRIAD_Q8_ISA == 512
 
 /// Copies n <= 32 4-byte words from src, every stride-th (1, 2 or more), to dst.
 inline void q8_copy_words(const uint32_t* src, int stride, int n, uint32_t* dst) {
@@ -1091,14 +1105,13 @@ template <class X, class Epi>
 void qconv_c4_run(const Conv2dShape& s, const X* x, int x_zp, const void* packed_w, void* scratch,
                   const Epi& epi) {
   const int OW = s.OW(), P = s.OH() * OW, Mg = s.OCg(), Cg = s.Cg(), taps = s.KH * s.KW;
-  const int C4 = (Cg + 3) / 4 * 4, Kq = qconv_c4_k(s), kq = Kq / 4;
+  const int C4 = (Cg + 3) / 4 * 4, Kq = qconv_c4_k(s);
   const int Hp = s.H + s.pad_t + s.pad_b, Wp = s.W + s.pad_l + s.pad_r;
   const size_t plane = static_cast<size_t>(s.H) * s.W, plane4 = static_cast<size_t>(Hp) * Wp;
   const uint8_t flip = std::is_signed_v<X> ? 0x80 : 0;
   const uint8_t fill = static_cast<uint8_t>(static_cast<uint8_t>(x_zp) ^ flip);
   const uint32_t xzp = static_cast<uint32_t>(x_zp + flip);
   const size_t quads = (q8_packed_bytes(Mg, kQ8MR, Kq) + 63) / 64 * 64;
-  const size_t panel = static_cast<size_t>(kq) * 4 * kQ8NR;
   const uint8_t* pw = QPacked::data<uint8_t>(packed_w);
   const int32_t* sums = reinterpret_cast<const int32_t*>(pw + s.group * quads);
   uint8_t* x4 = static_cast<uint8_t*>(scratch);
@@ -1133,7 +1146,6 @@ void qconv_c4_run(const Conv2dShape& s, const X* x, int x_zp, const void* packed
       }
     }
   };
-  const int nb = (P + kQ8NR - 1) / kQ8NR;
   for (int n = 0; n < s.N; ++n)
     for (int g = 0; g < s.group; ++g) {
       const X* xg = x + (static_cast<size_t>(n) * s.C + static_cast<size_t>(g) * Cg) * plane;
@@ -1158,40 +1170,8 @@ void qconv_c4_run(const Conv2dShape& s, const X* x, int x_zp, const void* packed
         std::memset(d + static_cast<size_t>(s.pad_l + s.W) * 4, fill,
                     static_cast<size_t>(s.pad_r) * 4);
       });
-      const int row_off = n * s.OC + g * Mg;
-      const uint8_t* pwg = pw + g * quads;
-      const int32_t* sums_g = sums + g * Mg;
-      if constexpr (is_requant_epi<Epi>::value) {
-        const int block = qconv_q8_block_pixels(Kq, P, num_threads());
-        if (!epi.per_col && block > 0) {
-          parallel_for((P + block - 1) / block, static_cast<double>(Mg) * block * Kq,
-                       [&](ptrdiff_t bi) {
-                         const int p0 = static_cast<int>(bi) * block, np = std::min(block, P - p0);
-                         const int panels = (np + kQ8NR - 1) / kQ8NR;
-                         uint8_t* packed =
-                             reinterpret_cast<uint8_t*>(tls_buffer(8, (panels * panel + 3) / 4));
-                         for (int q = 0; q < panels; ++q)
-                           pack_panel(p0 + q * kQ8NR, packed + q * panel);
-                         Epi e = epi; // columns from p0
-                         e.y = epi.y + p0;
-                         q8_gemm_requant(Mg, np, Kq, pwg, packed, xzp, sums_g, row_off, e);
-                       });
-          continue;
-        }
-      }
-      parallel_for(nb, static_cast<double>(Kq) * kQ8NR, [&](ptrdiff_t q) {
-        pack_panel(static_cast<int>(q) * kQ8NR, packed_all + q * panel);
-      });
-      if constexpr (is_requant_epi<Epi>::value) {
-        if (!epi.per_col) {
-          q8_gemm_requant(Mg, P, Kq, pwg, packed_all, xzp, sums_g, row_off, epi);
-          continue;
-        }
-      }
-      q8_gemm<false>(Mg, P, Kq, pwg, packed_all, xzp, sums_g, nullptr,
-                     [&](const int32_t* tile, int ldt, int row0, int mr, int col0, int nr) {
-                       epi(tile, ldt, row_off + row0, mr, col0, nr);
-                     });
+      q8_conv_gemm(Mg, P, Kq, pw + g * quads, sums + g * Mg, xzp, n * s.OC + g * Mg, packed_all,
+                   epi, pack_panel);
     }
 }
 
@@ -1260,52 +1240,27 @@ void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const void* packed_w, v
     for (int g = 0; g < s.group; ++g) {
       const X* xg = x + (static_cast<size_t>(n) * s.C + static_cast<size_t>(g) * s.Cg()) * plane;
       const int row_off = n * s.OC + g * Mg;
-#if TRIAD_Q8_ISA == 512
-      if constexpr (detail::is_requant_epi<Epi>::value) {
-        const int block = detail::qconv_q8_block_pixels(K, P, num_threads());
-        if (q8 && pointwise && !epi.per_col && block > 0) {
-          const size_t quads = (q8_packed_bytes(Mg, kQ8MR, K) + 63) / 64 * 64;
-          const uint8_t* pw = QPacked::data<uint8_t>(packed_w);
-          detail::qconv_q8_pointwise_blocked(
-              s, xg, x_zp, pw + g * quads,
-              reinterpret_cast<const int32_t*>(pw + s.group * quads) + g * Mg, row_off, epi, block);
-          continue;
-        }
-      }
-#endif
       if (pointwise) {
         for (int c = 0; c < K; ++c)
           rows[c] = xg + c * plane;
       } else {
         // im2col rows (c, kh, kw), the padding x_zp
         parallel_for(K, static_cast<double>(P), [&](ptrdiff_t k) {
-          detail::qconv_im2col_row(s, xg, static_cast<int>(k), 0, P, pad, cols + k * P);
+          detail::qconv_im2col_row(s, xg, static_cast<int>(k), pad, cols + k * P);
           rows[k] = cols + k * P;
         });
       }
-      auto shifted = [&](const int32_t* tile, int ldt, int row0, int mr, int col0, int nr) {
-        epi(tile, ldt, row_off + row0, mr, col0, nr);
-      };
 #if defined(TRIAD_Q8_ISA)
       if (q8) {
         // unsigned bytes: int8 activations XOR 0x80, their zero point + 128
         const uint8_t flip = std::is_signed_v<X> ? 0x80 : 0;
         const size_t quads = (q8_packed_bytes(Mg, kQ8MR, K) + 63) / 64 * 64;
         const uint8_t* pw = QPacked::data<uint8_t>(packed_w);
-        const int32_t* sums = reinterpret_cast<const int32_t*>(pw + s.group * quads) + g * Mg;
-        uint8_t* pb = reinterpret_cast<uint8_t*>(base);
-        q8_pack_b_rows(K, P, rows, flip, pb);
-#if TRIAD_Q8_ISA == 512
-        if constexpr (detail::is_requant_epi<Epi>::value) {
-          if (!epi.per_col) {
-            detail::q8_gemm_requant(Mg, P, K, pw + g * quads, pb,
-                                    static_cast<uint32_t>(x_zp + flip), sums, row_off, epi);
-            continue;
-          }
-        }
-#endif
-        q8_gemm<false>(Mg, P, K, pw + g * quads, pb, static_cast<uint32_t>(x_zp + flip), sums,
-                       nullptr, shifted);
+        detail::q8_conv_gemm(
+            Mg, P, K, pw + g * quads,
+            reinterpret_cast<const int32_t*>(pw + s.group * quads) + g * Mg,
+            static_cast<uint32_t>(x_zp + flip), row_off, reinterpret_cast<uint8_t*>(base), epi,
+            [&](int j0, uint8_t* dst) { detail::q8_pack_b_panel(K, P, rows, flip, j0, dst); });
         continue;
       }
 #endif
@@ -1313,7 +1268,10 @@ void qconv2d(const Conv2dShape& s, const X* x, int x_zp, const void* packed_w, v
       int16_t* pb = reinterpret_cast<int16_t*>(base);
       q_pack_b_rows(K, P, rows, x_zp, pb);
       const size_t wgroup = q_packed_a_bytes(Mg, K) / sizeof(int16_t);
-      q_gemm(Mg, P, K, QPacked::data<int16_t>(packed_w) + g * wgroup, pb, shifted);
+      q_gemm(Mg, P, K, QPacked::data<int16_t>(packed_w) + g * wgroup, pb,
+             [&](const int32_t* tile, int ldt, int row0, int mr, int col0, int nr) {
+               epi(tile, ldt, row_off + row0, mr, col0, nr);
+             });
     }
 }
 
