@@ -66,8 +66,9 @@ std::vector<FusionGroup> formFusionGroups(const Graph& g, const FusionPolicy& po
           !(policy.anchorTailChangesType && policy.anchorTailChangesType(*n)))
         break;
       // An elementwise chain also takes u's other operands when each is the one use of an
-      // elementwise node of u's shape reading only values from outside: a residual Add's second
-      // DequantizeLinear is computed in the same pass instead of stored in float and read back.
+      // elementwise node of u's shape: a residual Add's second DequantizeLinear is computed in
+      // the same pass instead of stored in float and read back. Such a node reads only values
+      // from outside the group (each value made inside has its one use inside, on the chain).
       if (grp.elementwise && !view)
         for (Value* v : u->inputs()) {
           const Node* p = v && v != out ? v->producer() : nullptr;
@@ -76,12 +77,6 @@ std::vector<FusionGroup> formFusionGroups(const Graph& g, const FusionPolicy& po
               (policy.isFusableView && policy.isFusableView(*p)) ||
               v->type().shape != u->output(0)->type().shape)
             continue;
-          bool outside = true;
-          for (const Value* w : p->inputs())
-            outside = outside && !(w && w->producer() && assigned.count(w->producer()) &&
-                                   std::find(grp.nodes.begin(), grp.nodes.end(), w->producer()) !=
-                                       grp.nodes.end());
-          if (!outside) continue;
           grp.nodes.push_back(p);
           assigned.insert(p);
         }

@@ -6,8 +6,8 @@
 //     followed by a chain of elementwise nodes applied to its output while it is in cache or in
 //     registers (bias, activation, residual add, ...), or
 //   - an elementwise chain: elementwise nodes computed in one pass over the output (a chain
-//     node's other operands come along when each is the single use of an elementwise node that
-//     reads only values from outside the group), or
+//     node's other operands come along when each is the single use of an elementwise node of its
+//     shape), or
 //   - a single node of any other kind.
 // Every value produced inside a group except its output has exactly one use, inside the group,
 // and is not a graph output; every elementwise node keeps the shape of the group's output (its

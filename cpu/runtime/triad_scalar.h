@@ -158,11 +158,6 @@ template <bool fmod, typename T> T int_mod(T a, T b) {
   }
 }
 
-/// QuantizeLinear's last step (ir/ops/Quantize.h, quantizeValue) on v = x / scale:
-/// saturate(round_half_even(v) + zp) into Q, NaN giving the zero point. nearbyint rounds half to
-/// even in the default rounding mode (as the QONNX quantizers' rint); max(0, r) + min(0, r) is r,
-/// or 0 for NaN (each keeps its second operand then). Written so that loops of it vectorize
-/// (gcc if-converts none of the equivalent conditionals).
 // A loop that reads a QuantizeLinear's value back (QuantizeLinear -> DequantizeLinear in one chain)
 // is compiled without GCC's PRE: it specialized what follows the clamp for the clamped ends
 // (constants for 0 and 255), after which the loop was no longer if-convertible and stayed scalar
@@ -173,6 +168,11 @@ template <bool fmod, typename T> T int_mod(T a, T b) {
 #define TRIAD_QDQ_LOOP
 #endif
 
+/// QuantizeLinear's last step (ir/ops/Quantize.h, quantizeValue) on v = x / scale:
+/// saturate(round_half_even(v) + zp) into Q, NaN giving the zero point. nearbyint rounds half to
+/// even in the default rounding mode (as the QONNX quantizers' rint); max(0, r) + min(0, r) is r,
+/// or 0 for NaN (each keeps its second operand then). Written so that loops of it vectorize
+/// (gcc if-converts none of the equivalent conditionals).
 template <typename Q> inline Q quantize_linear(float v, int32_t zp) {
   const float r = std::nearbyint(v);
   const float z = std::max(0.0f, r) + std::min(0.0f, r);

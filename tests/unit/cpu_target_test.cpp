@@ -257,9 +257,9 @@ TEST(CpuTarget, PackedIntegerKernelsAndElementwiseQdqMatchTheInterpreter) {
 // builds (int8 weights with zero point 0, uint8 ones with 128), and its epilogue requantizing in
 // registers on AVX-512, packing blocks of pixels on the thread that multiplies them: output
 // channels and pixels that fill no whole tile (13 channels of 91 pixels, a 1x1 of 5 pixels),
-// strided rows read 32 outputs at a time, groups, uint8 and int8 activations, per-channel and
-// per-tensor scales, biases large enough for the int32 sums to wrap, a zero y_scale; and the
-// depthwise kernel (strided and padded planes). Exact: equal to the interpreter.
+// strided rows (their 4-byte words gathered 16 at a time), groups, uint8 and int8 activations,
+// per-channel and per-tensor scales, biases large enough for the int32 sums to wrap, a zero
+// y_scale; and the depthwise kernel (strided and padded planes). Exact: equal to the interpreter.
 TEST(CpuTarget, PackedInt8ByteLayoutConvolutionsMatchTheInterpreter) {
   std::mt19937 rng(31);
   Graph g;
@@ -830,6 +830,44 @@ TEST(CpuTarget, LayersSplitOverTranslationUnits) {
   for (const auto& e : fs::directory_iterator(testOptions().cacheDir / "kernels"))
     kernels += e.is_directory() && fs::exists(e.path() / "triad_kernels.o");
   EXPECT_GE(kernels, 1u);
+}
+
+// An elementwise chain takes a node's other operand along when it is the single use of an
+// elementwise node (a residual Add's two DequantizeLinear in one loop, no float tensor between);
+// one used twice stays a group of its own.
+TEST(CpuTarget, ElementwiseChainTakesSingleUseOperandProducers) {
+  std::mt19937 rng(8);
+  for (bool shared : {false, true}) {
+    SCOPED_TRACE(shared ? "second operand used twice" : "second operand used once");
+    Graph g;
+    Value* a = g.addInput("a", {DType::U8, {3, 40}, {}});
+    Value* b = g.addInput("b", {DType::U8, {3, 40}, {}});
+    auto dq = [&](const std::string& name, Value* v, float scale) {
+      return add(g, OpKind::DequantizeLinear, name,
+                 {v, g.addConstant(name + ".s", Tensor::fromVector<float>({}, {scale})),
+                  g.addConstant(name + ".z", intTensor({}, DType::U8, 7, 7, rng))},
+                 std::make_shared<QuantAxisAttrs>())
+          ->output(0);
+    };
+    Value* da = dq("dqa", a, 0.05f);
+    Value* db = dq("dqb", b, 0.03f);
+    Node* sum = add(g, OpKind::Add, "sum", {da, db});
+    Node* q =
+        add(g, OpKind::QuantizeLinear, "q",
+            {sum->output(0), g.addConstant("qs", Tensor::fromVector<float>({}, {0.07f}))},
+            attrs<QuantizeLinearAttrs>([](QuantizeLinearAttrs& qa) { qa.outputType = DType::U8; }));
+    g.addOutput(q->output(0));
+    if (shared) g.addOutput(add(g, OpKind::Relu, "relu", {db})->output(0));
+    auto groups = formFusionGroups(g, cpu::cpuFusionPolicy());
+    size_t withSum = 0;
+    for (const FusionGroup& grp : groups)
+      if (std::find(grp.nodes.begin(), grp.nodes.end(), sum) != grp.nodes.end())
+        withSum = grp.nodes.size();
+    EXPECT_EQ(withSum, shared ? 3u : 4u) << describeFusion(groups);
+    checkAgainstInterpreter(
+        g, {intTensor({3, 40}, DType::U8, 0, 255, rng), intTensor({3, 40}, DType::U8, 0, 255, rng)},
+        0, 0);
+  }
 }
 
 // Elementwise chains write over an operand that dies there; lifetimes that do not overlap
